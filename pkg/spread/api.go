@@ -1,0 +1,156 @@
+package spread
+
+// This file is the package's contract with the webhook, the kubectl plugin,
+// the parity test and the benchmarks. The functions that complete it:
+//
+//	func DefaultSelector(pod *v1.Pod, src SelectorSources) (labels.Selector, error)
+//	func SelectorToLabelSelector(sel labels.Selector) (*metav1.LabelSelector, error)
+//	func InjectConstraints(pod *v1.Pod, sel labels.Selector, defaults []v1.TopologySpreadConstraint) ([]v1.TopologySpreadConstraint, error)
+//	func (s Snapshot) Check(pod *v1.Pod, opts Options) (*Result, error)
+//	func NewIndex() *Index
+//	func IndexFromSnapshot(s Snapshot) *Index
+//	func (ix *Index) AddNode(n *v1.Node) / UpdateNode(old, new *v1.Node) / DeleteNode(n *v1.Node)
+//	func (ix *Index) AddPod(p *v1.Pod) / UpdatePod(old, new *v1.Pod) / DeletePod(p *v1.Pod)
+//	func (ix *Index) Check(pod *v1.Pod, opts Options) (*Result, error)
+
+import (
+	appsv1 "k8s.io/api/apps/v1"
+	v1 "k8s.io/api/core/v1"
+)
+
+// SelectorSources answers the lookups DefaultSelector needs. The webhook
+// implements it with informer listers that fall back to a live read on a
+// cache miss; the kubectl plugin implements it over a file.
+//
+// A Get method returns (nil, nil) when the object does not exist: the
+// scheduler then builds the selector without it. Any other error is returned
+// by DefaultSelector, so that a broken lookup is never mistaken for "no owner".
+type SelectorSources interface {
+	// Services returns the Services of namespace.
+	Services(namespace string) ([]*v1.Service, error)
+	// ReplicationController returns namespace/name, or nil if there is none.
+	ReplicationController(namespace, name string) (*v1.ReplicationController, error)
+	// ReplicaSet returns namespace/name, or nil if there is none.
+	ReplicaSet(namespace, name string) (*appsv1.ReplicaSet, error)
+	// StatefulSet returns namespace/name, or nil if there is none.
+	StatefulSet(namespace, name string) (*appsv1.StatefulSet, error)
+}
+
+// Snapshot is a plain, complete view of the nodes and pods of a cluster, as
+// the scheduler's cache would hold them. Pods that are Succeeded or Failed are
+// ignored wherever they appear, as the scheduler's pod informer filters them
+// out.
+type Snapshot struct {
+	Nodes []*v1.Node
+	Pods  []*v1.Pod
+}
+
+// Verdict is the outcome of a feasibility check.
+type Verdict string
+
+const (
+	// VerdictNoHardConstraints: the pod has no DoNotSchedule constraint, so
+	// spread cannot stop it.
+	VerdictNoHardConstraints Verdict = "NoHardConstraints"
+	// VerdictFeasible: at least one node passes every filter and every hard
+	// constraint.
+	VerdictFeasible Verdict = "Feasible"
+	// VerdictUnsatisfiable: some node passes node affinity, nodeSelector and
+	// taints, but none of those also meets the hard spread constraints. This
+	// is the case the webhook denies (or warns about).
+	VerdictUnsatisfiable Verdict = "Unsatisfiable"
+	// VerdictNoCandidateNodes: no node passes node affinity, nodeSelector
+	// and taints at all. That is not a spread problem; the pod is allowed.
+	VerdictNoCandidateNodes Verdict = "NoCandidateNodes"
+)
+
+// ExclusionReason says why a node took no part in a constraint's counting,
+// or why it is not a feasible node. The values are exported constants so
+// callers and tests can match on them.
+type ExclusionReason string
+
+const (
+	ReasonNodeAffinity       ExclusionReason = "does not match the pod's node affinity or nodeSelector"
+	ReasonUntoleratedTaint   ExclusionReason = "has a taint the pod does not tolerate"
+	ReasonUnschedulable      ExclusionReason = "is cordoned (spec.unschedulable)"
+	ReasonMissingTopologyKey ExclusionReason = "lacks a topology key of the pod's hard constraints"
+	ReasonSkew               ExclusionReason = "would exceed maxSkew"
+)
+
+// ExcludedNode is a node that is not feasible, or took no part in counting,
+// with the first reason found.
+type ExcludedNode struct {
+	Name   string          `json:"name"`
+	Reason ExclusionReason `json:"reason"`
+	// Detail is the taint, the missing key or the skew arithmetic.
+	Detail string `json:"detail,omitempty"`
+}
+
+// ConstraintResult is the counting for one hard constraint, as PreFilter
+// computes it.
+type ConstraintResult struct {
+	// Index is the position of the constraint in
+	// pod.spec.topologySpreadConstraints.
+	Index              int                              `json:"index"`
+	TopologyKey        string                           `json:"topologyKey"`
+	MaxSkew            int32                            `json:"maxSkew"`
+	WhenUnsatisfiable  v1.UnsatisfiableConstraintAction `json:"whenUnsatisfiable"`
+	MinDomains         int32                            `json:"minDomains"`
+	NodeAffinityPolicy v1.NodeInclusionPolicy           `json:"nodeAffinityPolicy"`
+	NodeTaintsPolicy   v1.NodeInclusionPolicy           `json:"nodeTaintsPolicy"`
+	// Selector is the constraint's selector after matchLabelKeys were
+	// merged, in labels.Selector string form.
+	Selector string `json:"selector"`
+	// SelfMatch is 1 when the incoming pod matches the selector, else 0.
+	SelfMatch int `json:"selfMatch"`
+	// GlobalMin is the smallest domain count, or 0 when there are fewer
+	// domains than minDomains.
+	GlobalMin int `json:"globalMin"`
+	// Domains maps each counted domain (topology value) to its number of
+	// matching pods.
+	Domains map[string]int `json:"domains"`
+	// Excluded lists nodes that took no part in this constraint's counting
+	// (inclusion policies, missing keys). Filled only with
+	// Options.Explain.
+	Excluded []ExcludedNode `json:"excluded,omitempty"`
+}
+
+// Result is the outcome of Check.
+type Result struct {
+	Verdict Verdict `json:"verdict"`
+	// Constraints holds one entry per hard constraint, in the pod's order.
+	Constraints []ConstraintResult `json:"constraints"`
+	// FeasibleNodes is the sorted set of feasible node names. Filled only
+	// with Options.Explain (listing it costs time proportional to the
+	// number of nodes); otherwise only FeasibleCount is set.
+	FeasibleNodes []string `json:"feasibleNodes,omitempty"`
+	// FeasibleCount is the number of feasible nodes, or at least 1 when
+	// the check stopped at the first feasible node without Explain.
+	FeasibleCount int `json:"feasibleCount"`
+	// Excluded lists the nodes that are not feasible, with the reason.
+	// Filled only with Options.Explain.
+	Excluded []ExcludedNode `json:"excluded,omitempty"`
+	// Message is a sentence a person can act on: for Unsatisfiable it names
+	// the constraint (spec.topologySpreadConstraints[i]), the per-domain
+	// counts, the global minimum, the excluded nodes and why, and one
+	// concrete remedy.
+	Message string `json:"message,omitempty"`
+}
+
+// Options tunes Check.
+type Options struct {
+	// Explain fills FeasibleNodes and the Excluded lists. The webhook sets it
+	// only to build a denial's message; the kubectl plugin always sets it.
+	Explain bool
+}
+
+// Checker decides feasibility for a pod. Both the incremental Index and
+// the plain Snapshot implement it, and they must agree on every input.
+type Checker interface {
+	Check(pod *v1.Pod, opts Options) (*Result, error)
+}
+
+var (
+	_ Checker = (*Index)(nil)
+	_ Checker = Snapshot{}
+)
