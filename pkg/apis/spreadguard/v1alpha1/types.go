@@ -1,0 +1,245 @@
+package v1alpha1
+
+import (
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ValidationAction is what the validating webhook does with a pod whose hard
+// topology spread constraints cannot be met on any node.
+// +kubebuilder:validation:Enum=Deny;Warn;Audit
+type ValidationAction string
+
+const (
+	// ActionDeny refuses the pod, with a message that shows the numbers.
+	ActionDeny ValidationAction = "Deny"
+	// ActionWarn admits the pod and returns the same message as a warning.
+	ActionWarn ValidationAction = "Warn"
+	// ActionAudit admits the pod silently and records the verdict in the
+	// audit log's annotations and the webhook's metrics.
+	ActionAudit ValidationAction = "Audit"
+)
+
+// Constraint is one topology spread constraint a policy writes into a pod:
+// the fields of v1.TopologySpreadConstraint except labelSelector, which
+// spreadguard derives per pod from the Services and controller that select
+// it, as kube-scheduler's DefaultSelector does.
+//
+// LabelSelector is declared only so that the schema can refuse it with a
+// message: a field unknown to the schema would be pruned silently, and the
+// author would believe their selector was in force.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.labelSelector)",message="labelSelector must not be set: spreadguard derives each pod's selector from the Services and controller that select it, as kube-scheduler's DefaultSelector does. Remove labelSelector; use matchLabelKeys to narrow the selector by the pod's own labels."
+// +kubebuilder:validation:XValidation:rule="!has(self.minDomains) || self.whenUnsatisfiable == 'DoNotSchedule'",message="minDomains can only be used with whenUnsatisfiable: DoNotSchedule. Remove minDomains or set whenUnsatisfiable to DoNotSchedule."
+type Constraint struct {
+	// MaxSkew is the largest allowed difference between the number of
+	// matching pods in a domain and the global minimum.
+	// +required
+	// +kubebuilder:validation:Minimum=1
+	MaxSkew int32 `json:"maxSkew"`
+
+	// TopologyKey is the node label whose values are the domains, e.g.
+	// topology.kubernetes.io/zone. Nodes without it take no part.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=317
+	TopologyKey string `json:"topologyKey"`
+
+	// WhenUnsatisfiable is DoNotSchedule (a hard constraint, which the
+	// webhook also validates) or ScheduleAnyway (a scoring preference).
+	// +required
+	// +kubebuilder:validation:Enum=DoNotSchedule;ScheduleAnyway
+	WhenUnsatisfiable v1.UnsatisfiableConstraintAction `json:"whenUnsatisfiable"`
+
+	// MinDomains is the number of eligible domains below which the global
+	// minimum is taken to be 0. Only with whenUnsatisfiable: DoNotSchedule.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	MinDomains *int32 `json:"minDomains,omitempty"`
+
+	// NodeAffinityPolicy says whether the pod's nodeAffinity and
+	// nodeSelector limit the nodes counted. Unset means Honor.
+	// +optional
+	// +kubebuilder:validation:Enum=Honor;Ignore
+	NodeAffinityPolicy *v1.NodeInclusionPolicy `json:"nodeAffinityPolicy,omitempty"`
+
+	// NodeTaintsPolicy says whether nodes with taints the pod does not
+	// tolerate are left out of the counting. Unset in a pod means Ignore;
+	// spreadguard injects Honor when the policy leaves it unset, so that
+	// cordoned and tainted nodes do not pin the global minimum at 0.
+	// +optional
+	// +kubebuilder:validation:Enum=Honor;Ignore
+	NodeTaintsPolicy *v1.NodeInclusionPolicy `json:"nodeTaintsPolicy,omitempty"`
+
+	// MatchLabelKeys are pod label keys whose values, taken from the
+	// incoming pod, are ANDed with the derived selector (e.g.
+	// pod-template-hash, to spread each rollout on its own).
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=317
+	MatchLabelKeys []string `json:"matchLabelKeys,omitempty"`
+
+	// LabelSelector is forbidden: spreadguard derives it per pod. It exists
+	// in the schema only so that setting it is refused with a clear message
+	// instead of being pruned silently.
+	// +optional
+	LabelSelector *metav1.LabelSelector `json:"labelSelector,omitempty"`
+}
+
+// ToTopologySpreadConstraint returns the constraint as a pod would carry
+// it, without a label selector (the caller adds the derived one). Pointer
+// fields are copied so the result never aliases a cached policy.
+func (c Constraint) ToTopologySpreadConstraint() v1.TopologySpreadConstraint {
+	out := v1.TopologySpreadConstraint{
+		MaxSkew:           c.MaxSkew,
+		TopologyKey:       c.TopologyKey,
+		WhenUnsatisfiable: c.WhenUnsatisfiable,
+	}
+	if c.MinDomains != nil {
+		v := *c.MinDomains
+		out.MinDomains = &v
+	}
+	if c.NodeAffinityPolicy != nil {
+		v := *c.NodeAffinityPolicy
+		out.NodeAffinityPolicy = &v
+	}
+	if c.NodeTaintsPolicy != nil {
+		v := *c.NodeTaintsPolicy
+		out.NodeTaintsPolicy = &v
+	}
+	if c.MatchLabelKeys != nil {
+		out.MatchLabelKeys = append([]string{}, c.MatchLabelKeys...)
+	}
+	return out
+}
+
+// ValidationSpec configures the validating webhook for the pods a policy
+// applies to.
+type ValidationSpec struct {
+	// Action is Deny, Warn or Audit. Unset means the webhook's default,
+	// configured in the chart.
+	// +optional
+	Action ValidationAction `json:"action,omitempty"`
+}
+
+// PolicySpec is what every policy, namespaced or cluster-wide, says: which
+// pods, how strongly, which constraints, and what validation does.
+type PolicySpec struct {
+	// PodSelector selects the pods the policy applies to among those in its
+	// scope. Unset selects every pod; so does an empty selector.
+	// +optional
+	PodSelector *metav1.LabelSelector `json:"podSelector,omitempty"`
+
+	// Priority decides between policies that match the same pod: the
+	// highest wins; at equal priority a SpreadPolicy wins over a
+	// ClusterSpreadPolicy, then the name decides. Policies never merge.
+	// +optional
+	// +kubebuilder:default=0
+	Priority int32 `json:"priority,omitempty"`
+
+	// Constraints are written into the pods the policy applies to that
+	// declare no topologySpreadConstraints of their own. No two may share
+	// topologyKey and whenUnsatisfiable; the apiserver refuses such pods.
+	// +required
+	// +listType=map
+	// +listMapKey=topologyKey
+	// +listMapKey=whenUnsatisfiable
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=8
+	Constraints []Constraint `json:"constraints"`
+
+	// Validation configures what the validating webhook does when the
+	// pod's hard constraints cannot be met.
+	// +optional
+	Validation *ValidationSpec `json:"validation,omitempty"`
+}
+
+// SpreadPolicySpec is the spec of a SpreadPolicy. It is PolicySpec itself,
+// so `SpreadPolicySpec{PodSelector: ...}` and `PolicySpec{...}` are one type.
+type SpreadPolicySpec = PolicySpec
+
+// ClusterSpreadPolicySpec is the spec of a ClusterSpreadPolicy: a PolicySpec
+// plus the namespaces it reaches.
+type ClusterSpreadPolicySpec struct {
+	PolicySpec `json:",inline"`
+
+	// NamespaceSelector selects the namespaces whose pods the policy may
+	// apply to. Unset selects every namespace; so does an empty selector.
+	// Every namespace carries the label kubernetes.io/metadata.name, so a
+	// policy can name namespaces.
+	// +optional
+	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
+}
+
+// PolicyStatus is the observed state of a policy.
+type PolicyStatus struct {
+	// ObservedGeneration is the metadata.generation the conditions describe.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Conditions: type Valid is False, with every field error in its
+	// message, when the policy fails validation and is skipped.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// SpreadPolicy gives the pods of its namespace default topology spread
+// constraints and a validation action.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Namespaced,categories=spreadguard
+// +kubebuilder:printcolumn:name="Priority",type=integer,JSONPath=`.spec.priority`
+// +kubebuilder:printcolumn:name="Action",type=string,JSONPath=`.spec.validation.action`
+// +kubebuilder:printcolumn:name="Valid",type=string,JSONPath=`.status.conditions[?(@.type=="Valid")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type SpreadPolicy struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +required
+	Spec SpreadPolicySpec `json:"spec"`
+	// +optional
+	Status PolicyStatus `json:"status,omitempty"`
+}
+
+// SpreadPolicyList is a list of SpreadPolicy.
+//
+// +kubebuilder:object:root=true
+type SpreadPolicyList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []SpreadPolicy `json:"items"`
+}
+
+// ClusterSpreadPolicy gives the pods of the namespaces it selects default
+// topology spread constraints and a validation action.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,categories=spreadguard
+// +kubebuilder:printcolumn:name="Priority",type=integer,JSONPath=`.spec.priority`
+// +kubebuilder:printcolumn:name="Action",type=string,JSONPath=`.spec.validation.action`
+// +kubebuilder:printcolumn:name="Valid",type=string,JSONPath=`.status.conditions[?(@.type=="Valid")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type ClusterSpreadPolicy struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +required
+	Spec ClusterSpreadPolicySpec `json:"spec"`
+	// +optional
+	Status PolicyStatus `json:"status,omitempty"`
+}
+
+// ClusterSpreadPolicyList is a list of ClusterSpreadPolicy.
+//
+// +kubebuilder:object:root=true
+type ClusterSpreadPolicyList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ClusterSpreadPolicy `json:"items"`
+}
