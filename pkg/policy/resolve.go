@@ -1,0 +1,253 @@
+package policy
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
+)
+
+// Applied is the one policy that applies to a pod.
+type Applied struct {
+	// Kind is "SpreadPolicy" or "ClusterSpreadPolicy".
+	Kind string
+	// Name is the value of the spreadguard.io/policy annotation:
+	// "<ns>/<name>" for a SpreadPolicy, "<name>" for a ClusterSpreadPolicy.
+	Name     string
+	Priority int32
+	// Constraints are the policy's constraints, without labelSelector. They
+	// are copies: changing them never changes the cached policy.
+	Constraints []v1.TopologySpreadConstraint
+	// Action is "" when the policy does not set one; the webhook's default
+	// applies then.
+	Action v1alpha1.ValidationAction
+}
+
+// Skipped is a policy that matched a pod and ranked above the applied one,
+// but failed validation, so resolution passed over it.
+type Skipped struct {
+	Kind   string
+	Name   string
+	Errors field.ErrorList
+}
+
+// Resolution is the full outcome of resolving a pod's policy.
+type Resolution struct {
+	// Applied is the policy that applies, or nil when none does.
+	Applied *Applied
+	// Skipped are the invalid policies passed over on the way, in rank
+	// order. A policy whose selectors do not parse is listed too, since
+	// whether it would have matched cannot be known.
+	Skipped []Skipped
+}
+
+// Resolve returns the one policy that applies to pod, or nil, nil when none
+// applies. pod.Namespace must be set (an admission request carries the
+// namespace beside the object; the caller copies it in). Policies that fail
+// validation are skipped; ResolveDetailed says which.
+func Resolve(pod *v1.Pod, l Lister) (*Applied, error) {
+	r, err := ResolveDetailed(pod, l)
+	if err != nil {
+		return nil, err
+	}
+	return r.Applied, nil
+}
+
+// candidate is a policy in scope for the pod, before matching.
+type candidate struct {
+	kind       string
+	name       string // the object's name; the rank's last key
+	annotation string
+	namespaced bool
+	spec       *v1alpha1.PolicySpec
+	nsSelector *metav1.LabelSelector // cluster policies only
+	validate   func() field.ErrorList
+}
+
+// ResolveDetailed is Resolve that also reports the invalid policies it
+// passed over, for warnings and for `kubectl spread explain`.
+func ResolveDetailed(pod *v1.Pod, l Lister) (*Resolution, error) {
+	if pod == nil {
+		return nil, errors.New("no pod to resolve a policy for")
+	}
+	if pod.Namespace == "" {
+		return nil, fmt.Errorf("pod %q has no namespace", pod.Name)
+	}
+	cands, err := candidates(pod.Namespace, l)
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(cands, rank)
+
+	nsLabels := namespaceLabels{name: pod.Namespace, lister: l}
+	podLabels := labels.Set(pod.Labels)
+	res := &Resolution{}
+	for _, c := range cands {
+		matched, selErrs, err := c.matches(podLabels, &nsLabels)
+		if err != nil {
+			return nil, err
+		}
+		if selErrs != nil {
+			res.Skipped = append(res.Skipped, Skipped{Kind: c.kind, Name: c.annotation, Errors: c.validate()})
+			continue
+		}
+		if !matched {
+			continue
+		}
+		if errs := c.validate(); len(errs) > 0 {
+			res.Skipped = append(res.Skipped, Skipped{Kind: c.kind, Name: c.annotation, Errors: errs})
+			continue
+		}
+		res.Applied = c.applied()
+		return res, nil
+	}
+	return res, nil
+}
+
+func candidates(namespace string, l Lister) ([]candidate, error) {
+	sps, err := l.SpreadPolicies(namespace)
+	if err != nil {
+		return nil, fmt.Errorf("listing the SpreadPolicies of namespace %q: %w", namespace, err)
+	}
+	csps, err := l.ClusterSpreadPolicies()
+	if err != nil {
+		return nil, fmt.Errorf("listing the ClusterSpreadPolicies: %w", err)
+	}
+	out := make([]candidate, 0, len(sps)+len(csps))
+	for _, p := range sps {
+		if p == nil {
+			continue
+		}
+		out = append(out, candidate{
+			kind:       v1alpha1.KindSpreadPolicy,
+			name:       p.Name,
+			annotation: p.Namespace + "/" + p.Name,
+			namespaced: true,
+			spec:       &p.Spec,
+			validate:   func() field.ErrorList { return ValidateSpreadPolicy(p) },
+		})
+	}
+	for _, p := range csps {
+		if p == nil {
+			continue
+		}
+		out = append(out, candidate{
+			kind:       v1alpha1.KindClusterSpreadPolicy,
+			name:       p.Name,
+			annotation: p.Name,
+			spec:       &p.Spec.PolicySpec,
+			nsSelector: p.Spec.NamespaceSelector,
+			validate:   func() field.ErrorList { return ValidateClusterSpreadPolicy(p) },
+		})
+	}
+	return out, nil
+}
+
+// rank orders candidates: highest priority first, then SpreadPolicy before
+// ClusterSpreadPolicy, then name. Names are unique within each kind, so
+// the order is total and resolution is deterministic.
+func rank(a, b candidate) int {
+	if c := cmp.Compare(b.spec.Priority, a.spec.Priority); c != 0 {
+		return c
+	}
+	if a.namespaced != b.namespaced {
+		if a.namespaced {
+			return -1
+		}
+		return 1
+	}
+	return cmp.Compare(a.name, b.name)
+}
+
+// matches reports whether the candidate selects the pod. selErr is non-nil
+// when a selector does not parse; err when the namespace lookup failed.
+func (c candidate) matches(pod labels.Set, ns *namespaceLabels) (matched bool, selErr error, err error) {
+	ok, selErr := selects(c.spec.PodSelector, pod)
+	if selErr != nil || !ok {
+		return false, selErr, nil
+	}
+	if c.namespaced || c.nsSelector == nil {
+		return true, nil, nil
+	}
+	// Parse before the lookup, so a broken selector costs no read.
+	sel, selErr := metav1.LabelSelectorAsSelector(c.nsSelector)
+	if selErr != nil {
+		return false, selErr, nil
+	}
+	set, err := ns.get()
+	if err != nil {
+		return false, nil, err
+	}
+	return sel.Matches(set), nil, nil
+}
+
+// selects reports whether sel selects set. A nil selector selects
+// everything (metav1.LabelSelectorAsSelector would say nothing).
+func selects(sel *metav1.LabelSelector, set labels.Set) (bool, error) {
+	if sel == nil {
+		return true, nil
+	}
+	s, err := metav1.LabelSelectorAsSelector(sel)
+	if err != nil {
+		return false, err
+	}
+	return s.Matches(set), nil
+}
+
+func (c candidate) applied() *Applied {
+	a := &Applied{
+		Kind:        c.kind,
+		Name:        c.annotation,
+		Priority:    c.spec.Priority,
+		Constraints: make([]v1.TopologySpreadConstraint, 0, len(c.spec.Constraints)),
+	}
+	for _, con := range c.spec.Constraints {
+		a.Constraints = append(a.Constraints, con.ToTopologySpreadConstraint())
+	}
+	if c.spec.Validation != nil {
+		a.Action = c.spec.Validation.Action
+	}
+	return a
+}
+
+// namespaceLabels reads the pod's namespace once, and only when a
+// ClusterSpreadPolicy with a namespaceSelector needs its labels.
+type namespaceLabels struct {
+	name   string
+	lister Lister
+	set    labels.Set
+	done   bool
+}
+
+// get returns the namespace's labels. The apiserver gives every namespace
+// the label kubernetes.io/metadata.name=<name>; it is added when missing
+// (a namespace absent from a snapshot file, or built by hand), so that a
+// selector on the name works the same everywhere. A namespace that does
+// not exist has that label only.
+func (n *namespaceLabels) get() (labels.Set, error) {
+	if n.done {
+		return n.set, nil
+	}
+	ns, err := n.lister.Namespace(n.name)
+	if err != nil {
+		return nil, fmt.Errorf("reading namespace %q: %w", n.name, err)
+	}
+	set := labels.Set{}
+	if ns != nil {
+		for k, v := range ns.Labels {
+			set[k] = v
+		}
+	}
+	if _, ok := set[v1.LabelMetadataName]; !ok {
+		set[v1.LabelMetadataName] = n.name
+	}
+	n.set, n.done = set, true
+	return set, nil
+}

@@ -1,0 +1,406 @@
+package policy_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
+	"github.com/spreadguard/spreadguard/pkg/policy"
+	pt "github.com/spreadguard/spreadguard/pkg/policy/policytest"
+	"github.com/spreadguard/spreadguard/pkg/spread/spreadtest"
+)
+
+// zoneHard and hostSoft start a constraint; each call is a fresh builder,
+// since option methods change the builder they are called on.
+func zoneHard() *pt.ConstraintWrapper { return pt.MakeConstraint().Zone().MaxSkew(1).DoNotSchedule() }
+func hostSoft() *pt.ConstraintWrapper {
+	return pt.MakeConstraint().Hostname().MaxSkew(2).ScheduleAnyway()
+}
+
+// zoneHardTSC is zoneHard as Applied carries it.
+var zoneHardTSC = v1.TopologySpreadConstraint{MaxSkew: 1, TopologyKey: v1.LabelTopologyZone, WhenUnsatisfiable: v1.DoNotSchedule}
+
+func sp(ns, name string) *pt.SpreadPolicyWrapper {
+	return pt.MakeSpreadPolicy().Namespace(ns).Name(name).Constraint(zoneHard().Obj())
+}
+
+func csp(name string) *pt.ClusterSpreadPolicyWrapper {
+	return pt.MakeClusterSpreadPolicy().Name(name).Constraint(zoneHard().Obj())
+}
+
+func appliedSP(ns, name string, priority int32) *policy.Applied {
+	return &policy.Applied{Kind: v1alpha1.KindSpreadPolicy, Name: ns + "/" + name, Priority: priority,
+		Constraints: []v1.TopologySpreadConstraint{zoneHardTSC}}
+}
+
+func appliedCSP(name string, priority int32) *policy.Applied {
+	return &policy.Applied{Kind: v1alpha1.KindClusterSpreadPolicy, Name: name, Priority: priority,
+		Constraints: []v1.TopologySpreadConstraint{zoneHardTSC}}
+}
+
+func TestResolve(t *testing.T) {
+	webPod := spreadtest.MakePod().Name("web-1").Namespace("shop").Label("app", "web").Label("tier", "front").Obj()
+	withLabelSelector := pt.MakeConstraint().Zone().MaxSkew(1).DoNotSchedule().
+		LabelSelector(&metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}).Obj()
+
+	tests := []struct {
+		name   string
+		pod    *v1.Pod
+		lister policy.SliceLister
+		want   *policy.Applied
+	}{
+		{
+			name: "no policies at all -> none applies",
+			pod:  webPod,
+			want: nil,
+		},
+		{
+			name: "one SpreadPolicy without podSelector in the pod's namespace -> it applies, with every field converted",
+			pod:  webPod,
+			lister: policy.SliceLister{Policies: []*v1alpha1.SpreadPolicy{
+				pt.MakeSpreadPolicy().Namespace("shop").Name("zones").Priority(3).Action(v1alpha1.ActionWarn).Constraint(
+					pt.MakeConstraint().Zone().MaxSkew(1).DoNotSchedule().MinDomains(3).
+						NodeAffinityPolicy(v1.NodeInclusionPolicyIgnore).NodeTaintsPolicy(v1.NodeInclusionPolicyHonor).
+						MatchLabelKeys("pod-template-hash").Obj(),
+					hostSoft().Obj(),
+				).Obj(),
+			}},
+			want: &policy.Applied{Kind: "SpreadPolicy", Name: "shop/zones", Priority: 3, Action: v1alpha1.ActionWarn,
+				Constraints: []v1.TopologySpreadConstraint{
+					{MaxSkew: 1, TopologyKey: v1.LabelTopologyZone, WhenUnsatisfiable: v1.DoNotSchedule, MinDomains: ptr(int32(3)),
+						NodeAffinityPolicy: ptr(v1.NodeInclusionPolicyIgnore), NodeTaintsPolicy: ptr(v1.NodeInclusionPolicyHonor),
+						MatchLabelKeys: []string{"pod-template-hash"}},
+					{MaxSkew: 2, TopologyKey: v1.LabelHostname, WhenUnsatisfiable: v1.ScheduleAnyway},
+				}},
+		},
+		{
+			name:   "SpreadPolicy of another namespace -> none applies",
+			pod:    webPod,
+			lister: policy.SliceLister{Policies: []*v1alpha1.SpreadPolicy{sp("billing", "zones").Obj()}},
+			want:   nil,
+		},
+		{
+			name:   "podSelector app=api, pod app=web -> none applies",
+			pod:    webPod,
+			lister: policy.SliceLister{Policies: []*v1alpha1.SpreadPolicy{sp("shop", "api").PodLabel("app", "api").Obj()}},
+			want:   nil,
+		},
+		{
+			name: "podSelector app=web and tier In (front, back), pod app=web tier=front -> applies",
+			pod:  webPod,
+			lister: policy.SliceLister{Policies: []*v1alpha1.SpreadPolicy{
+				sp("shop", "web").PodLabel("app", "web").PodExpression("tier", metav1.LabelSelectorOpIn, "front", "back").Obj(),
+			}},
+			want: appliedSP("shop", "web", 0),
+		},
+		{
+			name:   "empty podSelector {} selects every pod -> applies",
+			pod:    webPod,
+			lister: policy.SliceLister{Policies: []*v1alpha1.SpreadPolicy{sp("shop", "all").PodSelector(&metav1.LabelSelector{}).Obj()}},
+			want:   appliedSP("shop", "all", 0),
+		},
+		{
+			name: "SpreadPolicies at priority 1 and 5 -> priority 5 applies",
+			pod:  webPod,
+			lister: policy.SliceLister{Policies: []*v1alpha1.SpreadPolicy{
+				sp("shop", "low").Priority(1).Obj(), sp("shop", "high").Priority(5).Obj(),
+			}},
+			want: appliedSP("shop", "high", 5),
+		},
+		{
+			name: "negative priority -10 loses to the default 0",
+			pod:  webPod,
+			lister: policy.SliceLister{Policies: []*v1alpha1.SpreadPolicy{
+				sp("shop", "a-negative").Priority(-10).Obj(), sp("shop", "z-default").Obj(),
+			}},
+			want: appliedSP("shop", "z-default", 0),
+		},
+		{
+			name:   "ClusterSpreadPolicy at priority 10 beats a SpreadPolicy at priority 0",
+			pod:    webPod,
+			lister: policy.SliceLister{Policies: []*v1alpha1.SpreadPolicy{sp("shop", "local").Obj()}, ClusterPolicies: []*v1alpha1.ClusterSpreadPolicy{csp("global").Priority(10).Obj()}},
+			want:   appliedCSP("global", 10),
+		},
+		{
+			name:   "SpreadPolicy and ClusterSpreadPolicy both at priority 0 -> the namespaced one applies",
+			pod:    webPod,
+			lister: policy.SliceLister{Policies: []*v1alpha1.SpreadPolicy{sp("shop", "zz-local").Obj()}, ClusterPolicies: []*v1alpha1.ClusterSpreadPolicy{csp("aa-global").Obj()}},
+			want:   appliedSP("shop", "zz-local", 0),
+		},
+		{
+			name: "two SpreadPolicies b and a at equal priority -> a applies by name",
+			pod:  webPod,
+			lister: policy.SliceLister{Policies: []*v1alpha1.SpreadPolicy{
+				sp("shop", "b").Priority(2).Obj(), sp("shop", "a").Priority(2).Obj(),
+			}},
+			want: appliedSP("shop", "a", 2),
+		},
+		{
+			name: "two ClusterSpreadPolicies defaults and base at equal priority -> base applies by name",
+			pod:  webPod,
+			lister: policy.SliceLister{ClusterPolicies: []*v1alpha1.ClusterSpreadPolicy{
+				csp("defaults").Obj(), csp("base").Obj(),
+			}},
+			want: appliedCSP("base", 0),
+		},
+		{
+			name:   "ClusterSpreadPolicy without namespaceSelector, namespace absent from the lister -> applies",
+			pod:    webPod,
+			lister: policy.SliceLister{ClusterPolicies: []*v1alpha1.ClusterSpreadPolicy{csp("global").Obj()}},
+			want:   appliedCSP("global", 0),
+		},
+		{
+			name: "namespaceSelector env=prod, namespace labelled env=prod -> applies",
+			pod:  webPod,
+			lister: policy.SliceLister{
+				Namespaces:      []*v1.Namespace{pt.MakeNamespace("shop", map[string]string{"env": "prod"})},
+				ClusterPolicies: []*v1alpha1.ClusterSpreadPolicy{csp("prod").NamespaceLabel("env", "prod").Obj()},
+			},
+			want: appliedCSP("prod", 0),
+		},
+		{
+			name: "namespaceSelector env=prod, namespace labelled env=dev -> none applies",
+			pod:  webPod,
+			lister: policy.SliceLister{
+				Namespaces:      []*v1.Namespace{pt.MakeNamespace("shop", map[string]string{"env": "dev"})},
+				ClusterPolicies: []*v1alpha1.ClusterSpreadPolicy{csp("prod").NamespaceLabel("env", "prod").Obj()},
+			},
+			want: nil,
+		},
+		{
+			name: "namespaceSelector env=prod misses, the next ClusterSpreadPolicy without one applies",
+			pod:  webPod,
+			lister: policy.SliceLister{
+				Namespaces: []*v1.Namespace{pt.MakeNamespace("shop", map[string]string{"env": "dev"})},
+				ClusterPolicies: []*v1alpha1.ClusterSpreadPolicy{
+					csp("prod").Priority(9).NamespaceLabel("env", "prod").Obj(), csp("everyone").Obj(),
+				},
+			},
+			want: appliedCSP("everyone", 0),
+		},
+		{
+			name: "namespaceSelector on kubernetes.io/metadata.name, namespace stored without that label -> matches by name",
+			pod:  webPod,
+			lister: policy.SliceLister{
+				Namespaces:      []*v1.Namespace{{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}},
+				ClusterPolicies: []*v1alpha1.ClusterSpreadPolicy{csp("named").NamespaceExpression(v1.LabelMetadataName, metav1.LabelSelectorOpIn, "shop", "cart").Obj()},
+			},
+			want: appliedCSP("named", 0),
+		},
+		{
+			name: "namespaceSelector env NotIn (dev), namespace absent from the lister -> matches, as a namespace without env",
+			pod:  webPod,
+			lister: policy.SliceLister{
+				ClusterPolicies: []*v1alpha1.ClusterSpreadPolicy{csp("not-dev").NamespaceExpression("env", metav1.LabelSelectorOpNotIn, "dev").Obj()},
+			},
+			want: appliedCSP("not-dev", 0),
+		},
+		{
+			name: "namespaceSelector matches but podSelector app=api does not -> none applies",
+			pod:  webPod,
+			lister: policy.SliceLister{
+				Namespaces:      []*v1.Namespace{pt.MakeNamespace("shop", map[string]string{"env": "prod"})},
+				ClusterPolicies: []*v1alpha1.ClusterSpreadPolicy{csp("api").NamespaceLabel("env", "prod").PodLabel("app", "api").Obj()},
+			},
+			want: nil,
+		},
+		{
+			name: "SpreadPolicy at priority 5 sets labelSelector (invalid) -> skipped, the one at priority 1 applies",
+			pod:  webPod,
+			lister: policy.SliceLister{Policies: []*v1alpha1.SpreadPolicy{
+				pt.MakeSpreadPolicy().Namespace("shop").Name("bad").Priority(5).Constraint(withLabelSelector).Obj(),
+				sp("shop", "good").Priority(1).Obj(),
+			}},
+			want: appliedSP("shop", "good", 1),
+		},
+		{
+			name: "ClusterSpreadPolicy at priority 9 with minDomains and ScheduleAnyway (invalid) -> skipped, the SpreadPolicy applies",
+			pod:  webPod,
+			lister: policy.SliceLister{
+				Policies: []*v1alpha1.SpreadPolicy{sp("shop", "local").Obj()},
+				ClusterPolicies: []*v1alpha1.ClusterSpreadPolicy{
+					pt.MakeClusterSpreadPolicy().Name("bad").Priority(9).Constraint(hostSoft().MinDomains(2).Obj()).Obj(),
+				},
+			},
+			want: appliedSP("shop", "local", 0),
+		},
+		{
+			name: "the only matching policy repeats {zone, DoNotSchedule} (invalid) -> none applies, never half of it",
+			pod:  webPod,
+			lister: policy.SliceLister{Policies: []*v1alpha1.SpreadPolicy{
+				sp("shop", "twice").Constraint(hostSoft().Obj(), zoneHard().Obj()).Obj(),
+			}},
+			want: nil,
+		},
+		{
+			name: "SpreadPolicy whose podSelector does not parse -> skipped, the ClusterSpreadPolicy applies",
+			pod:  webPod,
+			lister: policy.SliceLister{
+				Policies:        []*v1alpha1.SpreadPolicy{sp("shop", "broken").Priority(3).PodExpression("app", "Like", "web").Obj()},
+				ClusterPolicies: []*v1alpha1.ClusterSpreadPolicy{csp("global").Obj()},
+			},
+			want: appliedCSP("global", 0),
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := policy.Resolve(tt.pod, tt.lister)
+			if err != nil {
+				t.Fatalf("Resolve: %v", err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("Resolve (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestResolveDetailedReportsSkippedPolicies(t *testing.T) {
+	pod := spreadtest.MakePod().Name("web-1").Namespace("shop").Label("app", "web").Obj()
+	lister := policy.SliceLister{
+		Policies: []*v1alpha1.SpreadPolicy{
+			// Ranks first and is invalid: skipped.
+			sp("shop", "bad-skew").Priority(7).Constraint(hostSoft().MaxSkew(0).Obj()).Obj(),
+			// Invalid but does not select the pod: not reported.
+			pt.MakeSpreadPolicy().Namespace("shop").Name("other-app").Priority(6).PodLabel("app", "api").Obj(),
+			// Selector does not parse: cannot tell whether it matches, so reported.
+			sp("shop", "bad-selector").Priority(5).PodExpression("app", metav1.LabelSelectorOpIn).Obj(),
+			sp("shop", "good").Priority(4).Obj(),
+			// Ranks below the applied one: never looked at.
+			pt.MakeSpreadPolicy().Namespace("shop").Name("bad-but-low").Priority(1).Obj(),
+		},
+	}
+	got, err := policy.ResolveDetailed(pod, lister)
+	if err != nil {
+		t.Fatalf("ResolveDetailed: %v", err)
+	}
+	if diff := cmp.Diff(appliedSP("shop", "good", 4), got.Applied); diff != "" {
+		t.Errorf("Applied (-want +got):\n%s", diff)
+	}
+	type skip struct{ Kind, Name, Fields string }
+	var gotSkips []skip
+	for _, s := range got.Skipped {
+		gotSkips = append(gotSkips, skip{s.Kind, s.Name, fieldsOf(s.Errors)})
+	}
+	wantSkips := []skip{
+		{"SpreadPolicy", "shop/bad-skew", "spec.constraints[1].maxSkew"},
+		{"SpreadPolicy", "shop/bad-selector", "spec.podSelector.matchExpressions[0].values"},
+	}
+	if diff := cmp.Diff(wantSkips, gotSkips); diff != "" {
+		t.Errorf("Skipped (-want +got):\n%s", diff)
+	}
+}
+
+func TestResolveReturnsCopies(t *testing.T) {
+	p := sp("shop", "zones").Constraint(hostSoft().NodeTaintsPolicy(v1.NodeInclusionPolicyHonor).MatchLabelKeys("a").Obj()).Obj()
+	before := p.DeepCopy()
+	got, err := policy.Resolve(spreadtest.MakePod().Name("p").Namespace("shop").Obj(), policy.SliceLister{Policies: []*v1alpha1.SpreadPolicy{p}})
+	if err != nil || got == nil {
+		t.Fatalf("Resolve = %v, %v; want the policy", got, err)
+	}
+	*got.Constraints[1].NodeTaintsPolicy = v1.NodeInclusionPolicyIgnore
+	got.Constraints[1].MatchLabelKeys[0] = "changed"
+	if diff := cmp.Diff(before, p); diff != "" {
+		t.Errorf("changing the result changed the cached policy (-before +after):\n%s", diff)
+	}
+}
+
+// countingLister wraps a SliceLister, counts Namespace reads and fails on
+// demand.
+type countingLister struct {
+	policy.SliceLister
+	namespaceReads                                   int
+	failNamespace, failPolicies, failClusterPolicies error
+}
+
+func (c *countingLister) Namespace(name string) (*v1.Namespace, error) {
+	c.namespaceReads++
+	if c.failNamespace != nil {
+		return nil, c.failNamespace
+	}
+	return c.SliceLister.Namespace(name)
+}
+
+func (c *countingLister) SpreadPolicies(ns string) ([]*v1alpha1.SpreadPolicy, error) {
+	if c.failPolicies != nil {
+		return nil, c.failPolicies
+	}
+	return c.SliceLister.SpreadPolicies(ns)
+}
+
+func (c *countingLister) ClusterSpreadPolicies() ([]*v1alpha1.ClusterSpreadPolicy, error) {
+	if c.failClusterPolicies != nil {
+		return nil, c.failClusterPolicies
+	}
+	return c.SliceLister.ClusterSpreadPolicies()
+}
+
+func TestResolveReadsTheNamespaceOnlyWhenASelectorNeedsIt(t *testing.T) {
+	pod := spreadtest.MakePod().Name("p").Namespace("shop").Obj()
+	tests := []struct {
+		name      string
+		policies  []*v1alpha1.ClusterSpreadPolicy
+		wantReads int
+	}{
+		{name: "no namespaceSelector anywhere -> 0 reads", policies: []*v1alpha1.ClusterSpreadPolicy{csp("a").Obj(), csp("b").Obj()}, wantReads: 0},
+		{name: "3 policies with namespaceSelectors, none matching -> 1 read", wantReads: 1, policies: []*v1alpha1.ClusterSpreadPolicy{
+			csp("a").NamespaceLabel("env", "a").Obj(), csp("b").NamespaceLabel("env", "b").Obj(), csp("c").NamespaceLabel("env", "c").Obj(),
+		}},
+		{name: "namespaceSelector on a policy whose podSelector misses -> 0 reads", wantReads: 0, policies: []*v1alpha1.ClusterSpreadPolicy{
+			csp("a").PodLabel("app", "api").NamespaceLabel("env", "a").Obj(),
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := &countingLister{SliceLister: policy.SliceLister{ClusterPolicies: tt.policies}}
+			if _, err := policy.Resolve(pod, l); err != nil {
+				t.Fatalf("Resolve: %v", err)
+			}
+			if l.namespaceReads != tt.wantReads {
+				t.Errorf("Namespace was read %d times, want %d", l.namespaceReads, tt.wantReads)
+			}
+		})
+	}
+}
+
+func TestResolveErrors(t *testing.T) {
+	errBoom := errors.New("boom")
+	withNsSelector := policy.SliceLister{ClusterPolicies: []*v1alpha1.ClusterSpreadPolicy{csp("prod").NamespaceLabel("env", "prod").Obj()}}
+	tests := []struct {
+		name    string
+		pod     *v1.Pod
+		lister  *countingLister
+		wantErr error
+		wantMsg string
+	}{
+		{name: "nil pod -> error", pod: nil, lister: &countingLister{}, wantMsg: "no pod to resolve a policy for"},
+		{name: "pod without namespace -> error naming the pod", pod: spreadtest.MakePod().Name("web-1").Namespace("").Obj(),
+			lister: &countingLister{}, wantMsg: `pod "web-1" has no namespace`},
+		{name: "listing SpreadPolicies fails -> wrapped error", pod: spreadtest.MakePod().Name("p").Namespace("shop").Obj(),
+			lister: &countingLister{failPolicies: errBoom}, wantErr: errBoom, wantMsg: `listing the SpreadPolicies of namespace "shop": boom`},
+		{name: "listing ClusterSpreadPolicies fails -> wrapped error", pod: spreadtest.MakePod().Name("p").Namespace("shop").Obj(),
+			lister: &countingLister{failClusterPolicies: errBoom}, wantErr: errBoom, wantMsg: "listing the ClusterSpreadPolicies: boom"},
+		{name: "reading the namespace fails -> wrapped error, not 'no policy'", pod: spreadtest.MakePod().Name("p").Namespace("shop").Obj(),
+			lister: &countingLister{SliceLister: withNsSelector, failNamespace: errBoom}, wantErr: errBoom, wantMsg: `reading namespace "shop": boom`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := policy.Resolve(tt.pod, tt.lister)
+			if err == nil {
+				t.Fatalf("Resolve = %+v, nil; want an error", got)
+			}
+			if err.Error() != tt.wantMsg {
+				t.Errorf("error = %q, want %q", err, tt.wantMsg)
+			}
+			if tt.wantErr != nil && !errors.Is(err, tt.wantErr) {
+				t.Errorf("error %q does not wrap %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
