@@ -13,6 +13,7 @@ package snapshot
 
 import (
 	"fmt"
+	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
@@ -36,6 +37,9 @@ type Cluster struct {
 	namespaces             []*v1.Namespace
 	spreadPolicies         []*v1alpha1.SpreadPolicy
 	clusterSpreadPolicies  []*v1alpha1.ClusterSpreadPolicy
+
+	// objects holds everything, in the order added.
+	objects []runtime.Object
 
 	// seen holds "Kind namespace/name" (or "Kind name") of every object, to
 	// refuse duplicates: two objects under one key cannot both exist in a
@@ -84,6 +88,7 @@ func (c *Cluster) add(obj runtime.Object) error {
 		return fmt.Errorf("duplicate %s", key)
 	}
 	c.seen[key] = true
+	c.objects = append(c.objects, obj)
 
 	switch o := obj.(type) {
 	case *v1.Node:
@@ -163,7 +168,13 @@ func (c *Cluster) Snapshot() spread.Snapshot {
 
 // Len is the number of objects in the Cluster.
 func (c *Cluster) Len() int {
-	return len(c.seen)
+	return len(c.objects)
+}
+
+// Objects returns every object in the order they were added, e.g. to seed
+// a fake clientset with the same cluster a test checks offline.
+func (c *Cluster) Objects() []runtime.Object {
+	return slices.Clone(c.objects)
 }
 
 // Services returns the Services of namespace, in the order they were added.

@@ -427,6 +427,9 @@ func TestNew(t *testing.T) {
 		if diff := cmp.Diff(want, summarize(t, c, "shop")); diff != "" {
 			t.Errorf("New() contents (-want +got):\n%s", diff)
 		}
+		if got := c.Objects(); len(got) != 3 || got[0] != node || got[1] != pod || got[2] != policy {
+			t.Errorf("Objects() = %v, want node, pod, policy in the order added", got)
+		}
 	})
 	t.Run("the same node twice -> duplicate", func(t *testing.T) {
 		_, err := snapshot.New(node, node)
