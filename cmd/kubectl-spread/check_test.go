@@ -1,0 +1,319 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
+	"github.com/spreadguard/spreadguard/pkg/snapshot"
+)
+
+const (
+	exampleCluster = "../../examples/cluster.yaml"
+	examplePodWeb  = "../../examples/pod-web.yaml"
+	examplePinned  = "../../examples/pod-pinned.yaml"
+	zoneKey        = "topology.kubernetes.io/zone"
+	examplePolicy  = "shop/zone-spread"
+)
+
+// result is what one run of the command produced.
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+func runCommand(t *testing.T, args ...string) result {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := run(args, &stdout, &stderr)
+	return result{code: code, stdout: stdout.String(), stderr: stderr.String()}
+}
+
+// decodeReport parses -o json output, first checking the contract's shape
+// that a struct would hide: exactly its keys, and lists that are [] rather
+// than null.
+func decodeReport(t *testing.T, out string) report {
+	t.Helper()
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(out), &raw); err != nil {
+		t.Fatalf("output is not one JSON object: %v\n%s", err, out)
+	}
+	keys := make([]string, 0, len(raw))
+	for k := range raw {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	wantKeys := []string{"action", "allowed", "constraints", "feasibleNodes", "message", "pod", "policy", "warnings"}
+	if diff := cmp.Diff(wantKeys, keys); diff != "" {
+		t.Errorf("JSON keys (-want +got):\n%s", diff)
+	}
+	for _, k := range []string{"warnings", "feasibleNodes", "constraints"} {
+		if !bytes.HasPrefix(bytes.TrimSpace(raw[k]), []byte("[")) {
+			t.Errorf("JSON %q = %s, want a list", k, raw[k])
+		}
+	}
+	var r report
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("decoding the report: %v", err)
+	}
+	return r
+}
+
+func loadPod(t *testing.T, path string) *v1.Pod {
+	t.Helper()
+	pod, err := snapshot.LoadPod(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pod
+}
+
+// webPodMutated is examples/pod-web.yaml as the webhook stores it: the
+// policy's zone constraint with the selector of Service web and ReplicaSet
+// web-abc, nodeTaintsPolicy Honor, and the policy annotation.
+func webPodMutated(t *testing.T) *v1.Pod {
+	t.Helper()
+	pod := loadPod(t, examplePodWeb)
+	honor := v1.NodeInclusionPolicyHonor
+	pod.Spec.TopologySpreadConstraints = []v1.TopologySpreadConstraint{{
+		MaxSkew:           1,
+		TopologyKey:       zoneKey,
+		WhenUnsatisfiable: v1.DoNotSchedule,
+		LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{
+			"app": "web", "pod-template-hash": "abc",
+		}},
+		NodeTaintsPolicy: &honor,
+	}}
+	pod.Annotations = map[string]string{v1alpha1.AnnotationPolicy: examplePolicy}
+	return pod
+}
+
+func TestCheckExamples(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		// wantMessage lists what the message must mention; the wording
+		// belongs to pkg/spread.
+		wantMessage []string
+		want        func(t *testing.T) report
+		wantCode    int
+	}{
+		{
+			name: "pod-web: a ReplicaSet pod gets zone maxSkew 1 with nodeTaintsPolicy Honor, counts [3,2] without cordoned zone-c -> allowed on zone-b",
+			args: []string{"check", "--cluster", exampleCluster, "--pod", examplePodWeb, "-o", "json"},
+			want: func(t *testing.T) report {
+				return report{
+					Allowed:       true,
+					Warnings:      []string{},
+					Policy:        examplePolicy,
+					Pod:           webPodMutated(t),
+					FeasibleNodes: []string{"node-b1", "node-b2"},
+					Constraints: []constraintCounted{{
+						TopologyKey: zoneKey, MaxSkew: 1, WhenUnsatisfiable: v1.DoNotSchedule,
+						GlobalMin: 2, Domains: map[string]int{"zone-a": 3, "zone-b": 2},
+					}},
+				}
+			},
+			wantCode: exitAllowed,
+		},
+		{
+			name: "pod-pinned: its own zone constraint with nodeTaintsPolicy Ignore, counts [3,2,0], zone-c cordoned -> denied by the policy's Deny",
+			args: []string{"check", "--cluster", exampleCluster, "--pod", examplePinned, "-o", "json"},
+			want: func(t *testing.T) report {
+				return report{
+					Allowed:       false,
+					Action:        string(v1alpha1.ActionDeny),
+					Warnings:      []string{},
+					Policy:        examplePolicy,
+					Pod:           loadPod(t, examplePinned),
+					FeasibleNodes: []string{},
+					Constraints: []constraintCounted{{
+						TopologyKey: zoneKey, MaxSkew: 1, WhenUnsatisfiable: v1.DoNotSchedule,
+						GlobalMin: 0, Domains: map[string]int{"zone-a": 3, "zone-b": 2, "zone-c": 0},
+					}},
+				}
+			},
+			wantMessage: []string{"spec.topologySpreadConstraints[0]", "zone-c", "node-c1"},
+			wantCode:    exitDenied,
+		},
+		{
+			name: "pod-pinned in an excluded namespace -> allowed unchecked, nothing counted",
+			args: []string{"check", "--cluster", exampleCluster, "--pod", examplePinned, "-o", "json", "--excluded-namespaces", "shop"},
+			want: func(t *testing.T) report {
+				return report{
+					Allowed:       true,
+					Warnings:      []string{},
+					Pod:           loadPod(t, examplePinned),
+					FeasibleNodes: []string{},
+					Constraints:   []constraintCounted{},
+				}
+			},
+			wantCode: exitAllowed,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := runCommand(t, tt.args...)
+			if got.code != tt.wantCode {
+				t.Errorf("exit code = %d, want %d (stderr %q)", got.code, tt.wantCode, got.stderr)
+			}
+			if got.stderr != "" {
+				t.Errorf("stderr = %q, want nothing", got.stderr)
+			}
+			r := decodeReport(t, got.stdout)
+			for _, s := range tt.wantMessage {
+				if !strings.Contains(r.Message, s) {
+					t.Errorf("message does not mention %q: %s", s, r.Message)
+				}
+			}
+			if len(tt.wantMessage) == 0 && r.Message != "" {
+				t.Errorf("message = %q, want none", r.Message)
+			}
+			if diff := cmp.Diff(tt.want(t), r, cmpopts.IgnoreFields(report{}, "Message")); diff != "" {
+				t.Errorf("report (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestCheckReadable(t *testing.T) {
+	tests := []struct {
+		name     string
+		pod      string
+		want     []string // lines, in order, that the report must hold
+		wantCode int
+	}{
+		{
+			name: "pod-web -> allowed, the injected constraint, zone-b within maxSkew, zone-a beyond",
+			pod:  examplePodWeb,
+			want: []string{
+				"Pod shop/web-abc-6: ALLOWED",
+				"Policy:    SpreadPolicy shop/zone-spread (priority 0)",
+				"  [0] topology.kubernetes.io/zone maxSkew 1 DoNotSchedule, nodeTaintsPolicy Honor, selector app=web,pod-template-hash=abc",
+				"  zone-a  3              3 - 2 + 1 = 2        exceeds maxSkew 1",
+				"  zone-b  2              2 - 2 + 1 = 1        ok",
+				"  global minimum: 2",
+				"Feasible nodes (2): node-b1, node-b2",
+			},
+			wantCode: exitAllowed,
+		},
+		{
+			name: "pod-pinned -> denied, its own constraint kept, zone-c counted at 0",
+			pod:  examplePinned,
+			want: []string{
+				"Pod shop/web-pinned: DENIED (action Deny)",
+				"Policy:    shop/zone-spread",
+				"Injected:  nothing (pod declares its own topologySpreadConstraints)",
+				"  zone-c  0              0 - 0 + 1 = 1        ok",
+				"  global minimum: 0",
+				"Feasible nodes: none",
+				"Message: ",
+			},
+			wantCode: exitDenied,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := runCommand(t, "check", "--cluster", exampleCluster, "--pod", tt.pod)
+			if got.code != tt.wantCode {
+				t.Errorf("exit code = %d, want %d (stderr %q)", got.code, tt.wantCode, got.stderr)
+			}
+			rest := got.stdout
+			for _, line := range tt.want {
+				i := strings.Index(rest, line)
+				if i < 0 {
+					t.Fatalf("report lacks %q after the lines before it:\n%s", line, got.stdout)
+				}
+				rest = rest[i+len(line):]
+			}
+		})
+	}
+}
+
+func TestCheckBadInput(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		t.Helper()
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	badYAML := write("bad.yaml", "apiVersion: v1\nkind: Node\nmetadata:\n  name n1\n  labels: {}\n")
+	deployment := write("deploy.yaml", "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\n")
+	twoPods := write("two.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: a}\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: b}\n")
+	missing := filepath.Join(dir, "missing.yaml")
+
+	tests := []struct {
+		name       string
+		args       []string
+		wantStderr string
+	}{
+		{
+			name:       "a cluster file with a YAML syntax error -> the file, document and line",
+			args:       []string{"check", "--cluster", badYAML, "--pod", examplePodWeb},
+			wantStderr: "kubectl-spread: " + badYAML + ": document 1: error converting YAML to JSON: yaml: line 5: mapping values are not allowed in this context\n",
+		},
+		{
+			name:       "a missing cluster file -> the open error",
+			args:       []string{"check", "--cluster", missing, "--pod", examplePodWeb, "-o", "json"},
+			wantStderr: "kubectl-spread: open " + missing + ": no such file or directory\n",
+		},
+		{
+			name: "a Deployment in the cluster file -> unknown kind, with the kinds wanted",
+			args: []string{"check", "--cluster", deployment, "--pod", examplePodWeb},
+			wantStderr: "kubectl-spread: " + deployment + `: document 2: unknown kind "Deployment" (want one of Node, Pod, Service, ` +
+				"ReplicationController, ReplicaSet, StatefulSet, Namespace, SpreadPolicy, ClusterSpreadPolicy, or a v1 List)\n",
+		},
+		{
+			name:       "two pods in the pod file -> exactly one wanted",
+			args:       []string{"check", "--cluster", exampleCluster, "--pod", twoPods},
+			wantStderr: "kubectl-spread: " + twoPods + ": want exactly one Pod, found 2 objects\n",
+		},
+		{
+			name:       "no --pod -> both flags named",
+			args:       []string{"check", "--cluster", exampleCluster},
+			wantStderr: "kubectl-spread: check needs --cluster CLUSTER.yaml and --pod POD.yaml\n",
+		},
+		{
+			name:       "--default-action Block -> the three actions named",
+			args:       []string{"check", "--cluster", exampleCluster, "--pod", examplePodWeb, "--default-action", "Block"},
+			wantStderr: "kubectl-spread: invalid --default-action \"Block\" (want Deny, Warn or Audit)\n",
+		},
+		{
+			name:       "-o yaml -> the formats named",
+			args:       []string{"check", "--cluster", exampleCluster, "--pod", examplePodWeb, "-o", "yaml"},
+			wantStderr: "kubectl-spread: invalid --output \"yaml\" (want json, or nothing for a readable report)\n",
+		},
+		{
+			name:       "an unknown flag -> the flag named",
+			args:       []string{"check", "--clusters", exampleCluster},
+			wantStderr: "kubectl-spread: unknown flag: --clusters\n",
+		},
+		{
+			name:       "no command -> the commands named",
+			args:       []string{},
+			wantStderr: "kubectl-spread: a command is required: check or explain (see --help)\n",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := runCommand(t, tt.args...)
+			want := result{code: exitBadInput, stderr: tt.wantStderr}
+			if diff := cmp.Diff(want, got, cmp.AllowUnexported(result{})); diff != "" {
+				t.Errorf("run() (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

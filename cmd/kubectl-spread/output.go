@@ -1,0 +1,266 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/spreadguard/spreadguard/pkg/engine"
+	"github.com/spreadguard/spreadguard/pkg/spread"
+)
+
+// report is SPEC's "offline contract" object, printed by `check -o json`
+// and `explain -o json`. Its fields are the contract: add none silently.
+type report struct {
+	Allowed       bool                `json:"allowed"`
+	Action        string              `json:"action"`
+	Message       string              `json:"message"`
+	Warnings      []string            `json:"warnings"`
+	Policy        string              `json:"policy"`
+	Pod           *v1.Pod             `json:"pod"`
+	FeasibleNodes []string            `json:"feasibleNodes"`
+	Constraints   []constraintCounted `json:"constraints"`
+}
+
+// constraintCounted is one hard constraint's counting.
+type constraintCounted struct {
+	TopologyKey       string                           `json:"topologyKey"`
+	MaxSkew           int32                            `json:"maxSkew"`
+	WhenUnsatisfiable v1.UnsatisfiableConstraintAction `json:"whenUnsatisfiable"`
+	GlobalMin         int                              `json:"globalMin"`
+	Domains           map[string]int                   `json:"domains"`
+}
+
+func newReport(rev *engine.Review) report {
+	v := rev.Validation
+	r := report{
+		Allowed: v.Allowed,
+		Action:  string(v.Action),
+		Message: v.Message,
+		// Empty lists print as [], never null: a consumer can index them
+		// without a nil check.
+		Warnings:      append([]string{}, v.Warnings...),
+		Policy:        policyName(rev),
+		Pod:           rev.Pod,
+		FeasibleNodes: []string{},
+		Constraints:   []constraintCounted{},
+	}
+	if v.Result != nil {
+		r.FeasibleNodes = append(r.FeasibleNodes, v.Result.FeasibleNodes...)
+		slices.Sort(r.FeasibleNodes)
+		for _, c := range v.Result.Constraints {
+			domains := map[string]int{}
+			maps.Copy(domains, c.Domains)
+			r.Constraints = append(r.Constraints, constraintCounted{
+				TopologyKey:       c.TopologyKey,
+				MaxSkew:           c.MaxSkew,
+				WhenUnsatisfiable: c.WhenUnsatisfiable,
+				GlobalMin:         c.GlobalMin,
+				Domains:           domains,
+			})
+		}
+	}
+	return r
+}
+
+// policyName is the policy whose action decided, or else the one whose
+// constraints were injected: the policy that applies to the pod.
+func policyName(rev *engine.Review) string {
+	if rev.Validation.Policy != "" {
+		return rev.Validation.Policy
+	}
+	if rev.Mutation != nil && rev.Mutation.Policy != nil {
+		return rev.Mutation.Policy.Name
+	}
+	return ""
+}
+
+func writeReview(w io.Writer, format string, rev *engine.Review) error {
+	if format == "json" {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(newReport(rev))
+	}
+	return writeReadable(w, rev)
+}
+
+func podName(pod *v1.Pod) string {
+	if pod.Name == "" && pod.GenerateName != "" {
+		return pod.GenerateName + "<generated>"
+	}
+	return pod.Name
+}
+
+// writeReadable prints the verdict first, then the reasons in the order the
+// webhook reached them: the policy, what was injected, the counting of each
+// hard constraint, the nodes, the message.
+func writeReadable(out io.Writer, rev *engine.Review) error {
+	w := &errWriter{w: out}
+	v, m, pod := rev.Validation, rev.Mutation, rev.Pod
+
+	w.printf("Pod %s/%s: %s\n", pod.Namespace, podName(pod), verdict(v))
+	w.printf("\n")
+
+	if p := policyName(rev); p != "" {
+		if m != nil && m.Policy != nil && m.Policy.Name == p {
+			w.printf("Policy:    %s %s (priority %d)\n", m.Policy.Kind, p, m.Policy.Priority)
+		} else {
+			w.printf("Policy:    %s\n", p)
+		}
+	} else {
+		w.printf("Policy:    none\n")
+	}
+	switch {
+	case m == nil:
+	case len(m.Injected) > 0:
+		w.printf("Injected:  %d constraint(s) into spec.topologySpreadConstraints\n", len(m.Injected))
+		for i, c := range m.Injected {
+			w.printf("  [%d] %s\n", i, describeConstraint(c))
+		}
+	default:
+		w.printf("Injected:  nothing (%s)\n", m.Skipped)
+	}
+	if v.Skipped != "" {
+		w.printf("Checked:   no (%s)\n", v.Skipped)
+	}
+
+	if res := v.Result; res != nil {
+		w.printf("Verdict:   %s\n", res.Verdict)
+		for _, c := range res.Constraints {
+			writeConstraint(w, c)
+		}
+		w.printf("\n")
+		if len(res.FeasibleNodes) > 0 {
+			w.printf("Feasible nodes (%d): %s\n", len(res.FeasibleNodes), strings.Join(res.FeasibleNodes, ", "))
+		} else {
+			w.printf("Feasible nodes: none\n")
+		}
+		if len(res.Excluded) > 0 {
+			w.printf("Not feasible:\n")
+			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+			for _, e := range res.Excluded {
+				fmt.Fprintf(tw, "  %s\t%s\t%s\n", e.Name, e.Reason, e.Detail)
+			}
+			w.check(tw.Flush())
+		}
+	}
+
+	if len(v.Warnings) > 0 {
+		w.printf("\nWarnings:\n")
+		for _, warning := range v.Warnings {
+			w.printf("  - %s\n", warning)
+		}
+	}
+	if v.Message != "" {
+		w.printf("\nMessage: %s\n", v.Message)
+	}
+	return w.err
+}
+
+func verdict(v *engine.Validation) string {
+	switch {
+	case !v.Allowed:
+		return fmt.Sprintf("DENIED (action %s)", v.Action)
+	case v.Action != "":
+		return fmt.Sprintf("ALLOWED, but its hard spread constraints cannot be met (action %s)", v.Action)
+	default:
+		return "ALLOWED"
+	}
+}
+
+func writeConstraint(w *errWriter, c spread.ConstraintResult) {
+	w.printf("\nspec.topologySpreadConstraints[%d]: %s, maxSkew %d, %s\n", c.Index, c.TopologyKey, c.MaxSkew, c.WhenUnsatisfiable)
+	sel := c.Selector
+	if sel == "" {
+		sel = "<everything>"
+	}
+	w.printf("  selector %s; the pod itself matches: %s\n", sel, yesNo(c.SelfMatch == 1))
+	w.printf("  nodeAffinityPolicy %s, nodeTaintsPolicy %s, minDomains %d\n", c.NodeAffinityPolicy, c.NodeTaintsPolicy, c.MinDomains)
+
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "  DOMAIN\tMATCHING PODS\tSKEW IF PLACED HERE\t\n")
+	for _, d := range slices.Sorted(maps.Keys(c.Domains)) {
+		n := c.Domains[d]
+		skew := n + c.SelfMatch - c.GlobalMin
+		verdict := "ok"
+		if skew > int(c.MaxSkew) {
+			verdict = "exceeds maxSkew " + strconv.Itoa(int(c.MaxSkew))
+		}
+		fmt.Fprintf(tw, "  %s\t%d\t%d - %d + %d = %d\t%s\n", d, n, n, c.GlobalMin, c.SelfMatch, skew, verdict)
+	}
+	w.check(tw.Flush())
+	if len(c.Domains) == 0 {
+		w.printf("  (no domain: no node takes part in the counting)\n")
+	}
+	w.printf("  global minimum: %d\n", c.GlobalMin)
+	for _, e := range c.Excluded {
+		detail := ""
+		if e.Detail != "" {
+			detail = ": " + e.Detail
+		}
+		w.printf("  not counted: %s %s%s\n", e.Name, e.Reason, detail)
+	}
+}
+
+func describeConstraint(c v1.TopologySpreadConstraint) string {
+	parts := []string{
+		fmt.Sprintf("%s maxSkew %d %s", c.TopologyKey, c.MaxSkew, c.WhenUnsatisfiable),
+	}
+	if c.MinDomains != nil {
+		parts = append(parts, fmt.Sprintf("minDomains %d", *c.MinDomains))
+	}
+	if c.NodeAffinityPolicy != nil {
+		parts = append(parts, "nodeAffinityPolicy "+string(*c.NodeAffinityPolicy))
+	}
+	if c.NodeTaintsPolicy != nil {
+		parts = append(parts, "nodeTaintsPolicy "+string(*c.NodeTaintsPolicy))
+	}
+	if len(c.MatchLabelKeys) > 0 {
+		parts = append(parts, "matchLabelKeys "+strings.Join(c.MatchLabelKeys, ","))
+	}
+	if c.LabelSelector != nil {
+		parts = append(parts, "selector "+metav1.FormatLabelSelector(c.LabelSelector))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes (+1)"
+	}
+	return "no (+0)"
+}
+
+// errWriter keeps the first write error, so the report reads as a list of
+// lines rather than a list of error checks.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(p []byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	n, err := e.w.Write(p)
+	e.err = err
+	return n, err
+}
+
+func (e *errWriter) printf(format string, args ...any) {
+	fmt.Fprintf(e, format, args...)
+}
+
+func (e *errWriter) check(err error) {
+	if e.err == nil {
+		e.err = err
+	}
+}
