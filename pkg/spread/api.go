@@ -106,9 +106,15 @@ type ConstraintResult struct {
 	// GlobalMin is the smallest domain count, or 0 when there are fewer
 	// domains than minDomains.
 	GlobalMin int `json:"globalMin"`
-	// Domains maps each counted domain (topology value) to its number of
-	// matching pods.
+	// Domains maps counted domains (topology values) to their number of
+	// matching pods. With Options.Explain it holds every counted domain;
+	// without, only those with at least one matching pod, so that a check
+	// at hostname level does not list thousands of empty nodes. It is never
+	// nil.
 	Domains map[string]int `json:"domains"`
+	// DomainCount is the number of counted domains, those with 0 matching
+	// pods included; minDomains is compared with it.
+	DomainCount int `json:"domainCount"`
 	// Excluded lists nodes that took no part in this constraint's counting
 	// (inclusion policies, missing keys). Filled only with
 	// Options.Explain.
@@ -124,8 +130,8 @@ type Result struct {
 	// with Options.Explain (listing it costs time proportional to the
 	// number of nodes); otherwise only FeasibleCount is set.
 	FeasibleNodes []string `json:"feasibleNodes,omitempty"`
-	// FeasibleCount is the number of feasible nodes, or at least 1 when
-	// the check stopped at the first feasible node without Explain.
+	// FeasibleCount is the number of feasible nodes, with or without
+	// Explain: both checkers always count them all.
 	FeasibleCount int `json:"feasibleCount"`
 	// Excluded lists the nodes that are not feasible, with the reason.
 	// Filled only with Options.Explain.
@@ -133,7 +139,8 @@ type Result struct {
 	// Message is a sentence a person can act on: for Unsatisfiable it names
 	// the constraint (spec.topologySpreadConstraints[i]), the per-domain
 	// counts, the global minimum, the excluded nodes and why, and one
-	// concrete remedy.
+	// concrete remedy. It is filled for Unsatisfiable and NoCandidateNodes,
+	// with or without Explain.
 	Message string `json:"message,omitempty"`
 }
 

@@ -1,0 +1,408 @@
+package spread
+
+import (
+	"cmp"
+	"math"
+	"slices"
+	"strconv"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// Check decides feasibility for pod from the index. It returns the same
+// Result as Snapshot.Check on the same nodes and pods, for every input.
+//
+// Its cost does not grow with the number of pods, only with the pods that
+// match the pod's selectors, and grows with the number of nodes only as
+// bitset words (nodes/64) unless Explain asks for per-node lists.
+func (ix *Index) Check(pod *v1.Pod, opts Options) (*Result, error) {
+	cs, err := hardConstraints(pod)
+	if err != nil {
+		return nil, err
+	}
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	q := ix.newQuery(pod, cs)
+	ev := q.evaluate()
+	if opts.Explain || ev.verdict() == VerdictUnsatisfiable {
+		q.detail(ev)
+	}
+	return assemble(ev, opts)
+}
+
+// query is one Check's work on the index, under the read lock.
+type query struct {
+	ix    *Index
+	pod   *v1.Pod
+	cs    []constraint
+	arena *arena
+
+	// affinity: nodes matching nodeSelector and required node affinity.
+	// tainted: nodes with a NoSchedule/NoExecute taint the pod does not
+	// tolerate. candidates: live nodes passing affinity, taints and
+	// cordons. keyed: live nodes carrying every hard topology key.
+	affinity, tainted, candidates, keyed bitset
+	eligible                             []bitset
+	counts                               []map[*valueIndex]int
+}
+
+func (ix *Index) newQuery(pod *v1.Pod, cs []constraint) *query {
+	words := ix.words()
+	q := &query{ix: ix, pod: pod, cs: cs, arena: newArena(words, 6+len(cs))}
+	q.affinity = q.affinityNodes()
+
+	q.tainted = q.arena.get()
+	for _, ti := range ix.taints {
+		if !tolerates(pod.Spec.Tolerations, &ti.taint) {
+			q.tainted.or(ti.nodes)
+		}
+	}
+	q.candidates = q.arena.get()
+	q.candidates.copyFrom(q.affinity)
+	q.candidates.andNot(q.tainted)
+	if !toleratesUnschedulable(pod.Spec.Tolerations) {
+		q.candidates.andNot(ix.cordoned)
+	}
+
+	q.keyed = q.arena.get()
+	q.keyed.copyFrom(ix.live)
+	for i := range cs {
+		if ki := ix.keys[cs[i].topologyKey]; ki != nil {
+			q.keyed.and(ki.nodes)
+		} else {
+			clear(q.keyed)
+		}
+	}
+	return q
+}
+
+// evaluate counts and decides, without per-node details.
+func (q *query) evaluate() *evaluation {
+	ix, cs := q.ix, q.cs
+	ev := &evaluation{
+		constraints: cs,
+		domains:     make([]map[string]int, len(cs)),
+		domainCount: make([]int, len(cs)),
+		globalMin:   make([]int, len(cs)),
+	}
+	q.eligible = make([]bitset, len(cs))
+	q.counts = make([]map[*valueIndex]int, len(cs))
+	matched := map[string][]*group{}
+	ns := ix.namespaces[q.pod.Namespace]
+
+	feasible := q.arena.get()
+	feasible.copyFrom(q.candidates)
+	feasible.and(q.keyed)
+	for i := range cs {
+		c := &cs[i]
+		q.eligible[i] = q.eligibleFor(c)
+		ki := ix.keys[c.topologyKey]
+		counts := map[*valueIndex]int{}
+		q.counts[i] = counts
+		if ns != nil && c.countsPods() && ki != nil {
+			sel := c.selector.String()
+			groups, ok := matched[sel]
+			if !ok {
+				groups = ns.matching(c.selector)
+				matched[sel] = groups
+			}
+			for _, g := range groups {
+				for e, n := range g.nodes {
+					if e.id >= 0 && q.eligible[i].has(e.id) {
+						counts[ki.valueOf[e.id]] += int(n)
+					}
+				}
+			}
+		}
+		domains := make(map[string]int, len(counts))
+		smallest := math.MaxInt32
+		for vi, n := range counts {
+			domains[vi.value] = n
+			smallest = min(smallest, n)
+		}
+		ev.domains[i] = domains
+		ev.domainCount[i] = q.domainCount(ki, q.eligible[i])
+		if ev.domainCount[i] > len(counts) {
+			// Some counted domain holds no matching pod.
+			smallest = 0
+		}
+		ev.globalMin[i] = globalMinimum(c, ev.domainCount[i], smallest)
+
+		// CAVEAT: only the domains with a matching pod are visited. That is
+		// enough because a domain with 0 pods can never exceed maxSkew:
+		// 0 + selfMatch (at most 1) - globalMin (at least 0) <= 1 <= maxSkew.
+		// So the nodes that fail this constraint are exactly the nodes of
+		// the over-skewed domains with a non-zero count.
+		for vi, n := range counts {
+			// 'existing matching num' + 'if self-match (1 or 0)' - 'global minimum' <= 'maxSkew'
+			if n+c.selfMatch-ev.globalMin[i] > int(c.maxSkew) {
+				feasible.andNot(vi.nodes)
+			}
+		}
+	}
+	ev.candidates = q.candidates.count()
+	ev.feasible = feasible.count()
+	return ev
+}
+
+// eligibleFor is the set of nodes that take part in c's counting: they
+// carry every hard topology key and pass c's inclusion policies.
+func (q *query) eligibleFor(c *constraint) bitset {
+	b := q.arena.get()
+	b.copyFrom(q.keyed)
+	if c.nodeAffinityPolicy == v1.NodeInclusionPolicyHonor {
+		b.and(q.affinity)
+	}
+	if c.nodeTaintsPolicy == v1.NodeInclusionPolicyHonor {
+		b.andNot(q.tainted)
+	}
+	return b
+}
+
+// domainCount is the number of distinct values of a key among nodes.
+func (q *query) domainCount(ki *keyIndex, nodes bitset) int {
+	switch {
+	case ki == nil:
+		return 0
+	case ki.shared == 0:
+		// Every value is on one node only (hostname): one domain per node.
+		return nodes.count()
+	case len(ki.values) <= 64:
+		n := 0
+		for _, vi := range ki.values {
+			if vi.nodes.intersects(nodes) {
+				n++
+			}
+		}
+		return n
+	}
+	seen := map[*valueIndex]struct{}{}
+	nodes.each(func(id int32) { seen[ki.valueOf[id]] = struct{}{} })
+	return len(seen)
+}
+
+// detail fills in every counted domain and the per-node facts.
+func (q *query) detail(ev *evaluation) {
+	ix := q.ix
+	for i := range q.cs {
+		ki := ix.keys[q.cs[i].topologyKey]
+		domains := ev.domains[i]
+		q.eligible[i].each(func(id int32) {
+			vi := ki.valueOf[id]
+			domains[vi.value] = q.counts[i][vi]
+		})
+	}
+	tolerable := toleratesUnschedulable(q.pod.Spec.Tolerations)
+	ev.nodes = make([]nodeReport, 0, ix.live.count())
+	ix.live.each(func(id int32) {
+		e := ix.slots[id]
+		r := nodeReport{
+			name:     e.name,
+			labels:   e.labels,
+			cordoned: e.unschedulable && !tolerable,
+			affinity: q.affinity.has(id),
+		}
+		if t, untolerated := untoleratedTaint(e.taints, q.pod.Spec.Tolerations); untolerated {
+			r.taint = &t
+		}
+		r.missingKey, _ = hasAllKeys(e.labels, q.cs)
+		ev.nodes = append(ev.nodes, r)
+	})
+	slices.SortFunc(ev.nodes, func(a, b nodeReport) int { return cmp.Compare(a.name, b.name) })
+	ev.detailed = true
+}
+
+// affinityNodes is the set of live nodes matching the pod's nodeSelector
+// and required node affinity, as nodeaffinity.GetRequiredNodeAffinity(pod)
+// .Match decides node by node:
+// https://github.com/kubernetes/component-helpers/blob/v0.37.1/scheduling/corev1/nodeaffinity/nodeaffinity.go
+func (q *query) affinityNodes() bitset {
+	ix := q.ix
+	b := q.arena.get()
+	b.copyFrom(ix.live)
+	for k, v := range q.pod.Spec.NodeSelector {
+		if vi := ix.value(k, v); vi != nil {
+			b.and(vi.nodes)
+		} else {
+			clear(b)
+		}
+	}
+	a := q.pod.Spec.Affinity
+	if a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		return b
+	}
+	// The terms are ORed; an empty term, or one that does not parse,
+	// matches nothing. No term at all matches nothing either.
+	terms := q.arena.get()
+	term := q.arena.get()
+	for _, t := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+		if len(t.MatchExpressions) == 0 && len(t.MatchFields) == 0 {
+			continue
+		}
+		if q.termNodes(&t, term) {
+			terms.or(term)
+		}
+	}
+	b.and(terms)
+	return b
+}
+
+// termNodes sets out to the nodes matching one node selector term, and
+// reports false when the term does not parse.
+func (q *query) termNodes(t *v1.NodeSelectorTerm, out bitset) bool {
+	ix := q.ix
+	out.copyFrom(ix.live)
+	for _, expr := range t.MatchExpressions {
+		op, ok := nodeSelectorOps[expr.Operator]
+		if !ok {
+			return false
+		}
+		// The same validation the nodeaffinity helper applies.
+		r, err := labels.NewRequirement(expr.Key, op, expr.Values, field.WithPath(field.NewPath("")))
+		if err != nil {
+			return false
+		}
+		ki := ix.keys[expr.Key]
+		switch op {
+		case selection.In:
+			out.and(ix.union(ki, expr.Values, q.arena))
+		case selection.NotIn:
+			out.andNot(ix.union(ki, expr.Values, q.arena))
+		case selection.Exists:
+			if ki == nil {
+				clear(out)
+			} else {
+				out.and(ki.nodes)
+			}
+		case selection.DoesNotExist:
+			if ki != nil {
+				out.andNot(ki.nodes)
+			}
+		case selection.GreaterThan, selection.LessThan:
+			out.and(ix.compared(ki, r, q.arena))
+		}
+	}
+	for _, f := range t.MatchFields {
+		if (f.Operator != v1.NodeSelectorOpIn && f.Operator != v1.NodeSelectorOpNotIn) || len(f.Values) != 1 {
+			return false
+		}
+		match := q.arena.get()
+		if f.Key == metav1.ObjectNameField {
+			if e := ix.nodes[f.Values[0]]; e != nil && e.id >= 0 {
+				match.set(e.id)
+			}
+		} else if f.Values[0] == "" {
+			// A node has no other field: its value reads as "".
+			match.copyFrom(ix.live)
+		}
+		if f.Operator == v1.NodeSelectorOpIn {
+			out.and(match)
+		} else {
+			out.andNot(match)
+		}
+	}
+	return true
+}
+
+var nodeSelectorOps = map[v1.NodeSelectorOperator]selection.Operator{
+	v1.NodeSelectorOpIn:           selection.In,
+	v1.NodeSelectorOpNotIn:        selection.NotIn,
+	v1.NodeSelectorOpExists:       selection.Exists,
+	v1.NodeSelectorOpDoesNotExist: selection.DoesNotExist,
+	v1.NodeSelectorOpGt:           selection.GreaterThan,
+	v1.NodeSelectorOpLt:           selection.LessThan,
+}
+
+func (ix *Index) value(k, v string) *valueIndex {
+	if ki := ix.keys[k]; ki != nil {
+		return ki.values[v]
+	}
+	return nil
+}
+
+// union is the set of nodes whose value of ki is one of values.
+func (ix *Index) union(ki *keyIndex, values []string, a *arena) bitset {
+	u := a.get()
+	if ki == nil {
+		return u
+	}
+	for _, v := range values {
+		if vi := ki.values[v]; vi != nil {
+			u.or(vi.nodes)
+		}
+	}
+	return u
+}
+
+// compared is the set of nodes whose value of ki satisfies a Gt or Lt
+// requirement; the key's distinct values are few compared to its nodes.
+func (ix *Index) compared(ki *keyIndex, r *labels.Requirement, a *arena) bitset {
+	u := a.get()
+	if ki == nil {
+		return u
+	}
+	bound, err := strconv.ParseInt(r.ValuesUnsorted()[0], 10, 64)
+	if err != nil {
+		return u
+	}
+	for v, vi := range ki.values {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			continue
+		}
+		if (r.Operator() == selection.GreaterThan && n > bound) || (r.Operator() == selection.LessThan && n < bound) {
+			u.or(vi.nodes)
+		}
+	}
+	return u
+}
+
+// matching returns the groups of the namespace that sel selects. It starts
+// from the requirement that narrows the groups most through the inverted
+// index, then checks the whole selector once per group.
+func (ns *nsIndex) matching(sel labels.Selector) []*group {
+	reqs, ok := sel.Requirements()
+	if !ok {
+		return nil
+	}
+	var from []map[*group]struct{}
+	best := len(ns.groups) + 1
+	for _, r := range reqs {
+		switch r.Operator() {
+		case selection.Equals, selection.DoubleEquals, selection.In:
+			var sets []map[*group]struct{}
+			n := 0
+			for _, v := range r.ValuesUnsorted() {
+				if s := ns.byLabel[labelPair{r.Key(), v}]; s != nil {
+					sets = append(sets, s)
+					n += len(s)
+				}
+			}
+			if n < best {
+				from, best = sets, n
+			}
+		case selection.Exists:
+			if s := ns.byKey[r.Key()]; len(s) < best {
+				from, best = []map[*group]struct{}{s}, len(s)
+			}
+		}
+	}
+	if best > len(ns.groups) {
+		from = []map[*group]struct{}{ns.groups}
+	}
+	var out []*group
+	// A group carries one value per key, so the sets of an In requirement
+	// are disjoint and no group is seen twice.
+	for _, s := range from {
+		for g := range s {
+			if sel.Matches(labels.Set(g.labels)) {
+				out = append(out, g)
+			}
+		}
+	}
+	return out
+}

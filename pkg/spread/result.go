@@ -1,0 +1,226 @@
+package spread
+
+import (
+	"fmt"
+	"maps"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+// evaluation is what a checker (Snapshot or Index) computes for one pod;
+// assemble turns it into the Result, so that both checkers share every
+// rule about what a Result holds.
+type evaluation struct {
+	constraints []constraint
+	// domains holds, per constraint, the matching pods per counted domain.
+	// When detailed it holds every counted domain; otherwise at least the
+	// domains with a non-zero count.
+	domains     []map[string]int
+	domainCount []int
+	globalMin   []int
+	// candidates pass node affinity, nodeSelector, taints and
+	// unschedulable; feasible ones also pass the spread constraints.
+	candidates int
+	feasible   int
+	// detailed is set when nodes holds every node, sorted by name, and
+	// domains holds every counted domain.
+	detailed bool
+	nodes    []nodeReport
+}
+
+// nodeReport holds the facts about one node from which the explanations
+// are derived.
+type nodeReport struct {
+	name   string
+	labels map[string]string
+	// cordoned: spec.unschedulable and the pod does not tolerate it.
+	cordoned bool
+	// taint is the first NoSchedule/NoExecute taint the pod does not
+	// tolerate, if any.
+	taint *v1.Taint
+	// affinity: the node matches the pod's nodeSelector and required node
+	// affinity.
+	affinity bool
+	// missingKey is the first hard topology key the node lacks.
+	missingKey string
+}
+
+// globalMinimum is minMatchNum upstream: the smallest domain count, or 0
+// when there are fewer domains than minDomains. With minDomains >= 1, no
+// domain at all also means 0.
+func globalMinimum(c *constraint, domainCount int, smallest int) int {
+	if domainCount < int(c.minDomains) {
+		return 0
+	}
+	return smallest
+}
+
+// filterReason is why a node is not a candidate, in the scheduler's filter
+// order (NodeUnschedulable, TaintToleration, NodeAffinity), or "".
+func (r *nodeReport) filterReason() (ExclusionReason, string) {
+	switch {
+	case r.cordoned:
+		return ReasonUnschedulable, "spec.unschedulable is true"
+	case r.taint != nil:
+		return ReasonUntoleratedTaint, r.taint.ToString()
+	case !r.affinity:
+		return ReasonNodeAffinity, ""
+	}
+	return "", ""
+}
+
+// skewOf is the left side of the Filter rule for node r and constraint i.
+func (ev *evaluation) skewOf(i int, r *nodeReport) (domain string, count, skew int) {
+	c := &ev.constraints[i]
+	domain = r.labels[c.topologyKey]
+	count = ev.domains[i][domain]
+	// 'existing matching num' + 'if self-match (1 or 0)' - 'global minimum' <= 'maxSkew'
+	return domain, count, count + c.selfMatch - ev.globalMin[i]
+}
+
+// nodeVerdict is why node r is not feasible, or "" when it is.
+func (ev *evaluation) nodeVerdict(r *nodeReport) (ExclusionReason, string) {
+	if reason, detail := r.filterReason(); reason != "" {
+		return reason, detail
+	}
+	if r.missingKey != "" {
+		return ReasonMissingTopologyKey, r.missingKey
+	}
+	for i := range ev.constraints {
+		c := &ev.constraints[i]
+		domain, count, skew := ev.skewOf(i, r)
+		if skew > int(c.maxSkew) {
+			return ReasonSkew, fmt.Sprintf("spec.topologySpreadConstraints[%d]: %s=%s has %d matching pods; %d + %d - %d = %d > maxSkew %d",
+				c.index, c.topologyKey, domain, count, count, c.selfMatch, ev.globalMin[i], skew, c.maxSkew)
+		}
+	}
+	return "", ""
+}
+
+// countingExclusion is why node r took no part in constraint i's counting,
+// in the order PreFilter checks: topology keys, then the inclusion
+// policies.
+func (ev *evaluation) countingExclusion(i int, r *nodeReport) (ExclusionReason, string) {
+	c := &ev.constraints[i]
+	switch {
+	case r.missingKey != "":
+		return ReasonMissingTopologyKey, r.missingKey
+	case c.nodeAffinityPolicy == v1.NodeInclusionPolicyHonor && !r.affinity:
+		return ReasonNodeAffinity, "nodeAffinityPolicy: Honor"
+	case c.nodeTaintsPolicy == v1.NodeInclusionPolicyHonor && r.taint != nil:
+		return ReasonUntoleratedTaint, r.taint.ToString() + " (nodeTaintsPolicy: Honor)"
+	}
+	return "", ""
+}
+
+// verdict applies the rules of api.go to the counts.
+func (ev *evaluation) verdict() Verdict {
+	switch {
+	case len(ev.constraints) == 0:
+		return VerdictNoHardConstraints
+	case ev.feasible > 0:
+		return VerdictFeasible
+	case ev.candidates > 0:
+		return VerdictUnsatisfiable
+	}
+	return VerdictNoCandidateNodes
+}
+
+// assemble builds the Result. With a detailed evaluation it also checks
+// that the per-node facts reproduce the checker's own counts: a
+// disagreement is a fault in this package and is returned as an error
+// rather than answered.
+func assemble(ev *evaluation, opts Options) (*Result, error) {
+	res := &Result{
+		Verdict:       ev.verdict(),
+		Constraints:   make([]ConstraintResult, len(ev.constraints)),
+		FeasibleCount: ev.feasible,
+	}
+	for i := range ev.constraints {
+		c := &ev.constraints[i]
+		domains := make(map[string]int, len(ev.domains[i]))
+		for d, n := range ev.domains[i] {
+			if n > 0 || opts.Explain {
+				domains[d] = n
+			}
+		}
+		res.Constraints[i] = ConstraintResult{
+			Index:              c.index,
+			TopologyKey:        c.topologyKey,
+			MaxSkew:            c.maxSkew,
+			WhenUnsatisfiable:  v1.DoNotSchedule,
+			MinDomains:         c.minDomains,
+			NodeAffinityPolicy: c.nodeAffinityPolicy,
+			NodeTaintsPolicy:   c.nodeTaintsPolicy,
+			Selector:           c.selector.String(),
+			SelfMatch:          c.selfMatch,
+			GlobalMin:          ev.globalMin[i],
+			Domains:            domains,
+			DomainCount:        ev.domainCount[i],
+		}
+	}
+	if ev.detailed {
+		if err := ev.selfCheck(); err != nil {
+			return nil, err
+		}
+	}
+	if opts.Explain {
+		for i := range ev.nodes {
+			r := &ev.nodes[i]
+			if reason, detail := ev.nodeVerdict(r); reason != "" {
+				res.Excluded = append(res.Excluded, ExcludedNode{Name: r.name, Reason: reason, Detail: detail})
+			} else {
+				res.FeasibleNodes = append(res.FeasibleNodes, r.name)
+			}
+			for ci := range ev.constraints {
+				if reason, detail := ev.countingExclusion(ci, r); reason != "" {
+					res.Constraints[ci].Excluded = append(res.Constraints[ci].Excluded, ExcludedNode{Name: r.name, Reason: reason, Detail: detail})
+				}
+			}
+		}
+	}
+	switch res.Verdict {
+	case VerdictUnsatisfiable:
+		res.Message = ev.unsatisfiableMessage()
+	case VerdictNoCandidateNodes:
+		res.Message = "No node passes the pod's node affinity, nodeSelector, taints and cordons, so topology spread is not what keeps it from being scheduled; the scheduler will leave it Pending until such a node exists."
+	}
+	return res, nil
+}
+
+// selfCheck recomputes candidates, feasible nodes and domains from the
+// per-node facts.
+func (ev *evaluation) selfCheck() error {
+	candidates, feasible := 0, 0
+	for i := range ev.nodes {
+		r := &ev.nodes[i]
+		if reason, _ := r.filterReason(); reason == "" {
+			candidates++
+		}
+		if reason, _ := ev.nodeVerdict(r); reason == "" {
+			feasible++
+		}
+	}
+	if candidates != ev.candidates || feasible != ev.feasible {
+		return fmt.Errorf("checking spread: internal inconsistency: %d candidate and %d feasible nodes counted, %d and %d explained",
+			ev.candidates, ev.feasible, candidates, feasible)
+	}
+	for i := range ev.constraints {
+		want := map[string]bool{}
+		for j := range ev.nodes {
+			if reason, _ := ev.countingExclusion(i, &ev.nodes[j]); reason == "" {
+				want[ev.nodes[j].labels[ev.constraints[i].topologyKey]] = true
+			}
+		}
+		if len(want) != ev.domainCount[i] || len(want) != len(ev.domains[i]) {
+			return fmt.Errorf("checking spread: internal inconsistency: spec.topologySpreadConstraints[%d] has %d domains counted, %d explained",
+				ev.constraints[i].index, ev.domainCount[i], len(want))
+		}
+		for d := range maps.Keys(ev.domains[i]) {
+			if !want[d] {
+				return fmt.Errorf("checking spread: internal inconsistency: domain %q counted but no node explains it", d)
+			}
+		}
+	}
+	return nil
+}
