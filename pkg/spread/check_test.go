@@ -385,7 +385,7 @@ func TestCheckTraps(t *testing.T) {
 			wantFeasible: []string{"c1"},
 		},
 		{
-			name:  "terminating, Succeeded and Failed pods, other namespaces and unbound pods are not counted -> [1,0,0]",
+			name:  "terminating, Succeeded and Failed pods, other namespaces and unbound pods are not counted -> [2,0,0]",
 			nodes: threeZones,
 			pods: []*v1.Pod{
 				st.MakePod().Name("counted").Label("foo", "bar").Node("a1").Obj(),

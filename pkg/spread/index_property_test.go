@@ -1,0 +1,328 @@
+package spread_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/spreadguard/spreadguard/pkg/spread"
+	st "github.com/spreadguard/spreadguard/pkg/spread/spreadtest"
+)
+
+// chooser makes the random choices of a world: a seeded generator in the
+// property test, the fuzzer's bytes in the fuzz target.
+type chooser interface{ intn(n int) int }
+
+type rngChooser struct{ *rand.Rand }
+
+func (r rngChooser) intn(n int) int { return r.IntN(n) }
+
+// byteChooser reads choices from data, and chooses 0 once it runs out.
+type byteChooser struct{ data []byte }
+
+func (b *byteChooser) intn(n int) int {
+	if len(b.data) == 0 || n <= 1 {
+		return 0
+	}
+	v := int(b.data[0])
+	b.data = b.data[1:]
+	return v % n
+}
+
+func pick[T any](c chooser, items ...T) T { return items[c.intn(len(items))] }
+
+// world is a small cluster driven by random events. The pools are small on
+// purpose, so that events keep hitting the same nodes, pods, label values
+// and groups.
+type world struct {
+	c     chooser
+	ix    *spread.Index
+	nodes map[string]*v1.Node
+	pods  map[string]*v1.Pod
+	names []string
+}
+
+func newWorld(c chooser) *world {
+	return &world{c: c, ix: spread.NewIndex(), nodes: map[string]*v1.Node{}, pods: map[string]*v1.Pod{}}
+}
+
+func (w *world) randomNode(name string) *v1.Node {
+	c := w.c
+	n := st.MakeNode().Name(name)
+	if c.intn(8) == 0 {
+		n.RemoveLabel(v1.LabelHostname)
+	} else if c.intn(10) == 0 {
+		n.Label(v1.LabelHostname, "shared-host")
+	}
+	if c.intn(8) > 0 {
+		n.Zone(pick(c, "a", "b", "c"))
+	}
+	if c.intn(2) == 0 {
+		n.Label("rack", pick(c, "r0", "r1", "r2"))
+	}
+	if c.intn(2) == 0 {
+		n.Label("gen", pick(c, "1", "5", "10", "x"))
+	}
+	if c.intn(2) == 0 {
+		n.Label("disk", pick(c, "ssd", "hdd"))
+	}
+	for range c.intn(3) {
+		t := pick(c,
+			v1.Taint{Key: "dedicated", Value: "gpu", Effect: v1.TaintEffectNoSchedule},
+			v1.Taint{Key: "dedicated", Value: "web", Effect: v1.TaintEffectNoExecute},
+			v1.Taint{Key: "soft", Effect: v1.TaintEffectPreferNoSchedule},
+			v1.Taint{Key: v1.TaintNodeUnschedulable, Effect: v1.TaintEffectNoSchedule},
+		)
+		n.Taint(t.Key, t.Value, t.Effect)
+	}
+	if c.intn(6) == 0 {
+		n.Unschedulable()
+	}
+	return n.Obj()
+}
+
+func (w *world) randomPod(name, namespace string) *v1.Pod {
+	c := w.c
+	p := st.MakePod().Name(name).Namespace(namespace).Label("app", pick(c, "a", "b"))
+	if c.intn(2) == 0 {
+		p.Label("tier", pick(c, "web", "db"))
+	}
+	if c.intn(2) == 0 {
+		p.Label("pod-template-hash", pick(c, "h1", "h2"))
+	}
+	switch c.intn(6) {
+	case 0:
+	case 1:
+		p.Node("ghost")
+	default:
+		p.Node(fmt.Sprintf("n%d", c.intn(10)))
+	}
+	switch c.intn(8) {
+	case 0:
+		p.Phase(v1.PodSucceeded)
+	case 1:
+		p.Phase(v1.PodFailed)
+	case 2:
+		p.Phase(v1.PodPending)
+	default:
+		p.Phase(v1.PodRunning)
+	}
+	if c.intn(8) == 0 {
+		p.Terminating()
+	}
+	return p.Obj()
+}
+
+// step applies one random event to the index and to the plain state.
+func (w *world) step() {
+	c := w.c
+	nodeName := fmt.Sprintf("n%d", c.intn(10))
+	ns := pick(c, "default", "other")
+	podName := fmt.Sprintf("p%d", c.intn(40))
+	podKey := ns + "/" + podName
+	switch c.intn(8) {
+	case 0:
+		n := w.randomNode(nodeName)
+		w.ix.AddNode(n)
+		w.nodes[nodeName] = n
+	case 1:
+		n := w.randomNode(nodeName)
+		w.ix.UpdateNode(w.nodes[nodeName], n)
+		w.nodes[nodeName] = n
+	case 2:
+		if n := w.nodes[nodeName]; n != nil {
+			w.ix.DeleteNode(n)
+			delete(w.nodes, nodeName)
+		}
+	case 3, 4:
+		p := w.randomPod(podName, ns)
+		w.ix.AddPod(p)
+		w.pods[podKey] = p
+	case 5, 6:
+		old := w.pods[podKey]
+		p := w.randomPod(podName, ns)
+		if old != nil && c.intn(2) == 0 {
+			// A small change of a known pod: the informer's usual update.
+			p = old.DeepCopy()
+			switch c.intn(4) {
+			case 0:
+				p.Spec.NodeName = fmt.Sprintf("n%d", c.intn(10))
+			case 1:
+				p.Labels["app"] = pick(c, "a", "b")
+			case 2:
+				p.Status.Phase = pick(c, v1.PodSucceeded, v1.PodRunning)
+			case 3:
+				p.DeletionTimestamp = &st.DeletionTime
+			}
+		}
+		w.ix.UpdatePod(old, p)
+		w.pods[podKey] = p
+	case 7:
+		if p := w.pods[podKey]; p != nil {
+			w.ix.DeletePod(p)
+			delete(w.pods, podKey)
+		}
+	}
+}
+
+func (w *world) snapshot() spread.Snapshot {
+	var s spread.Snapshot
+	for _, n := range w.nodes {
+		s.Nodes = append(s.Nodes, n)
+	}
+	for _, p := range w.pods {
+		s.Pods = append(s.Pods, p)
+	}
+	return s
+}
+
+func (w *world) randomConstraint() v1.TopologySpreadConstraint {
+	c := w.c
+	key := pick(c, v1.LabelTopologyZone, v1.LabelTopologyZone, v1.LabelHostname, "rack", "gen")
+	if c.intn(25) == 0 {
+		key = "missing-key"
+	}
+	b := st.Constraint(int32(1+c.intn(2)), key)
+	switch c.intn(7) {
+	case 0:
+		// nil selector: selects nothing
+	case 1:
+		b.Selector(&metav1.LabelSelector{})
+	case 2:
+		b.MatchExpression("app", metav1.LabelSelectorOpIn, "a", "b")
+	case 3:
+		b.MatchExpression("tier", metav1.LabelSelectorOpNotIn, "web")
+	case 4:
+		b.MatchExpression("tier", metav1.LabelSelectorOpExists).MatchExpression("app", metav1.LabelSelectorOpDoesNotExist)
+	default:
+		b.MatchLabel("app", pick(c, "a", "b"))
+	}
+	if c.intn(3) == 0 {
+		b.MinDomains(int32(1 + c.intn(4)))
+	}
+	if p := c.intn(3); p > 0 {
+		b.NodeAffinityPolicy(pick(c, v1.NodeInclusionPolicyHonor, v1.NodeInclusionPolicyIgnore))
+	}
+	if p := c.intn(3); p > 0 {
+		b.NodeTaintsPolicy(pick(c, v1.NodeInclusionPolicyHonor, v1.NodeInclusionPolicyIgnore))
+	}
+	if c.intn(4) == 0 {
+		b.MatchLabelKeys("pod-template-hash")
+	}
+	if c.intn(8) == 0 {
+		b.ScheduleAnyway()
+	}
+	return b.Obj()
+}
+
+func (w *world) incomingPod() *v1.Pod {
+	c := w.c
+	p := st.MakePod().Name("incoming").Namespace(pick(c, "default", "other")).Label("app", pick(c, "a", "b"))
+	if c.intn(2) == 0 {
+		p.Label("pod-template-hash", pick(c, "h1", "h2"))
+	}
+	for range 1 + c.intn(2) {
+		p.SpreadConstraint(w.randomConstraint())
+	}
+	if c.intn(4) == 0 {
+		p.NodeSelector("disk", pick(c, "ssd", "hdd"))
+	}
+	for range c.intn(3) {
+		switch c.intn(9) {
+		case 0:
+			p.NodeAffinityIn(v1.LabelTopologyZone, pick(c, "a", "b"), "c")
+		case 1:
+			p.NodeAffinityNotIn("rack", pick(c, "r0", "r1"))
+		case 2:
+			p.NodeAffinityExpression("disk", v1.NodeSelectorOpExists)
+		case 3:
+			p.NodeAffinityExpression("disk", v1.NodeSelectorOpDoesNotExist)
+		case 4:
+			p.NodeAffinityExpression("gen", pick(c, v1.NodeSelectorOpGt, v1.NodeSelectorOpLt), pick(c, "2", "5"))
+		case 5:
+			p.NodeAffinityField(metav1.ObjectNameField, pick(c, v1.NodeSelectorOpIn, v1.NodeSelectorOpNotIn), fmt.Sprintf("n%d", c.intn(10)))
+		case 6:
+			// Does not parse: the term matches nothing.
+			p.NodeAffinityExpression("gen", v1.NodeSelectorOpGt, "many")
+		case 7:
+			p.OrNodeAffinityTerm()
+		case 8:
+			p.NodeAffinityField("spec.unschedulable", v1.NodeSelectorOpIn, pick(c, "", "true"))
+		}
+	}
+	for range c.intn(3) {
+		switch c.intn(4) {
+		case 0:
+			p.Toleration("dedicated", v1.TolerationOpExists, "", "")
+		case 1:
+			p.Toleration("dedicated", v1.TolerationOpEqual, "web", v1.TaintEffectNoExecute)
+		case 2:
+			p.Toleration(v1.TaintNodeUnschedulable, v1.TolerationOpExists, "", v1.TaintEffectNoSchedule)
+		case 3:
+			p.Toleration("", v1.TolerationOpExists, "", "")
+		}
+	}
+	return p.Obj()
+}
+
+// checkWorld fails unless the event-fed index, an index built from the
+// final state and Snapshot.Check give the same Result for incoming pods.
+func checkWorld(t *testing.T, w *world, pods int, seed string) {
+	t.Helper()
+	snap := w.snapshot()
+	rebuilt := spread.IndexFromSnapshot(snap)
+	for i := range pods {
+		pod := w.incomingPod()
+		for _, explain := range []bool{false, true} {
+			opts := spread.Options{Explain: explain}
+			want, wantErr := snap.Check(pod, opts)
+			for name, ix := range map[string]*spread.Index{"event-fed index": w.ix, "rebuilt index": rebuilt} {
+				got, err := ix.Check(pod, opts)
+				if (err == nil) != (wantErr == nil) {
+					t.Fatalf("%s: incoming pod %d, %s: Index.Check() error = %v, Snapshot.Check() error = %v", seed, i, name, err, wantErr)
+				}
+				if diff := cmp.Diff(want, got); diff != "" {
+					t.Fatalf("%s: incoming pod %d (Explain %v), %s differs from Snapshot.Check (-snapshot +index):\n%s\npod: %+v",
+						seed, i, explain, name, diff, pod.Spec)
+				}
+			}
+		}
+	}
+}
+
+func TestIndexEventsMatchSnapshot(t *testing.T) {
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	rounds := 40
+	if testing.Short() {
+		rounds = 5
+	}
+	for round := range rounds {
+		w := newWorld(rngChooser{rand.New(rand.NewPCG(seed, uint64(round)))})
+		for step := range 400 {
+			w.step()
+			if step%100 == 99 {
+				checkWorld(t, w, 10, fmt.Sprintf("seed %d round %d step %d", seed, round, step))
+			}
+		}
+	}
+}
+
+// FuzzIndex drives the same invariant from the fuzzer's bytes: events,
+// then incoming pods.
+func FuzzIndex(f *testing.F) {
+	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9})
+	f.Add([]byte("a cordoned zone pins the minimum at zero"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c := &byteChooser{data: data}
+		w := newWorld(c)
+		for range min(len(data)/4, 200) {
+			w.step()
+		}
+		checkWorld(t, w, 3, fmt.Sprintf("fuzz input %q", data))
+	})
+}
