@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 )
 
@@ -46,7 +47,45 @@ func InjectConstraints(pod *v1.Pod, sel labels.Selector, defaults []v1.TopologyS
 		if c.NodeTaintsPolicy == nil {
 			c.NodeTaintsPolicy = new(v1.NodeInclusionPolicyHonor)
 		}
+		foldMatchLabelKeys(&c, pod.Labels)
 		out = append(out, c)
 	}
 	return out, nil
+}
+
+// foldMatchLabelKeys moves the matchLabelKeys that the derived selector
+// already names into the selector itself. The apiserver refuses a pod whose
+// constraint names a key in both places, and a policy cannot know which keys
+// the derived selector will use. Folding keeps the meaning: matchLabelKeys
+// narrows the selector to the pod's own value of the key, and so does
+// "key In (value)"; a key the pod does not carry narrows nothing.
+func foldMatchLabelKeys(c *v1.TopologySpreadConstraint, podLabels map[string]string) {
+	if len(c.MatchLabelKeys) == 0 || c.LabelSelector == nil {
+		return
+	}
+	named := map[string]bool{}
+	for k := range c.LabelSelector.MatchLabels {
+		named[k] = true
+	}
+	for _, e := range c.LabelSelector.MatchExpressions {
+		named[e.Key] = true
+	}
+	keep := c.MatchLabelKeys[:0:0]
+	for _, key := range c.MatchLabelKeys {
+		if !named[key] {
+			keep = append(keep, key)
+			continue
+		}
+		value, ok := podLabels[key]
+		if !ok || c.LabelSelector.MatchLabels[key] == value {
+			continue
+		}
+		c.LabelSelector.MatchExpressions = append(c.LabelSelector.MatchExpressions, metav1.LabelSelectorRequirement{
+			Key: key, Operator: metav1.LabelSelectorOpIn, Values: []string{value},
+		})
+	}
+	if len(keep) == 0 {
+		keep = nil
+	}
+	c.MatchLabelKeys = keep
 }

@@ -138,6 +138,11 @@ func SelectorToLabelSelector(sel labels.Selector) (*metav1.LabelSelector, error)
 		key, vals := r.Key(), r.ValuesUnsorted()
 		switch r.Operator() {
 		case selection.Equals, selection.DoubleEquals:
+			// A Service and the owner often both say app=web; the second
+			// copy selects nothing less and only adds noise to the pod.
+			if v, taken := out.MatchLabels[key]; taken && len(vals) == 1 && v == vals[0] {
+				continue
+			}
 			if _, taken := out.MatchLabels[key]; !taken && len(vals) == 1 {
 				if out.MatchLabels == nil {
 					out.MatchLabels = map[string]string{}

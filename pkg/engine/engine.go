@@ -1,0 +1,217 @@
+// Package engine is the one admission pipeline of spreadguard: which policy
+// applies to a pod, what to inject into it, and whether its hard spread
+// constraints can be met. The webhook's handlers and `kubectl-spread check`
+// both call it, so a decision made offline is the decision the webhook makes.
+//
+// The package is pure: lookups come in through Sources and counts through a
+// spread.Checker, so callers decide whether they are backed by informers, a
+// live API server or a file.
+package engine
+
+import (
+	"fmt"
+	"slices"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
+	"github.com/spreadguard/spreadguard/pkg/policy"
+	"github.com/spreadguard/spreadguard/pkg/spread"
+)
+
+// Sources is everything a decision reads besides the node and pod counts.
+type Sources interface {
+	spread.SelectorSources
+	policy.Lister
+}
+
+// Config is the part of the server's configuration that changes decisions.
+type Config struct {
+	// DefaultAction applies when the pod's policy sets no action, and to
+	// pods that no policy applies to.
+	DefaultAction v1alpha1.ValidationAction
+	// ExcludedNamespaces are never mutated nor validated.
+	ExcludedNamespaces []string
+}
+
+// Reasons a pod is left as it is. They are short phrases, logged and shown by
+// kubectl-spread.
+const (
+	SkipExcludedNamespace = "namespace is excluded"
+	SkipAnnotation        = "pod is annotated " + v1alpha1.AnnotationSkip + `: "true"`
+	SkipOwnConstraints    = "pod declares its own topologySpreadConstraints"
+	SkipNoPolicy          = "no SpreadPolicy or ClusterSpreadPolicy applies to the pod"
+	SkipNoSelector        = "no Service, ReplicationController, ReplicaSet or StatefulSet selects the pod"
+	SkipBound             = "pod is already bound to a node (spec.nodeName), so no scheduler places it"
+	SkipOtherScheduler    = "pod is placed by another scheduler (spec.schedulerName)"
+)
+
+// NoCandidateNodesWarning is returned when no node passes the pod's node
+// affinity and taints: the pod will stay Pending, but not because of spread.
+const NoCandidateNodesWarning = "no node passes this pod's node affinity, nodeSelector and taint tolerations; " +
+	"it will stay Pending for reasons other than topology spread"
+
+// Mutation is the outcome of Mutate.
+type Mutation struct {
+	// Pod is the mutated deep copy, nil when nothing changes.
+	Pod *v1.Pod
+	// Policy is the policy that applies to the pod, if any.
+	Policy *policy.Applied
+	// Injected are the constraints written into Pod.
+	Injected []v1.TopologySpreadConstraint
+	// Skipped says why nothing was injected.
+	Skipped string
+}
+
+// Mutate computes the default constraints for pod (whose Namespace must be
+// set). It never changes pod itself.
+func Mutate(pod *v1.Pod, src Sources, cfg Config) (*Mutation, error) {
+	if reason := skipReason(pod, cfg); reason != "" {
+		return &Mutation{Skipped: reason}, nil
+	}
+	// As the scheduler does, a pod that declares any constraint, hard or
+	// soft, gets no defaults.
+	if len(pod.Spec.TopologySpreadConstraints) > 0 {
+		return &Mutation{Skipped: SkipOwnConstraints}, nil
+	}
+	applied, err := policy.Resolve(pod, src)
+	if err != nil {
+		return nil, fmt.Errorf("resolving the policy: %w", err)
+	}
+	if applied == nil {
+		return &Mutation{Skipped: SkipNoPolicy}, nil
+	}
+	sel, err := spread.DefaultSelector(pod, src)
+	if err != nil {
+		return nil, fmt.Errorf("building the default selector: %w", err)
+	}
+	injected, err := spread.InjectConstraints(pod, sel, applied.Constraints)
+	if err != nil {
+		return nil, fmt.Errorf("injecting the constraints of %s %s: %w", applied.Kind, applied.Name, err)
+	}
+	if len(injected) == 0 {
+		return &Mutation{Policy: applied, Skipped: SkipNoSelector}, nil
+	}
+	out := pod.DeepCopy()
+	out.Spec.TopologySpreadConstraints = injected
+	if out.Annotations == nil {
+		out.Annotations = map[string]string{}
+	}
+	out.Annotations[v1alpha1.AnnotationPolicy] = applied.Name
+	return &Mutation{Pod: out, Policy: applied, Injected: injected}, nil
+}
+
+// Validation is the outcome of Validate.
+type Validation struct {
+	// Allowed is false only for a Deny.
+	Allowed bool
+	// Action is what was done about an unsatisfiable pod: Deny, Warn or
+	// Audit; empty when the pod can be placed or was not checked.
+	Action v1alpha1.ValidationAction
+	// Policy names the policy whose action applied, empty for the default.
+	Policy string
+	// Message explains an unsatisfiable pod, with the numbers.
+	Message string
+	// Warnings go back to the client as admission warnings.
+	Warnings []string
+	// Result is the feasibility check, nil when the pod was not checked.
+	Result *spread.Result
+	// Skipped says why the pod was not checked.
+	Skipped string
+}
+
+// Validate decides whether pod, as it will be stored, can be placed. With
+// explain the result lists feasible and excluded nodes; without it the check
+// stops early and explains only an unsatisfiable pod.
+func Validate(pod *v1.Pod, src Sources, checker spread.Checker, cfg Config, explain bool) (*Validation, error) {
+	if reason := skipReason(pod, cfg); reason != "" {
+		return &Validation{Allowed: true, Skipped: reason}, nil
+	}
+	if pod.Spec.NodeName != "" {
+		return &Validation{Allowed: true, Skipped: SkipBound}, nil
+	}
+	if s := pod.Spec.SchedulerName; s != "" && s != v1.DefaultSchedulerName {
+		return &Validation{Allowed: true, Skipped: SkipOtherScheduler}, nil
+	}
+
+	res, err := checker.Check(pod, spread.Options{Explain: explain})
+	if err != nil {
+		return nil, fmt.Errorf("checking the spread constraints: %w", err)
+	}
+	if res.Verdict == spread.VerdictUnsatisfiable && !explain {
+		// The cheap check found no feasible node; the numbers for the
+		// message are worth a second, explaining pass.
+		if res, err = checker.Check(pod, spread.Options{Explain: true}); err != nil {
+			return nil, fmt.Errorf("explaining the spread constraints: %w", err)
+		}
+	}
+
+	v := &Validation{Allowed: true, Result: res}
+	switch res.Verdict {
+	case spread.VerdictNoCandidateNodes:
+		v.Warnings = []string{NoCandidateNodesWarning}
+		return v, nil
+	case spread.VerdictUnsatisfiable:
+	default:
+		return v, nil
+	}
+
+	applied, err := policy.Resolve(pod, src)
+	if err != nil {
+		return nil, fmt.Errorf("resolving the policy: %w", err)
+	}
+	v.Action = cfg.DefaultAction
+	if applied != nil {
+		v.Policy = applied.Name
+		if applied.Action != "" {
+			v.Action = applied.Action
+		}
+	}
+	v.Message = res.Message
+	switch v.Action {
+	case v1alpha1.ActionWarn:
+		v.Warnings = []string{res.Message}
+	case v1alpha1.ActionAudit:
+	default:
+		v.Action = v1alpha1.ActionDeny
+		v.Allowed = false
+	}
+	return v, nil
+}
+
+// Review is a pod's whole admission: the mutation, then the validation of
+// the pod as it would be stored.
+type Review struct {
+	Mutation   *Mutation
+	Validation *Validation
+	// Pod is the pod as it would be stored.
+	Pod *v1.Pod
+}
+
+// ReviewPod runs Mutate then Validate with explanations, as the apiserver
+// calls the mutating and then the validating webhook.
+func ReviewPod(pod *v1.Pod, src Sources, checker spread.Checker, cfg Config) (*Review, error) {
+	m, err := Mutate(pod, src, cfg)
+	if err != nil {
+		return nil, err
+	}
+	stored := pod
+	if m.Pod != nil {
+		stored = m.Pod
+	}
+	v, err := Validate(stored, src, checker, cfg, true)
+	if err != nil {
+		return nil, err
+	}
+	return &Review{Mutation: m, Validation: v, Pod: stored}, nil
+}
+
+func skipReason(pod *v1.Pod, cfg Config) string {
+	if slices.Contains(cfg.ExcludedNamespaces, pod.Namespace) {
+		return SkipExcludedNamespace
+	}
+	if pod.Annotations[v1alpha1.AnnotationSkip] == "true" {
+		return SkipAnnotation
+	}
+	return ""
+}

@@ -1,0 +1,312 @@
+package engine_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
+	"github.com/spreadguard/spreadguard/pkg/engine"
+	"github.com/spreadguard/spreadguard/pkg/snapshot"
+	"github.com/spreadguard/spreadguard/pkg/spread"
+	"github.com/spreadguard/spreadguard/pkg/spread/spreadtest"
+)
+
+// cluster has namespace shop with a SpreadPolicy for every pod, a Warn policy
+// for canaries, a ReplicaSet web-abc and a Service.
+const cluster = `
+apiVersion: v1
+kind: Namespace
+metadata: {name: shop}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: plain}
+---
+apiVersion: spreadguard.io/v1alpha1
+kind: SpreadPolicy
+metadata: {name: zones, namespace: shop}
+spec:
+  constraints:
+  - {maxSkew: 1, topologyKey: topology.kubernetes.io/zone, whenUnsatisfiable: DoNotSchedule}
+---
+apiVersion: spreadguard.io/v1alpha1
+kind: SpreadPolicy
+metadata: {name: warn, namespace: shop}
+spec:
+  priority: 10
+  podSelector: {matchLabels: {tier: canary}}
+  validation: {action: Warn}
+  constraints:
+  - {maxSkew: 1, topologyKey: topology.kubernetes.io/zone, whenUnsatisfiable: DoNotSchedule}
+---
+apiVersion: apps/v1
+kind: ReplicaSet
+metadata: {name: web-abc, namespace: shop}
+spec:
+  selector: {matchLabels: {app: web, pod-template-hash: abc}}
+  template:
+    metadata: {labels: {app: web, pod-template-hash: abc}}
+    spec: {containers: [{name: c, image: i}]}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: shop}
+spec: {selector: {app: web}}
+`
+
+// nodes are three zones of two nodes; zone c is cordoned and tainted as the
+// node lifecycle controller does.
+const nodes = `
+---
+{apiVersion: v1, kind: Node, metadata: {name: a1, labels: {kubernetes.io/hostname: a1, topology.kubernetes.io/zone: a}}}
+---
+{apiVersion: v1, kind: Node, metadata: {name: a2, labels: {kubernetes.io/hostname: a2, topology.kubernetes.io/zone: a}}}
+---
+{apiVersion: v1, kind: Node, metadata: {name: b1, labels: {kubernetes.io/hostname: b1, topology.kubernetes.io/zone: b}}}
+---
+{apiVersion: v1, kind: Node, metadata: {name: b2, labels: {kubernetes.io/hostname: b2, topology.kubernetes.io/zone: b}}}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: c1, labels: {kubernetes.io/hostname: c1, topology.kubernetes.io/zone: c}}
+spec: {unschedulable: true, taints: [{key: node.kubernetes.io/unschedulable, effect: NoSchedule}]}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: c2, labels: {kubernetes.io/hostname: c2, topology.kubernetes.io/zone: c}}
+spec: {unschedulable: true, taints: [{key: node.kubernetes.io/unschedulable, effect: NoSchedule}]}
+`
+
+// boundPods are web-abc's pods: counts [2,2,0] over zones a, b, c.
+const boundPods = `
+---
+{apiVersion: v1, kind: Pod, metadata: {name: web-1, namespace: shop, labels: {app: web, pod-template-hash: abc}}, spec: {nodeName: a1, containers: [{name: c, image: i}]}}
+---
+{apiVersion: v1, kind: Pod, metadata: {name: web-2, namespace: shop, labels: {app: web, pod-template-hash: abc}}, spec: {nodeName: a2, containers: [{name: c, image: i}]}}
+---
+{apiVersion: v1, kind: Pod, metadata: {name: web-3, namespace: shop, labels: {app: web, pod-template-hash: abc}}, spec: {nodeName: b1, containers: [{name: c, image: i}]}}
+---
+{apiVersion: v1, kind: Pod, metadata: {name: web-4, namespace: shop, labels: {app: web, pod-template-hash: abc}}, spec: {nodeName: b2, containers: [{name: c, image: i}]}}
+`
+
+func load(t *testing.T) *snapshot.Cluster {
+	t.Helper()
+	c, err := snapshot.Decode("cluster.yaml", strings.NewReader(cluster+nodes+boundPods))
+	if err != nil {
+		t.Fatalf("decoding the test cluster: %v", err)
+	}
+	return c
+}
+
+func webPod() *spreadtest.PodWrapper {
+	return spreadtest.MakePod().Name("web-5").Namespace("shop").
+		Label("app", "web").Label("pod-template-hash", "abc").
+		ControlledBy("ReplicaSet", "apps/v1", "web-abc")
+}
+
+var config = engine.Config{DefaultAction: v1alpha1.ActionDeny, ExcludedNamespaces: []string{"kube-system"}}
+
+func TestMutate(t *testing.T) {
+	injected := []v1.TopologySpreadConstraint{{
+		MaxSkew:           1,
+		TopologyKey:       v1.LabelTopologyZone,
+		WhenUnsatisfiable: v1.DoNotSchedule,
+		LabelSelector:     &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web", "pod-template-hash": "abc"}},
+		NodeTaintsPolicy:  ptr.To(v1.NodeInclusionPolicyHonor),
+	}}
+	tests := []struct {
+		name         string
+		pod          *v1.Pod
+		wantInjected []v1.TopologySpreadConstraint
+		wantPolicy   string
+		wantSkipped  string
+	}{
+		{
+			name:         "a ReplicaSet's pod gets the namespace policy's constraints with the ReplicaSet and Service selector",
+			pod:          webPod().Obj(),
+			wantInjected: injected,
+			wantPolicy:   "shop/zones",
+		},
+		{
+			name:        "a pod that declares its own constraint is left as it is",
+			pod:         webPod().SpreadConstraint(spreadtest.Constraint(2, v1.LabelHostname).ScheduleAnyway().MatchLabel("app", "web").Obj()).Obj(),
+			wantSkipped: engine.SkipOwnConstraints,
+		},
+		{
+			name:        "a pod nobody owns or selects gets nothing though a policy applies",
+			pod:         spreadtest.MakePod().Name("lonely").Namespace("shop").Label("app", "other").Obj(),
+			wantSkipped: engine.SkipNoSelector,
+			wantPolicy:  "shop/zones",
+		},
+		{
+			name:        "a pod in a namespace without a policy gets nothing",
+			pod:         spreadtest.MakePod().Name("p").Namespace("plain").Label("app", "web").Obj(),
+			wantSkipped: engine.SkipNoPolicy,
+		},
+		{
+			name:        "a kube-system pod is never touched",
+			pod:         spreadtest.MakePod().Name("dns").Namespace("kube-system").Label("app", "web").Obj(),
+			wantSkipped: engine.SkipExcludedNamespace,
+		},
+		{
+			name:        "a pod annotated spreadguard.io/skip is left as it is",
+			pod:         webPod().Annotation(v1alpha1.AnnotationSkip, "true").Obj(),
+			wantSkipped: engine.SkipAnnotation,
+		},
+	}
+	src := load(t)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			before := tc.pod.DeepCopy()
+			m, err := engine.Mutate(tc.pod, src, config)
+			if err != nil {
+				t.Fatalf("Mutate: %v", err)
+			}
+			if diff := cmp.Diff(before, tc.pod); diff != "" {
+				t.Errorf("Mutate changed its input (-before +after):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantInjected, m.Injected); diff != "" {
+				t.Errorf("injected constraints (-want +got):\n%s", diff)
+			}
+			if m.Skipped != tc.wantSkipped {
+				t.Errorf("Skipped = %q, want %q", m.Skipped, tc.wantSkipped)
+			}
+			gotPolicy := ""
+			if m.Policy != nil {
+				gotPolicy = m.Policy.Name
+			}
+			if gotPolicy != tc.wantPolicy {
+				t.Errorf("policy = %q, want %q", gotPolicy, tc.wantPolicy)
+			}
+			if tc.wantInjected == nil {
+				if m.Pod != nil {
+					t.Errorf("Mutate returned a mutated pod though nothing was injected")
+				}
+				return
+			}
+			if diff := cmp.Diff(tc.wantInjected, m.Pod.Spec.TopologySpreadConstraints); diff != "" {
+				t.Errorf("mutated pod's constraints (-want +got):\n%s", diff)
+			}
+			if got := m.Pod.Annotations[v1alpha1.AnnotationPolicy]; got != tc.wantPolicy {
+				t.Errorf("policy annotation = %q, want %q", got, tc.wantPolicy)
+			}
+			again, err := engine.Mutate(m.Pod, src, config)
+			if err != nil {
+				t.Fatalf("second Mutate: %v", err)
+			}
+			if again.Pod != nil || again.Skipped != engine.SkipOwnConstraints {
+				t.Errorf("a second pass changed the pod (skipped %q): not idempotent", again.Skipped)
+			}
+		})
+	}
+}
+
+func TestValidate(t *testing.T) {
+	pinned := spreadtest.Constraint(1, v1.LabelTopologyZone).DoNotSchedule().
+		MatchLabel("app", "web").NodeTaintsPolicy(v1.NodeInclusionPolicyIgnore).Obj()
+	tests := []struct {
+		name         string
+		pod          *v1.Pod
+		wantAllowed  bool
+		wantAction   v1alpha1.ValidationAction
+		wantPolicy   string
+		wantWarnings int
+		wantSkipped  string
+		wantInMsg    []string
+	}{
+		{
+			name:        "counts [2,2,0] with zone c cordoned, nodeTaintsPolicy Ignore, maxSkew 1 -> denied naming zone c",
+			pod:         webPod().SpreadConstraint(pinned).Obj(),
+			wantAllowed: false,
+			wantAction:  v1alpha1.ActionDeny,
+			wantPolicy:  "shop/zones",
+			wantInMsg:   []string{"spec.topologySpreadConstraints[0]", "c"},
+		},
+		{
+			name:         "the same pod under a Warn policy is allowed with the message as a warning",
+			pod:          webPod().Label("tier", "canary").SpreadConstraint(pinned).Obj(),
+			wantAllowed:  true,
+			wantAction:   v1alpha1.ActionWarn,
+			wantPolicy:   "shop/warn",
+			wantWarnings: 1,
+			wantInMsg:    []string{"spec.topologySpreadConstraints[0]"},
+		},
+		{
+			name: "the same constraint with nodeTaintsPolicy Honor -> allowed",
+			pod: webPod().SpreadConstraint(spreadtest.Constraint(1, v1.LabelTopologyZone).DoNotSchedule().
+				MatchLabel("app", "web").NodeTaintsPolicy(v1.NodeInclusionPolicyHonor).Obj()).Obj(),
+			wantAllowed: true,
+		},
+		{
+			name:         "a pod whose nodeSelector matches no node is allowed with a warning: not a spread problem",
+			pod:          webPod().NodeSelector(v1.LabelTopologyZone, "mars").SpreadConstraint(pinned).Obj(),
+			wantAllowed:  true,
+			wantWarnings: 1,
+		},
+		{
+			name:        "a pod already bound to a node is not checked",
+			pod:         webPod().Node("c1").SpreadConstraint(pinned).Obj(),
+			wantAllowed: true,
+			wantSkipped: engine.SkipBound,
+		},
+		{
+			name:        "a kube-system pod is never checked",
+			pod:         webPod().Namespace("kube-system").SpreadConstraint(pinned).Obj(),
+			wantAllowed: true,
+			wantSkipped: engine.SkipExcludedNamespace,
+		},
+	}
+	c := load(t)
+	checkers := map[string]spread.Checker{"snapshot": c.Snapshot(), "index": spread.IndexFromSnapshot(c.Snapshot())}
+	for _, tc := range tests {
+		for checkerName, checker := range checkers {
+			for _, explain := range []bool{false, true} {
+				t.Run(tc.name, func(t *testing.T) {
+					v, err := engine.Validate(tc.pod, c, checker, config, explain)
+					if err != nil {
+						t.Fatalf("Validate (%s, explain %v): %v", checkerName, explain, err)
+					}
+					if v.Allowed != tc.wantAllowed || v.Action != tc.wantAction || v.Policy != tc.wantPolicy ||
+						len(v.Warnings) != tc.wantWarnings || v.Skipped != tc.wantSkipped {
+						t.Errorf("Validate (%s, explain %v) = allowed %v action %q policy %q %d warnings skipped %q, "+
+							"want allowed %v action %q policy %q %d warnings skipped %q; message: %s",
+							checkerName, explain, v.Allowed, v.Action, v.Policy, len(v.Warnings), v.Skipped,
+							tc.wantAllowed, tc.wantAction, tc.wantPolicy, tc.wantWarnings, tc.wantSkipped, v.Message)
+					}
+					for _, s := range tc.wantInMsg {
+						if !strings.Contains(v.Message, s) {
+							t.Errorf("message %q does not contain %q", v.Message, s)
+						}
+					}
+				})
+			}
+		}
+	}
+}
+
+func TestReviewPodMutatesThenValidatesTheStoredPod(t *testing.T) {
+	c := load(t)
+	r, err := engine.ReviewPod(webPod().Obj(), c, spread.IndexFromSnapshot(c.Snapshot()), config)
+	if err != nil {
+		t.Fatalf("ReviewPod: %v", err)
+	}
+	if r.Mutation.Pod == nil || r.Pod != r.Mutation.Pod {
+		t.Fatalf("ReviewPod did not validate the mutated pod (skipped %q)", r.Mutation.Skipped)
+	}
+	// Injected constraints honour taints, so cordoned zone c does not pin
+	// the minimum at 0: counts [2,2], global minimum 2, both zones feasible.
+	if !r.Validation.Allowed || r.Validation.Result == nil {
+		t.Fatalf("the injected pod was not allowed: %s", r.Validation.Message)
+	}
+	if diff := cmp.Diff([]string{"a1", "a2", "b1", "b2"}, r.Validation.Result.FeasibleNodes); diff != "" {
+		t.Errorf("feasible nodes (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(map[string]int{"a": 2, "b": 2}, r.Validation.Result.Constraints[0].Domains); diff != "" {
+		t.Errorf("domains (-want +got):\n%s", diff)
+	}
+}
