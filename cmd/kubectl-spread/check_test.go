@@ -200,8 +200,8 @@ func TestCheckReadable(t *testing.T) {
 				"Pod shop/web-abc-6: ALLOWED",
 				"Policy:    SpreadPolicy shop/zone-spread (priority 0)",
 				"  [0] topology.kubernetes.io/zone maxSkew 1 DoNotSchedule, nodeTaintsPolicy Honor, selector app=web,pod-template-hash=abc",
-				"  zone-a  3              3 - 2 + 1 = 2        exceeds maxSkew 1",
-				"  zone-b  2              2 - 2 + 1 = 1        ok",
+				"zone-a 3 3 + 1 - 2 = 2 exceeded",
+				"zone-b 2 2 + 1 - 2 = 1 ok",
 				"  global minimum: 2",
 				"Feasible nodes (2): node-b1, node-b2",
 			},
@@ -214,7 +214,9 @@ func TestCheckReadable(t *testing.T) {
 				"Pod shop/web-pinned: DENIED (action Deny)",
 				"Policy:    shop/zone-spread",
 				"Injected:  nothing (pod declares its own topologySpreadConstraints)",
-				"  zone-c  0              0 - 0 + 1 = 1        ok",
+				"zone-a 3 3 + 1 - 0 = 4 exceeded",
+				"zone-b 2 2 + 1 - 0 = 3 exceeded",
+				"zone-c 0 0 + 1 - 0 = 1 ok",
 				"  global minimum: 0",
 				"Feasible nodes: none",
 				"Message: ",
@@ -228,8 +230,10 @@ func TestCheckReadable(t *testing.T) {
 			if got.code != tt.wantCode {
 				t.Errorf("exit code = %d, want %d (stderr %q)", got.code, tt.wantCode, got.stderr)
 			}
-			rest := got.stdout
+			// Columns are aligned with spaces; compare words, not widths.
+			rest := collapseSpaces(got.stdout)
 			for _, line := range tt.want {
+				line = collapseSpaces(line)
 				i := strings.Index(rest, line)
 				if i < 0 {
 					t.Fatalf("report lacks %q after the lines before it:\n%s", line, got.stdout)
@@ -238,6 +242,15 @@ func TestCheckReadable(t *testing.T) {
 			}
 		})
 	}
+}
+
+// collapseSpaces turns every run of spaces into one, line by line.
+func collapseSpaces(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = strings.Join(strings.Fields(l), " ")
+	}
+	return strings.Join(lines, "\n")
 }
 
 func TestCheckBadInput(t *testing.T) {
@@ -313,6 +326,60 @@ func TestCheckBadInput(t *testing.T) {
 			want := result{code: exitBadInput, stderr: tt.wantStderr}
 			if diff := cmp.Diff(want, got, cmp.AllowUnexported(result{})); diff != "" {
 				t.Errorf("run() (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestCheckDefaultAction(t *testing.T) {
+	// The example's policy without its action: --default-action decides.
+	data, err := os.ReadFile(exampleCluster)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const action = "  validation:\n    action: Deny\n"
+	if !strings.Contains(string(data), action) {
+		t.Fatalf("%s no longer sets %q; update this test", exampleCluster, action)
+	}
+	cluster := filepath.Join(t.TempDir(), "cluster.yaml")
+	if err := os.WriteFile(cluster, []byte(strings.Replace(string(data), action, "", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	tests := []struct {
+		name        string
+		flags       []string
+		wantAllowed bool
+		wantAction  v1alpha1.ValidationAction
+		wantCode    int
+	}{
+		{"pod-pinned, a policy without action, no flag -> Deny, exit 1", nil, false, v1alpha1.ActionDeny, exitDenied},
+		{"pod-pinned, a policy without action, --default-action Warn -> allowed with the message as a warning, exit 0", []string{"--default-action", "Warn"}, true, v1alpha1.ActionWarn, exitAllowed},
+		{"pod-pinned, a policy without action, --default-action Audit -> allowed silently, exit 0", []string{"--default-action=Audit"}, true, v1alpha1.ActionAudit, exitAllowed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := runCommand(t, append([]string{"check", "--cluster", cluster, "--pod", examplePinned, "-o", "json"}, tt.flags...)...)
+			if got.code != tt.wantCode {
+				t.Errorf("exit code = %d, want %d (stderr %q)", got.code, tt.wantCode, got.stderr)
+			}
+			r := decodeReport(t, got.stdout)
+			wantWarnings := []string{}
+			if tt.wantAction == v1alpha1.ActionWarn {
+				wantWarnings = []string{r.Message}
+			}
+			type verdict struct {
+				Allowed  bool
+				Action   string
+				Warnings []string
+				Policy   string
+			}
+			want := verdict{tt.wantAllowed, string(tt.wantAction), wantWarnings, examplePolicy}
+			if diff := cmp.Diff(want, verdict{r.Allowed, r.Action, r.Warnings, r.Policy}); diff != "" {
+				t.Errorf("verdict (-want +got):\n%s", diff)
+			}
+			if !strings.Contains(r.Message, "zone-c") {
+				t.Errorf("message does not name zone-c: %s", r.Message)
 			}
 		})
 	}

@@ -6,7 +6,6 @@ import (
 	"io"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -186,15 +185,15 @@ func writeConstraint(w *errWriter, c spread.ConstraintResult) {
 	w.printf("  nodeAffinityPolicy %s, nodeTaintsPolicy %s, minDomains %d\n", c.NodeAffinityPolicy, c.NodeTaintsPolicy, c.MinDomains)
 
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "  DOMAIN\tMATCHING PODS\tSKEW IF PLACED HERE\t\n")
+	fmt.Fprintf(tw, "  DOMAIN\tMATCHING PODS\tSKEW IF PLACED HERE (PODS + SELF - MIN)\tMAXSKEW %d\n", c.MaxSkew)
 	for _, d := range slices.Sorted(maps.Keys(c.Domains)) {
 		n := c.Domains[d]
 		skew := n + c.SelfMatch - c.GlobalMin
 		verdict := "ok"
 		if skew > int(c.MaxSkew) {
-			verdict = "exceeds maxSkew " + strconv.Itoa(int(c.MaxSkew))
+			verdict = "exceeded"
 		}
-		fmt.Fprintf(tw, "  %s\t%d\t%d - %d + %d = %d\t%s\n", d, n, n, c.GlobalMin, c.SelfMatch, skew, verdict)
+		fmt.Fprintf(tw, "  %s\t%d\t%d + %d - %d = %d\t%s\n", d, n, n, c.SelfMatch, c.GlobalMin, skew, verdict)
 	}
 	w.check(tw.Flush())
 	if len(c.Domains) == 0 {
