@@ -1,0 +1,30 @@
+##@ Chart
+
+CHART_DIR := charts/spreadguard
+CHART_TEST_DIR := test/chart
+CERTS_DIR ?= certs/dev
+# Names of the development serving certificate: what a local API server uses
+# to reach a webhook server running on this machine.
+CERT_HOSTS ?= localhost,127.0.0.1,::1
+
+.PHONY: chart-lint
+chart-lint: $(HELM) ## Lint the chart (helm lint --strict) with its defaults and every values file in ci/.
+	$(BIN)/helm lint --strict --namespace spreadguard-system $(CHART_DIR)
+	@for f in $(CHART_DIR)/ci/*.yaml; do \
+	  echo "$(BIN)/helm lint --strict --namespace spreadguard-system -f $$f $(CHART_DIR)"; \
+	  $(BIN)/helm lint --strict --namespace spreadguard-system -f "$$f" $(CHART_DIR) || exit 1; \
+	done
+
+.PHONY: test-chart
+test-chart: $(HELM) $(ETCD) $(KUBE_APISERVER) ## Render the chart with Helm 3 and 4 for each ci/ values file, check the objects, and dry-run them against kube-apiserver.
+	cd $(CHART_TEST_DIR) && $(GO) test -count=1 ./...
+
+.PHONY: certs
+certs: ## Write a development CA and a serving certificate for localhost/127.0.0.1 into certs/dev/ (kept when still good).
+	$(GO) run ./hack/certs -dir $(CERTS_DIR) -hosts $(CERT_HOSTS)
+
+.PHONY: chart-docs
+chart-docs: ## Regenerate charts/spreadguard/README.md from values.yaml's `# --` comments.
+	cd $(CHART_TEST_DIR) && $(GO) run ./cmd/chart-docs -chart $(ROOT)/$(CHART_DIR)
+
+TEST_TARGETS += chart-lint test-chart

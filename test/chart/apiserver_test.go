@@ -1,0 +1,316 @@
+package chart_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"helm.sh/helm/v3/pkg/releaseutil"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	sigsyaml "sigs.k8s.io/yaml"
+)
+
+// The cluster binaries hack/build-binaries.sh builds from source into bin/,
+// at the versions the Makefile pins (and exports).
+var (
+	binDir            = "../../bin"
+	wantKubeVersion   = envOr("KUBE_VERSION", "v1.37.1")
+	wantEtcdVersion   = envOr("ETCD_VERSION", "v3.7.0")
+	chartCRDDir       = filepath.Join(chartDir, "crds")
+	certManagerModule = "github.com/cert-manager/cert-manager"
+	// The ServiceMonitor CRD ships in the operator's root module, at the
+	// version of the API types this module requires.
+	monitoringTypesModule = "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring"
+	monitoringRootModule  = "github.com/prometheus-operator/prometheus-operator"
+)
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
+// warnings records the warnings the API server returns.
+type warnings struct {
+	mu   sync.Mutex
+	list []string
+}
+
+func (w *warnings) HandleWarningHeaderWithContext(_ context.Context, _ int, _ string, text string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.list = append(w.list, text)
+}
+
+func (w *warnings) take() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := w.list
+	w.list = nil
+	return out
+}
+
+// startAPIServer starts etcd and kube-apiserver from bin/ with the chart's
+// CRDs, cert-manager's and the ServiceMonitor's installed. Missing binaries
+// fail the test with the command that builds them.
+func startAPIServer(t *testing.T) (*rest.Config, client.Client, *warnings) {
+	t.Helper()
+	for _, b := range []struct{ name, version string }{{"etcd", wantEtcdVersion}, {"kube-apiserver", wantKubeVersion}} {
+		stamp := filepath.Join(binDir, ".stamps", b.name+"-"+b.version)
+		if _, err := os.Stat(stamp); err != nil {
+			t.Fatalf("%s %s is not built in bin/ (no %s): run `make test-chart`, which builds it from source, or `hack/build-binaries.sh %s`", b.name, b.version, stamp, b.name)
+		}
+	}
+	crds, err := filepath.Glob(filepath.Join(chartCRDDir, "*.yaml"))
+	if err != nil || len(crds) == 0 {
+		t.Fatalf("no CRD in %s: run `make generate`", chartCRDDir)
+	}
+	certManagerDir := moduleDir(t, certManagerModule, "")
+	monitoringDir := moduleDir(t, monitoringRootModule, moduleVersion(t, monitoringTypesModule))
+	bin, err := filepath.Abs(binDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := &envtest.Environment{
+		BinaryAssetsDirectory: bin,
+		CRDDirectoryPaths: []string{
+			chartCRDDir,
+			filepath.Join(certManagerDir, "deploy", "crds"),
+			filepath.Join(monitoringDir, "example", "prometheus-operator-crd", "monitoring.coreos.com_servicemonitors.yaml"),
+		},
+		ErrorIfCRDPathMissing: true,
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatalf("start etcd and kube-apiserver from %s: %v", bin, err)
+	}
+	t.Cleanup(func() {
+		if err := env.Stop(); err != nil {
+			t.Errorf("stop the API server: %v", err)
+		}
+	})
+	w := &warnings{}
+	cfg = rest.CopyConfig(cfg)
+	cfg.WarningHandlerWithContext = w
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := dc.ServerVersion()
+	if err != nil {
+		t.Fatalf("server version: %v", err)
+	}
+	if v.GitVersion != wantKubeVersion {
+		t.Fatalf("bin/kube-apiserver is %s, want %s", v.GitVersion, wantKubeVersion)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg, c, w
+}
+
+// moduleDir downloads module (at version, or at the version this module
+// requires when empty) through the Go module proxy and returns its directory.
+func moduleDir(t *testing.T, module, version string) string {
+	t.Helper()
+	arg := module
+	if version != "" {
+		arg += "@" + version
+	}
+	out, err := exec.Command("go", "mod", "download", "-json", arg).Output()
+	if err != nil {
+		t.Fatalf("go mod download %s: %v", arg, err)
+	}
+	var m struct{ Dir, Error string }
+	if err := json.Unmarshal(out, &m); err != nil || m.Dir == "" {
+		t.Fatalf("go mod download %s: %v %s", arg, err, m.Error)
+	}
+	return m.Dir
+}
+
+func moduleVersion(t *testing.T, module string) string {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Version}}", module).Output()
+	if err != nil {
+		t.Fatalf("go list -m %s: %v", module, err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// unstructuredDocs decodes a manifest as the API server will receive it,
+// without Go types in between, so that strict field validation sees every
+// field as written.
+func unstructuredDocs(t *testing.T, manifest string) []*unstructured.Unstructured {
+	t.Helper()
+	var out []*unstructured.Unstructured
+	for _, doc := range releaseutil.SplitManifests(manifest) {
+		if strings.TrimSpace(stripComments(doc)) == "" {
+			continue
+		}
+		u := &unstructured.Unstructured{}
+		if err := sigsyaml.Unmarshal([]byte(doc), &u.Object); err != nil {
+			t.Fatalf("decode:\n%s\n%v", doc, err)
+		}
+		out = append(out, u)
+	}
+	return out
+}
+
+func createNamespace(t *testing.T, c client.Client, name string, labels map[string]string) {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
+	if err := c.Create(t.Context(), ns); err != nil {
+		t.Fatalf("create namespace %s: %v", name, err)
+	}
+}
+
+var dryRunStrict = &client.CreateOptions{DryRun: []string{metav1.DryRunAll}, FieldValidation: "Strict"}
+
+// dryRunAll sends each object to the API server as a server-side dry-run
+// create with strict field validation, and fails on any refusal or warning.
+func dryRunAll(t *testing.T, c client.Client, w *warnings, objs []*unstructured.Unstructured) {
+	t.Helper()
+	for _, u := range objs {
+		name := fmt.Sprintf("%s %s/%s", u.GetKind(), u.GetNamespace(), u.GetName())
+		if err := c.Create(t.Context(), u.DeepCopy(), dryRunStrict); err != nil {
+			t.Errorf("the API server refuses %s: %v", name, err)
+		}
+		if got := w.take(); len(got) > 0 {
+			t.Errorf("the API server warns about %s: %q", name, got)
+		}
+	}
+}
+
+func TestManifestsAcceptedByAPIServer(t *testing.T) {
+	_, c, w := startAPIServer(t)
+	// The release namespace enforces the restricted Pod Security Standard,
+	// as a platform team would configure it.
+	restricted := map[string]string{
+		"pod-security.kubernetes.io/enforce": "restricted",
+		"pod-security.kubernetes.io/warn":    "restricted",
+	}
+	createNamespace(t, c, releaseNamespace, restricted)
+	for _, ns := range []string{"payments", "batch"} {
+		createNamespace(t, c, ns, nil)
+	}
+
+	for _, f := range ciFiles {
+		t.Run(f.name, func(t *testing.T) {
+			r := render(t, ciValues(t, f.file))
+			objs := unstructuredDocs(t, r.manifest)
+			if len(objs) != len(r.objects) {
+				t.Fatalf("%d documents sent, %d decoded", len(objs), len(r.objects))
+			}
+			dryRunAll(t, c, w, objs)
+		})
+	}
+
+	t.Run("the webhook's pod passes the restricted Pod Security Standard", func(t *testing.T) {
+		d := find[*deployment](t, render(t, ciValues(t, "default-values.yaml")).objects, fullname)
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "webhook", Namespace: releaseNamespace, Labels: d.Spec.Template.Labels},
+			Spec:       d.Spec.Template.Spec,
+		}
+		if err := c.Create(t.Context(), pod.DeepCopy(), dryRunStrict); err != nil {
+			t.Errorf("a pod of the webhook's template is refused in a restricted namespace: %v", err)
+		}
+		if got := w.take(); len(got) > 0 {
+			t.Errorf("warnings for the webhook's pod: %q", got)
+		}
+		// The control: the same pod without its container securityContext
+		// must be refused, or the check above proves nothing.
+		loose := pod.DeepCopy()
+		loose.Spec.Containers[0].SecurityContext = nil
+		if err := c.Create(t.Context(), loose, dryRunStrict); err == nil {
+			t.Errorf("a pod without a container securityContext is admitted: Pod Security admission is not enforcing")
+		}
+		w.take()
+	})
+
+	t.Run("plain cert-manager manifests of certs/", func(t *testing.T) {
+		data, err := os.ReadFile(plainCertManagerManifests)
+		if err != nil {
+			t.Fatal(err)
+		}
+		createNamespace(t, c, "spreadguard", nil)
+		dryRunAll(t, c, w, unstructuredDocs(t, string(data)))
+	})
+
+	t.Run("the ServiceAccount may read what the server reads and nothing else", func(t *testing.T) {
+		r := render(t, ciValues(t, "default-values.yaml"))
+		for _, o := range r.objects {
+			switch o.(type) {
+			case *corev1.ServiceAccount, *clusterRole, *clusterRoleBinding:
+				if err := c.Create(t.Context(), o); err != nil {
+					t.Fatalf("create %s: %v", id(o), err)
+				}
+			}
+		}
+		user := "system:serviceaccount:" + releaseNamespace + ":" + fullname
+		type access struct{ group, resource, subresource, verb string }
+		var want, got []access
+		for _, a := range []struct {
+			access
+			allowed bool
+		}{
+			{access{"", "pods", "", "list"}, true},
+			{access{"", "pods", "", "watch"}, true},
+			{access{"", "pods", "", "get"}, true},
+			{access{"", "nodes", "", "watch"}, true},
+			{access{"", "services", "", "list"}, true},
+			{access{"", "namespaces", "", "get"}, true},
+			{access{"", "replicationcontrollers", "", "get"}, true},
+			{access{"apps", "replicasets", "", "get"}, true},
+			{access{"apps", "statefulsets", "", "watch"}, true},
+			{access{"spreadguard.io", "spreadpolicies", "", "list"}, true},
+			{access{"spreadguard.io", "clusterspreadpolicies", "", "watch"}, true},
+			{access{"", "pods", "", "create"}, false},
+			{access{"", "pods", "", "patch"}, false},
+			{access{"", "pods", "eviction", "create"}, false},
+			{access{"", "nodes", "", "update"}, false},
+			{access{"", "secrets", "", "get"}, false},
+			{access{"", "configmaps", "", "list"}, false},
+			{access{"", "events", "", "create"}, false},
+			{access{"apps", "deployments", "", "list"}, false},
+			{access{"spreadguard.io", "spreadpolicies", "", "update"}, false},
+			{access{"spreadguard.io", "spreadpolicies", "status", "patch"}, false},
+			{access{"coordination.k8s.io", "leases", "", "create"}, false},
+		} {
+			if a.allowed {
+				want = append(want, a.access)
+			}
+			sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+				User:   user,
+				Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + releaseNamespace, "system:authenticated"},
+				ResourceAttributes: &authorizationv1.ResourceAttributes{
+					Namespace: "default", Group: a.group, Resource: a.resource, Subresource: a.subresource, Verb: a.verb,
+				},
+			}}
+			if err := c.Create(t.Context(), sar); err != nil {
+				t.Fatalf("SubjectAccessReview: %v", err)
+			}
+			if sar.Status.Allowed {
+				got = append(got, a.access)
+			}
+		}
+		if diff := cmp.Diff(want, got, cmp.AllowUnexported(access{})); diff != "" {
+			t.Errorf("what the ServiceAccount may do (-want +got):\n%s", diff)
+		}
+	})
+}

@@ -1,0 +1,896 @@
+package chart_test
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/pem"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	cmapi "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
+	cmmeta "github.com/cert-manager/cert-manager/pkg/apis/meta/v1"
+	"github.com/google/go-cmp/cmp"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	sigsyaml "sigs.k8s.io/yaml"
+
+	"github.com/spreadguard/spreadguard/cmd/webhook/app"
+	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
+)
+
+func TestRenderedObjects(t *testing.T) {
+	common := []string{
+		"ClusterRole/" + fullname,
+		"ClusterRoleBinding/" + fullname,
+		"ClusterSpreadPolicy/" + fullname + "-default",
+		"ConfigMap/" + releaseNamespace + "/" + fullname + "-config",
+		"MutatingWebhookConfiguration/" + fullname,
+		"ServiceAccount/" + releaseNamespace + "/" + fullname,
+		"ValidatingWebhookConfiguration/" + fullname,
+	}
+	server := []string{
+		"Deployment/" + releaseNamespace + "/" + fullname,
+		"PodDisruptionBudget/" + releaseNamespace + "/" + fullname,
+		"Service/" + releaseNamespace + "/" + fullname,
+		"Service/" + releaseNamespace + "/" + fullname + "-metrics",
+	}
+	generatedCert := []string{"Secret/" + releaseNamespace + "/" + fullname + "-tls"}
+	want := map[string][]string{
+		"default-values.yaml":     concat(common, server, generatedCert),
+		"self-signed-values.yaml": concat(common, server, generatedCert),
+		"cert-manager-values.yaml": concat(common, server,
+			[]string{
+				"Certificate/" + releaseNamespace + "/" + fullname + "-ca",
+				"Certificate/" + releaseNamespace + "/" + fullname + "-serving",
+				"Issuer/" + releaseNamespace + "/" + fullname + "-ca",
+				"Issuer/" + releaseNamespace + "/" + fullname + "-selfsigned",
+				"ServiceMonitor/" + releaseNamespace + "/" + fullname,
+			}),
+		"namespace-defaults-values.yaml": concat(common, server, generatedCert,
+			[]string{
+				"SpreadPolicy/batch/" + fullname + "-default",
+				"SpreadPolicy/payments/" + fullname + "-default",
+			}),
+		// No server, Services, PodDisruptionBudget nor certificate: the
+		// server runs elsewhere. The ConfigMap stays for it.
+		"external-url-values.yaml": common,
+	}
+	for _, f := range ciFiles {
+		t.Run(f.name, func(t *testing.T) {
+			got := ids(render(t, ciValues(t, f.file)).objects)
+			w := slices.Clone(want[f.file])
+			slices.Sort(w)
+			if diff := cmp.Diff(w, got); diff != "" {
+				t.Errorf("rendered objects (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func concat(lists ...[]string) []string {
+	var out []string
+	for _, l := range lists {
+		out = append(out, l...)
+	}
+	return out
+}
+
+// podWebhooks returns the namespaceSelector of the pod webhook of each
+// configuration, keyed by webhook name.
+func podWebhookSelectors(t *testing.T, r release) map[string]*metav1.LabelSelector {
+	t.Helper()
+	m := find[*mutatingConfig](t, r.objects, fullname)
+	v := find[*validatingConfig](t, r.objects, fullname)
+	out := map[string]*metav1.LabelSelector{}
+	for _, w := range m.Webhooks {
+		out[w.Name] = w.NamespaceSelector
+	}
+	for _, w := range v.Webhooks {
+		if slices.Contains(w.Rules[0].Resources, "pods") {
+			out[w.Name] = w.NamespaceSelector
+		}
+	}
+	return out
+}
+
+func TestNamespaceSelectorsLeaveOutTheSystemTheReleaseAndIgnoredNamespaces(t *testing.T) {
+	exclusions := func(names ...string) []metav1.LabelSelectorRequirement {
+		return []metav1.LabelSelectorRequirement{
+			{Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn, Values: names},
+			{Key: "spreadguard.io/ignore", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"true"}},
+		}
+	}
+	defaultSelector := &metav1.LabelSelector{MatchExpressions: exclusions("kube-system", releaseNamespace)}
+	// Namespaces as the API server labels them, and whether each one's pods
+	// reach the webhooks.
+	namespaces := []struct {
+		name   string
+		labels map[string]string
+	}{
+		{"kube-system", nil},
+		{releaseNamespace, nil},
+		{"team-ignored", map[string]string{"spreadguard.io/ignore": "true", "environment": "production"}},
+		{"monitoring", map[string]string{"environment": "production"}},
+		{"team-prod", map[string]string{"environment": "production"}},
+		{"team-dev", map[string]string{"environment": "development"}},
+	}
+	tests := []struct {
+		file         string
+		wantSelector *metav1.LabelSelector
+		wantSent     []string
+	}{
+		{file: "default-values.yaml", wantSelector: defaultSelector, wantSent: []string{"monitoring", "team-prod", "team-dev"}},
+		{file: "cert-manager-values.yaml", wantSelector: defaultSelector, wantSent: []string{"monitoring", "team-prod", "team-dev"}},
+		{file: "namespace-defaults-values.yaml", wantSelector: defaultSelector, wantSent: []string{"monitoring", "team-prod", "team-dev"}},
+		{file: "external-url-values.yaml", wantSelector: defaultSelector, wantSent: []string{"monitoring", "team-prod", "team-dev"}},
+		{
+			// More exclusions and an extra condition narrow the selector;
+			// the fixed exclusions stay first.
+			file: "self-signed-values.yaml",
+			wantSelector: &metav1.LabelSelector{MatchExpressions: append(
+				exclusions("kube-system", releaseNamespace, "monitoring", "cert-manager"),
+				metav1.LabelSelectorRequirement{Key: "environment", Operator: metav1.LabelSelectorOpIn, Values: []string{"production", "staging"}},
+			)},
+			wantSent: []string{"team-prod"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.file, func(t *testing.T) {
+			selectors := podWebhookSelectors(t, render(t, ciValues(t, tc.file)))
+			if diff := cmp.Diff([]string{"pods.mutate.spreadguard.io", "pods.validate.spreadguard.io"}, sortedKeys(selectors)); diff != "" {
+				t.Fatalf("pod webhooks (-want +got):\n%s", diff)
+			}
+			for name, sel := range selectors {
+				if diff := cmp.Diff(tc.wantSelector, sel); diff != "" {
+					t.Errorf("%s namespaceSelector (-want +got):\n%s", name, diff)
+				}
+				s, err := metav1.LabelSelectorAsSelector(sel)
+				if err != nil {
+					t.Fatalf("%s namespaceSelector: %v", name, err)
+				}
+				var sent []string
+				for _, ns := range namespaces {
+					l := labels.Set{"kubernetes.io/metadata.name": ns.name}
+					for k, v := range ns.labels {
+						l[k] = v
+					}
+					if s.Matches(l) {
+						sent = append(sent, ns.name)
+					}
+				}
+				if diff := cmp.Diff(tc.wantSent, sent); diff != "" {
+					t.Errorf("%s: namespaces whose pods reach the webhook (-want +got):\n%s", name, diff)
+				}
+			}
+		})
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// hook is what matters of one webhook for these tests.
+type hook struct {
+	Name           string
+	Target         string // service namespace/name:port/path, or the URL
+	Rules          []admissionregistrationv1.RuleWithOperations
+	FailurePolicy  admissionregistrationv1.FailurePolicyType
+	SideEffects    admissionregistrationv1.SideEffectClass
+	MatchPolicy    admissionregistrationv1.MatchPolicyType
+	Reinvocation   admissionregistrationv1.ReinvocationPolicyType
+	TimeoutSeconds int32
+	ReviewVersions []string
+	HasNSSelector  bool
+}
+
+func target(c admissionregistrationv1.WebhookClientConfig) string {
+	if c.URL != nil {
+		return *c.URL
+	}
+	s := c.Service
+	return s.Namespace + "/" + s.Name + ":" + strconv.Itoa(int(ptr.Deref(s.Port, 443))) + ptr.Deref(s.Path, "")
+}
+
+func hooks(t *testing.T, r release) []hook {
+	t.Helper()
+	var out []hook
+	for _, w := range find[*mutatingConfig](t, r.objects, fullname).Webhooks {
+		out = append(out, hook{
+			Name: w.Name, Target: target(w.ClientConfig), Rules: w.Rules,
+			FailurePolicy: ptr.Deref(w.FailurePolicy, ""), SideEffects: ptr.Deref(w.SideEffects, ""),
+			MatchPolicy: ptr.Deref(w.MatchPolicy, ""), Reinvocation: ptr.Deref(w.ReinvocationPolicy, ""),
+			TimeoutSeconds: ptr.Deref(w.TimeoutSeconds, 0), ReviewVersions: w.AdmissionReviewVersions,
+			HasNSSelector: w.NamespaceSelector != nil,
+		})
+	}
+	for _, w := range find[*validatingConfig](t, r.objects, fullname).Webhooks {
+		out = append(out, hook{
+			Name: w.Name, Target: target(w.ClientConfig), Rules: w.Rules,
+			FailurePolicy: ptr.Deref(w.FailurePolicy, ""), SideEffects: ptr.Deref(w.SideEffects, ""),
+			MatchPolicy:    ptr.Deref(w.MatchPolicy, ""),
+			TimeoutSeconds: ptr.Deref(w.TimeoutSeconds, 0), ReviewVersions: w.AdmissionReviewVersions,
+			HasNSSelector: w.NamespaceSelector != nil,
+		})
+	}
+	return out
+}
+
+func TestWebhookConfigurations(t *testing.T) {
+	rule := func(group, version, resource string, scope admissionregistrationv1.ScopeType, ops ...admissionregistrationv1.OperationType) []admissionregistrationv1.RuleWithOperations {
+		return []admissionregistrationv1.RuleWithOperations{{
+			Operations: ops,
+			Rule: admissionregistrationv1.Rule{
+				APIGroups: []string{group}, APIVersions: []string{version}, Resources: []string{resource}, Scope: ptr.To(scope),
+			},
+		}}
+	}
+	svc := releaseNamespace + "/" + fullname + ":443"
+	// want lists the four webhooks; pods and policies have failure
+	// policies of their own.
+	want := func(base string, failure, policyFailure admissionregistrationv1.FailurePolicyType, timeout int32) []hook {
+		common := hook{
+			FailurePolicy: failure, SideEffects: admissionregistrationv1.SideEffectClassNone,
+			MatchPolicy: admissionregistrationv1.Equivalent, TimeoutSeconds: timeout, ReviewVersions: []string{"v1"},
+		}
+		with := func(h hook, f func(*hook)) hook { f(&h); return h }
+		create, update := admissionregistrationv1.Create, admissionregistrationv1.Update
+		return []hook{
+			with(common, func(h *hook) {
+				h.Name, h.Target = "pods.mutate.spreadguard.io", base+"/mutate-v1-pod"
+				h.Rules = rule("", "v1", "pods", admissionregistrationv1.NamespacedScope, create)
+				h.Reinvocation, h.HasNSSelector = admissionregistrationv1.IfNeededReinvocationPolicy, true
+			}),
+			with(common, func(h *hook) {
+				h.Name, h.Target = "pods.validate.spreadguard.io", base+"/validate-v1-pod"
+				h.Rules = rule("", "v1", "pods", admissionregistrationv1.NamespacedScope, create)
+				h.HasNSSelector = true
+			}),
+			with(common, func(h *hook) {
+				h.Name, h.Target = "spreadpolicies.validate.spreadguard.io", base+"/validate-spreadguard-io-v1alpha1-spreadpolicy"
+				h.Rules = rule("spreadguard.io", "v1alpha1", "spreadpolicies", admissionregistrationv1.NamespacedScope, create, update)
+				h.FailurePolicy = policyFailure
+			}),
+			with(common, func(h *hook) {
+				h.Name, h.Target = "clusterspreadpolicies.validate.spreadguard.io", base+"/validate-spreadguard-io-v1alpha1-clusterspreadpolicy"
+				h.Rules = rule("spreadguard.io", "v1alpha1", "clusterspreadpolicies", admissionregistrationv1.ClusterScope, create, update)
+				h.FailurePolicy = policyFailure
+			}),
+		}
+	}
+	ignore, fail := admissionregistrationv1.Ignore, admissionregistrationv1.Fail
+	tests := []struct {
+		name string
+		vals map[string]any
+		want []hook
+	}{
+		{name: "defaults -> Ignore, 3s, the Service", vals: ciValues(t, "default-values.yaml"), want: want(svc, ignore, ignore, 3)},
+		{name: "cert-manager mode -> Ignore, 3s, the Service", vals: ciValues(t, "cert-manager-values.yaml"), want: want(svc, ignore, ignore, 3)},
+		{name: "strict settings -> Fail on pods, 5s; policies still Ignore", vals: ciValues(t, "self-signed-values.yaml"), want: want(svc, fail, ignore, 5)},
+		{name: "external URL -> url + path on every webhook", vals: ciValues(t, "external-url-values.yaml"), want: want("https://127.0.0.1:9443", ignore, ignore, 3)},
+		{
+			name: "policy failurePolicy Fail when the chart renders no policy -> Fail on the policy webhooks",
+			vals: valuesYAML(t, "{webhook: {policyFailurePolicy: Fail}, policy: {clusterDefault: {enabled: false}}}"),
+			want: want(svc, ignore, fail, 3),
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, hooks(t, render(t, tc.vals))); diff != "" {
+				t.Errorf("webhooks (-want +got):\n%s", diff)
+			}
+		})
+	}
+
+	t.Run("external URL with a trailing slash -> no double slash", func(t *testing.T) {
+		r := render(t, valuesYAML(t, "webhook: {url: 'https://dev.example:8443/'}"))
+		got := hooks(t, r)[0].Target
+		if got != "https://dev.example:8443/mutate-v1-pod" {
+			t.Errorf("mutate target = %q, want https://dev.example:8443/mutate-v1-pod", got)
+		}
+	})
+}
+
+func caBundles(t *testing.T, r release) map[string][]byte {
+	t.Helper()
+	out := map[string][]byte{}
+	for _, w := range find[*mutatingConfig](t, r.objects, fullname).Webhooks {
+		out["mutating "+w.Name] = w.ClientConfig.CABundle
+	}
+	for _, w := range find[*validatingConfig](t, r.objects, fullname).Webhooks {
+		out["validating "+w.Name] = w.ClientConfig.CABundle
+	}
+	return out
+}
+
+func injectAnnotations(t *testing.T, r release) map[string]string {
+	t.Helper()
+	return map[string]string{
+		"mutating":   find[*mutatingConfig](t, r.objects, fullname).Annotations["cert-manager.io/inject-ca-from"],
+		"validating": find[*validatingConfig](t, r.objects, fullname).Annotations["cert-manager.io/inject-ca-from"],
+	}
+}
+
+func everyWebhook(b []byte) map[string][]byte {
+	return map[string][]byte{
+		"mutating pods.mutate.spreadguard.io":                      b,
+		"validating pods.validate.spreadguard.io":                  b,
+		"validating spreadpolicies.validate.spreadguard.io":        b,
+		"validating clusterspreadpolicies.validate.spreadguard.io": b,
+	}
+}
+
+func TestCertificateModes(t *testing.T) {
+	for _, f := range ciFiles {
+		t.Run(f.name, func(t *testing.T) {
+			vals := ciValues(t, f.file)
+			r := render(t, vals)
+			switch f.mode {
+			case certManager:
+				want := releaseNamespace + "/" + fullname + "-serving"
+				if diff := cmp.Diff(map[string]string{"mutating": want, "validating": want}, injectAnnotations(t, r)); diff != "" {
+					t.Errorf("cert-manager.io/inject-ca-from (-want +got):\n%s", diff)
+				}
+				if diff := cmp.Diff(everyWebhook(nil), caBundles(t, r)); diff != "" {
+					t.Errorf("caBundles, which cainjector fills (-want +got):\n%s", diff)
+				}
+				checkCertManagerChain(t, r)
+			case selfSigned:
+				if diff := cmp.Diff(map[string]string{"mutating": "", "validating": ""}, injectAnnotations(t, r)); diff != "" {
+					t.Errorf("cert-manager.io/inject-ca-from outside cert-manager mode (-want +got):\n%s", diff)
+				}
+				s := find[*secret](t, r.objects, fullname+"-tls")
+				if diff := cmp.Diff(everyWebhook(s.Data["ca.crt"]), caBundles(t, r)); diff != "" {
+					t.Errorf("caBundles, which must be the generated CA (-want +got):\n%s", diff)
+				}
+				days := 3650
+				if f.file == "self-signed-values.yaml" {
+					days = 730
+				}
+				checkGeneratedSecret(t, s, days)
+				if got := mountedSecret(t, r); got != s.Name {
+					t.Errorf("the Deployment mounts Secret %q, want the generated %q", got, s.Name)
+				}
+			case externalURL:
+				if diff := cmp.Diff(map[string]string{"mutating": "", "validating": ""}, injectAnnotations(t, r)); diff != "" {
+					t.Errorf("cert-manager.io/inject-ca-from in URL mode (-want +got):\n%s", diff)
+				}
+				want, err := base64.StdEncoding.DecodeString(vals["webhook"].(map[string]any)["caBundle"].(string))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if diff := cmp.Diff(everyWebhook(want), caBundles(t, r)); diff != "" {
+					t.Errorf("caBundles, which must be webhook.caBundle (-want +got):\n%s", diff)
+				}
+			}
+		})
+	}
+}
+
+func mountedSecret(t *testing.T, r release) string {
+	t.Helper()
+	for _, v := range find[*deployment](t, r.objects, fullname).Spec.Template.Spec.Volumes {
+		if v.Name == "certs" && v.Secret != nil {
+			return v.Secret.SecretName
+		}
+	}
+	t.Fatalf("the Deployment has no certs volume")
+	return ""
+}
+
+// checkGeneratedSecret checks that the Secret holds a CA and a serving
+// certificate it signed, for every name of the Service, valid for days.
+func checkGeneratedSecret(t *testing.T, s *secret, days int) {
+	t.Helper()
+	if s.Type != corev1.SecretTypeTLS {
+		t.Errorf("Secret type = %q, want %q", s.Type, corev1.SecretTypeTLS)
+	}
+	if _, err := tls.X509KeyPair(s.Data["tls.crt"], s.Data["tls.key"]); err != nil {
+		t.Errorf("tls.crt and tls.key do not belong together: %v", err)
+	}
+	ca := parsePEMCert(t, s.Data["ca.crt"])
+	serving := parsePEMCert(t, s.Data["tls.crt"])
+	if !ca.IsCA {
+		t.Errorf("ca.crt is not a CA")
+	}
+	roots := x509.NewCertPool()
+	roots.AddCert(ca)
+	for _, name := range []string{fullname, fullname + "." + releaseNamespace, fullname + "." + releaseNamespace + ".svc"} {
+		if _, err := serving.Verify(x509.VerifyOptions{DNSName: name, Roots: roots}); err != nil {
+			t.Errorf("tls.crt does not verify for %s against ca.crt: %v", name, err)
+		}
+	}
+	if got, want := serving.NotAfter.Sub(serving.NotBefore), time.Duration(days)*24*time.Hour; got < want-24*time.Hour || got > want+24*time.Hour {
+		t.Errorf("serving certificate valid for %v, want about %d days", got, days)
+	}
+}
+
+func parsePEMCert(t *testing.T, data []byte) *x509.Certificate {
+	t.Helper()
+	block, _ := pem.Decode(data)
+	if block == nil {
+		t.Fatalf("not PEM: %q", data)
+	}
+	c, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// checkCertManagerChain follows the chain self-signed Issuer -> CA
+// Certificate -> CA Issuer -> serving Certificate -> the Secret the
+// Deployment mounts.
+func checkCertManagerChain(t *testing.T, r release) {
+	t.Helper()
+	selfSignedIssuer := find[*cmapi.Issuer](t, r.objects, fullname+"-selfsigned")
+	if selfSignedIssuer.Spec.SelfSigned == nil {
+		t.Errorf("Issuer %s is not self-signed", selfSignedIssuer.Name)
+	}
+	caCert := find[*cmapi.Certificate](t, r.objects, fullname+"-ca")
+	wantCA := cmapi.CertificateSpec{
+		IsCA:       true,
+		CommonName: fullname + "-ca",
+		SecretName: fullname + "-ca",
+		Duration:   &metav1.Duration{Duration: 87600 * time.Hour},
+		PrivateKey: &cmapi.CertificatePrivateKey{Algorithm: cmapi.ECDSAKeyAlgorithm, Size: 256},
+		IssuerRef:  cmmeta.IssuerReference{Group: "cert-manager.io", Kind: "Issuer", Name: selfSignedIssuer.Name},
+	}
+	if diff := cmp.Diff(wantCA, caCert.Spec); diff != "" {
+		t.Errorf("CA Certificate (-want +got):\n%s", diff)
+	}
+	caIssuer := find[*cmapi.Issuer](t, r.objects, fullname+"-ca")
+	if caIssuer.Spec.CA == nil || caIssuer.Spec.CA.SecretName != caCert.Spec.SecretName {
+		t.Errorf("CA Issuer %s does not sign with the CA Certificate's Secret %q: %+v", caIssuer.Name, caCert.Spec.SecretName, caIssuer.Spec.IssuerConfig)
+	}
+	serving := find[*cmapi.Certificate](t, r.objects, fullname+"-serving")
+	wantServing := cmapi.CertificateSpec{
+		SecretName: fullname + "-serving-cert",
+		Duration:   &metav1.Duration{Duration: 2160 * time.Hour},
+		DNSNames:   []string{fullname, fullname + "." + releaseNamespace, fullname + "." + releaseNamespace + ".svc"},
+		PrivateKey: &cmapi.CertificatePrivateKey{Algorithm: cmapi.ECDSAKeyAlgorithm, Size: 256, RotationPolicy: cmapi.RotationPolicyAlways},
+		IssuerRef:  cmmeta.IssuerReference{Group: "cert-manager.io", Kind: "Issuer", Name: caIssuer.Name},
+	}
+	if diff := cmp.Diff(wantServing, serving.Spec); diff != "" {
+		t.Errorf("serving Certificate (-want +got):\n%s", diff)
+	}
+	if got := mountedSecret(t, r); got != serving.Spec.SecretName {
+		t.Errorf("the Deployment mounts Secret %q, want the serving Certificate's %q", got, serving.Spec.SecretName)
+	}
+}
+
+func TestRBACIsReadOnlyOnExactlyWhatTheServerReads(t *testing.T) {
+	read := []string{"get", "list", "watch"}
+	want := []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"pods", "nodes", "services", "namespaces", "replicationcontrollers"}, Verbs: read},
+		{APIGroups: []string{"apps"}, Resources: []string{"replicasets", "statefulsets"}, Verbs: read},
+		{APIGroups: []string{"spreadguard.io"}, Resources: []string{"spreadpolicies", "clusterspreadpolicies"}, Verbs: read},
+	}
+	for _, f := range ciFiles {
+		t.Run(f.name, func(t *testing.T) {
+			r := render(t, ciValues(t, f.file))
+			if diff := cmp.Diff(want, find[*clusterRole](t, r.objects, fullname).Rules); diff != "" {
+				t.Errorf("ClusterRole rules (-want +got):\n%s", diff)
+			}
+			if n := len(all[*rbacv1.Role](r.objects)) + len(all[*rbacv1.RoleBinding](r.objects)); n != 0 {
+				t.Errorf("%d namespaced Roles or RoleBindings rendered, want none", n)
+			}
+			b := find[*rbacv1.ClusterRoleBinding](t, r.objects, fullname)
+			wantRef := rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: fullname}
+			wantSubjects := []rbacv1.Subject{{Kind: "ServiceAccount", Name: fullname, Namespace: releaseNamespace}}
+			if diff := cmp.Diff(wantRef, b.RoleRef); diff != "" {
+				t.Errorf("roleRef (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(wantSubjects, b.Subjects); diff != "" {
+				t.Errorf("subjects (-want +got):\n%s", diff)
+			}
+			if f.mode != externalURL {
+				if got := find[*deployment](t, r.objects, fullname).Spec.Template.Spec.ServiceAccountName; got != fullname {
+					t.Errorf("the Deployment runs as ServiceAccount %q, want %q", got, fullname)
+				}
+			}
+		})
+	}
+}
+
+func TestWebhookPodsRunRestricted(t *testing.T) {
+	wantPod := &corev1.PodSecurityContext{
+		RunAsNonRoot:   ptr.To(true),
+		RunAsUser:      ptr.To[int64](65532),
+		RunAsGroup:     ptr.To[int64](65532),
+		SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+	wantContainer := &corev1.SecurityContext{
+		AllowPrivilegeEscalation: ptr.To(false),
+		ReadOnlyRootFilesystem:   ptr.To(true),
+		RunAsNonRoot:             ptr.To(true),
+		Privileged:               ptr.To(false),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+	for _, f := range ciFiles {
+		if f.mode == externalURL {
+			continue
+		}
+		t.Run(f.name, func(t *testing.T) {
+			spec := find[*deployment](t, render(t, ciValues(t, f.file)).objects, fullname).Spec.Template.Spec
+			if diff := cmp.Diff(wantPod, spec.SecurityContext); diff != "" {
+				t.Errorf("pod securityContext (-want +got):\n%s", diff)
+			}
+			if len(spec.Containers) != 1 || len(spec.InitContainers) != 0 {
+				t.Fatalf("want exactly one container, got %d (and %d init containers)", len(spec.Containers), len(spec.InitContainers))
+			}
+			if diff := cmp.Diff(wantContainer, spec.Containers[0].SecurityContext); diff != "" {
+				t.Errorf("container securityContext (-want +got):\n%s", diff)
+			}
+			if spec.HostNetwork || spec.HostPID || spec.HostIPC {
+				t.Errorf("the pod shares a host namespace")
+			}
+			for _, v := range spec.Volumes {
+				if v.HostPath != nil {
+					t.Errorf("volume %s is a hostPath", v.Name)
+				}
+			}
+		})
+	}
+}
+
+func TestWebhookDeployment(t *testing.T) {
+	spread := func(key string) corev1.TopologySpreadConstraint {
+		return corev1.TopologySpreadConstraint{
+			TopologyKey: key, MaxSkew: 1, WhenUnsatisfiable: corev1.ScheduleAnyway,
+			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{
+				"app.kubernetes.io/name": "spreadguard", "app.kubernetes.io/instance": releaseName, "app.kubernetes.io/component": "webhook",
+			}},
+			MatchLabelKeys: []string{"pod-template-hash"},
+		}
+	}
+	r := render(t, ciValues(t, "default-values.yaml"))
+	d := find[*deployment](t, r.objects, fullname)
+	spec := d.Spec.Template.Spec
+	c := spec.Containers[0]
+
+	t.Run("two replicas spread across zones, then nodes", func(t *testing.T) {
+		if got := ptr.Deref(d.Spec.Replicas, 0); got != 2 {
+			t.Errorf("replicas = %d, want 2", got)
+		}
+		want := []corev1.TopologySpreadConstraint{spread("topology.kubernetes.io/zone"), spread("kubernetes.io/hostname")}
+		if diff := cmp.Diff(want, spec.TopologySpreadConstraints); diff != "" {
+			t.Errorf("topologySpreadConstraints (-want +got):\n%s", diff)
+		}
+		sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
+		if err != nil || !sel.Matches(labels.Set(d.Spec.Template.Labels)) {
+			t.Errorf("the selector %v does not select the pod template's labels %v (%v)", d.Spec.Selector, d.Spec.Template.Labels, err)
+		}
+	})
+
+	t.Run("a PodDisruptionBudget that lets one replica go at a time", func(t *testing.T) {
+		p := find[*pdb](t, r.objects, fullname)
+		if diff := cmp.Diff(ptr.To(intstr.FromInt32(1)), p.Spec.MaxUnavailable); diff != "" {
+			t.Errorf("maxUnavailable (-want +got):\n%s", diff)
+		}
+		if p.Spec.MinAvailable != nil {
+			t.Errorf("minAvailable = %v, want unset", p.Spec.MinAvailable)
+		}
+		if diff := cmp.Diff(d.Spec.Selector, p.Spec.Selector); diff != "" {
+			t.Errorf("PDB selector differs from the Deployment's (-deployment +pdb):\n%s", diff)
+		}
+	})
+
+	t.Run("probes on the health port, the server's own paths", func(t *testing.T) {
+		probe := func(path string, period int32) *corev1.Probe {
+			return &corev1.Probe{
+				ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromString("health")}},
+				PeriodSeconds: period, TimeoutSeconds: 2, FailureThreshold: 3,
+			}
+		}
+		if diff := cmp.Diff(probe("/healthz", 10), c.LivenessProbe); diff != "" {
+			t.Errorf("livenessProbe (-want +got):\n%s", diff)
+		}
+		if diff := cmp.Diff(probe("/readyz", 5), c.ReadinessProbe); diff != "" {
+			t.Errorf("readinessProbe (-want +got):\n%s", diff)
+		}
+		wantPorts := []corev1.ContainerPort{
+			{Name: "webhook", ContainerPort: 9443, Protocol: corev1.ProtocolTCP},
+			{Name: "metrics", ContainerPort: 8080, Protocol: corev1.ProtocolTCP},
+			{Name: "health", ContainerPort: 8081, Protocol: corev1.ProtocolTCP},
+		}
+		if diff := cmp.Diff(wantPorts, c.Ports); diff != "" {
+			t.Errorf("ports (-want +got):\n%s", diff)
+		}
+	})
+
+	t.Run("configuration from the mounted ConfigMap, certificates from the mounted Secret", func(t *testing.T) {
+		if diff := cmp.Diff([]string{"--config=/etc/spreadguard/config/config.yaml"}, c.Args); diff != "" {
+			t.Errorf("args (-want +got):\n%s", diff)
+		}
+		wantMounts := []corev1.VolumeMount{
+			{Name: "config", MountPath: "/etc/spreadguard/config", ReadOnly: true},
+			{Name: "certs", MountPath: "/etc/spreadguard/certs", ReadOnly: true},
+			{Name: "tmp", MountPath: "/tmp"},
+		}
+		if diff := cmp.Diff(wantMounts, c.VolumeMounts); diff != "" {
+			t.Errorf("volumeMounts (-want +got):\n%s", diff)
+		}
+		var cmName string
+		for _, v := range spec.Volumes {
+			if v.Name == "config" && v.ConfigMap != nil {
+				cmName = v.ConfigMap.Name
+			}
+		}
+		find[*configMap](t, r.objects, cmName)
+		if cfg := serverConfig(t, r); cfg["certDir"] != "/etc/spreadguard/certs" {
+			t.Errorf("config certDir = %v, want the Secret's mount path /etc/spreadguard/certs", cfg["certDir"])
+		}
+	})
+
+	t.Run("requests and a memory limit, no CPU limit", func(t *testing.T) {
+		want := corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi")},
+			Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("512Mi")},
+		}
+		if diff := cmp.Diff(want, c.Resources); diff != "" {
+			t.Errorf("resources (-want +got):\n%s", diff)
+		}
+	})
+
+	t.Run("the Services point at the named ports", func(t *testing.T) {
+		s := find[*service](t, r.objects, fullname)
+		wantPorts := []corev1.ServicePort{{Name: "https", Port: 443, TargetPort: intstr.FromString("webhook"), Protocol: corev1.ProtocolTCP}}
+		if diff := cmp.Diff(wantPorts, s.Spec.Ports); diff != "" {
+			t.Errorf("webhook Service ports (-want +got):\n%s", diff)
+		}
+		m := find[*service](t, r.objects, fullname+"-metrics")
+		wantPorts = []corev1.ServicePort{{Name: "metrics", Port: 8080, TargetPort: intstr.FromString("metrics"), Protocol: corev1.ProtocolTCP}}
+		if diff := cmp.Diff(wantPorts, m.Spec.Ports); diff != "" {
+			t.Errorf("metrics Service ports (-want +got):\n%s", diff)
+		}
+		for _, svc := range []*service{s, m} {
+			if diff := cmp.Diff(d.Spec.Selector.MatchLabels, svc.Spec.Selector); diff != "" {
+				t.Errorf("Service %s selector (-deployment +service):\n%s", svc.Name, diff)
+			}
+		}
+	})
+
+	t.Run("strict settings: three replicas, minAvailable 2, a toleration and a priority class", func(t *testing.T) {
+		r := render(t, ciValues(t, "self-signed-values.yaml"))
+		d := find[*deployment](t, r.objects, fullname)
+		if got := ptr.Deref(d.Spec.Replicas, 0); got != 3 {
+			t.Errorf("replicas = %d, want 3", got)
+		}
+		p := find[*pdb](t, r.objects, fullname)
+		if diff := cmp.Diff(ptr.To(intstr.FromInt32(2)), p.Spec.MinAvailable); diff != "" {
+			t.Errorf("minAvailable (-want +got):\n%s", diff)
+		}
+		if p.Spec.MaxUnavailable != nil {
+			t.Errorf("maxUnavailable = %v next to minAvailable, want unset", p.Spec.MaxUnavailable)
+		}
+		if got := d.Spec.Template.Spec.PriorityClassName; got != "system-cluster-critical" {
+			t.Errorf("priorityClassName = %q, want system-cluster-critical", got)
+		}
+		wantTolerations := []corev1.Toleration{{Key: "node-role.kubernetes.io/control-plane", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}
+		if diff := cmp.Diff(wantTolerations, d.Spec.Template.Spec.Tolerations); diff != "" {
+			t.Errorf("tolerations (-want +got):\n%s", diff)
+		}
+	})
+
+	t.Run("a changed configuration rolls the pods", func(t *testing.T) {
+		a := find[*deployment](t, r.objects, fullname).Spec.Template.Annotations["checksum/config"]
+		other := find[*deployment](t, render(t, valuesYAML(t, "config: {logLevel: debug}")).objects, fullname).Spec.Template.Annotations["checksum/config"]
+		if a == "" || a == other {
+			t.Errorf("checksum/config = %q with the defaults and %q with logLevel debug, want two different checksums", a, other)
+		}
+	})
+}
+
+// serverConfig parses the config file the ConfigMap holds.
+func serverConfig(t *testing.T, r release) map[string]any {
+	t.Helper()
+	cm := find[*configMap](t, r.objects, fullname+"-config")
+	cfg := map[string]any{}
+	if err := sigsyaml.UnmarshalStrict([]byte(cm.Data["config.yaml"]), &cfg); err != nil {
+		t.Fatalf("config.yaml: %v", err)
+	}
+	return cfg
+}
+
+func TestServerConfigFile(t *testing.T) {
+	cfg := func(action string, excluded []any, refuse bool, logLevel string) map[string]any {
+		return map[string]any{
+			"apiVersion": "config.spreadguard.io/v1alpha1", "kind": "WebhookConfiguration",
+			"port": float64(9443), "certDir": "/etc/spreadguard/certs",
+			"metricsBindAddress": ":8080", "healthProbeBindAddress": ":8081",
+			"defaultAction": action, "excludedNamespaces": excluded,
+			"refuseUntilSynced": refuse, "logLevel": logLevel,
+		}
+	}
+	system := []any{"kube-system", releaseNamespace}
+	tests := []struct {
+		name string
+		vals map[string]any
+		want map[string]any
+	}{
+		{name: "defaults -> Deny, info", vals: ciValues(t, "default-values.yaml"), want: cfg("Deny", system, false, "info")},
+		{
+			name: "strict settings -> Warn, debug, refuse until synced, more exclusions",
+			vals: ciValues(t, "self-signed-values.yaml"),
+			want: cfg("Warn", []any{"kube-system", releaseNamespace, "monitoring", "cert-manager"}, true, "debug"),
+		},
+		{name: "namespace defaults -> Audit", vals: ciValues(t, "namespace-defaults-values.yaml"), want: cfg("Audit", system, false, "info")},
+		{name: "external URL -> the same file, for the server outside", vals: ciValues(t, "external-url-values.yaml"), want: cfg("Deny", system, false, "info")},
+		{name: "a numeric log level -> a string the server parses", vals: valuesYAML(t, "config: {logLevel: 4}"), want: cfg("Deny", system, false, "4")},
+		{
+			name: "kube-system listed again -> listed once",
+			vals: valuesYAML(t, "webhook: {excludedNamespaces: [kube-system, tools]}"),
+			want: cfg("Deny", []any{"kube-system", releaseNamespace, "tools"}, false, "info"),
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := render(t, tc.vals)
+			if diff := cmp.Diff(tc.want, serverConfig(t, r)); diff != "" {
+				t.Errorf("config.yaml (-want +got):\n%s", diff)
+			}
+			// The server itself must take the file as it is mounted.
+			path := filepath.Join(t.TempDir(), "config.yaml")
+			if err := os.WriteFile(path, []byte(find[*configMap](t, r.objects, fullname+"-config").Data["config.yaml"]), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := app.ParseConfig([]string{"--config=" + path})
+			if err != nil {
+				t.Fatalf("spreadguard-webhook refuses the chart's config file: %v", err)
+			}
+			if errs := cfg.Validate(); len(errs) > 0 {
+				t.Errorf("spreadguard-webhook finds the chart's config file invalid: %v", errs.ToAggregate())
+			}
+			if got, want := string(cfg.DefaultAction), tc.want["defaultAction"]; got != want {
+				t.Errorf("the server reads defaultAction %q, want %q", got, want)
+			}
+			if got, want := cfg.LogLevel, tc.want["logLevel"]; got != want {
+				t.Errorf("the server reads logLevel %q, want %q", got, want)
+			}
+		})
+	}
+}
+
+func TestPolicies(t *testing.T) {
+	constraint := func(key string, skew int32, when corev1.UnsatisfiableConstraintAction) v1alpha1.Constraint {
+		return v1alpha1.Constraint{TopologyKey: key, MaxSkew: skew, WhenUnsatisfiable: when}
+	}
+	t.Run("defaults -> a cluster default spreading softly over zones and nodes", func(t *testing.T) {
+		r := render(t, ciValues(t, "default-values.yaml"))
+		want := v1alpha1.ClusterSpreadPolicySpec{PolicySpec: v1alpha1.PolicySpec{Constraints: []v1alpha1.Constraint{
+			constraint("topology.kubernetes.io/zone", 1, corev1.ScheduleAnyway),
+			constraint("kubernetes.io/hostname", 1, corev1.ScheduleAnyway),
+		}}}
+		if diff := cmp.Diff(want, find[*v1alpha1.ClusterSpreadPolicy](t, r.objects, fullname+"-default").Spec); diff != "" {
+			t.Errorf("ClusterSpreadPolicy spec (-want +got):\n%s", diff)
+		}
+		if n := len(all[*v1alpha1.SpreadPolicy](r.objects)); n != 0 {
+			t.Errorf("%d SpreadPolicies rendered, want none", n)
+		}
+	})
+
+	t.Run("namespace defaults -> one SpreadPolicy per namespace, a narrowed cluster default", func(t *testing.T) {
+		r := render(t, ciValues(t, "namespace-defaults-values.yaml"))
+		wantCluster := v1alpha1.ClusterSpreadPolicySpec{
+			PolicySpec: v1alpha1.PolicySpec{
+				Priority:    -10,
+				Constraints: []v1alpha1.Constraint{constraint("topology.kubernetes.io/zone", 2, corev1.ScheduleAnyway)},
+				Validation:  &v1alpha1.ValidationSpec{Action: v1alpha1.ActionWarn},
+			},
+			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"spreadguard.io/tier": "general"}},
+		}
+		if diff := cmp.Diff(wantCluster, find[*v1alpha1.ClusterSpreadPolicy](t, r.objects, fullname+"-default").Spec); diff != "" {
+			t.Errorf("ClusterSpreadPolicy spec (-want +got):\n%s", diff)
+		}
+		zone := constraint("topology.kubernetes.io/zone", 1, corev1.DoNotSchedule)
+		zone.MinDomains = ptr.To[int32](3)
+		zone.NodeTaintsPolicy = ptr.To(corev1.NodeInclusionPolicyHonor)
+		zone.MatchLabelKeys = []string{"pod-template-hash"}
+		want := map[string]v1alpha1.SpreadPolicySpec{
+			"batch": {
+				PodSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+					{Key: "spreadguard.io/spread", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"off"}},
+				}},
+				Constraints: []v1alpha1.Constraint{constraint("kubernetes.io/hostname", 3, corev1.ScheduleAnyway)},
+			},
+			"payments": {
+				Priority:    10,
+				Constraints: []v1alpha1.Constraint{zone, constraint("kubernetes.io/hostname", 1, corev1.ScheduleAnyway)},
+				Validation:  &v1alpha1.ValidationSpec{Action: v1alpha1.ActionDeny},
+			},
+		}
+		got := map[string]v1alpha1.SpreadPolicySpec{}
+		for _, p := range all[*v1alpha1.SpreadPolicy](r.objects) {
+			if p.Name != fullname+"-default" {
+				t.Errorf("SpreadPolicy %s/%s, want the name %s-default", p.Namespace, p.Name, fullname)
+			}
+			got[p.Namespace] = p.Spec
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("SpreadPolicies by namespace (-want +got):\n%s", diff)
+		}
+	})
+
+	t.Run("cluster default disabled -> no ClusterSpreadPolicy", func(t *testing.T) {
+		r := render(t, valuesYAML(t, "policy: {clusterDefault: {enabled: false}}"))
+		if n := len(all[*v1alpha1.ClusterSpreadPolicy](r.objects)); n != 0 {
+			t.Errorf("%d ClusterSpreadPolicies rendered, want none", n)
+		}
+	})
+}
+
+func TestNotesWarnAboutRiskySettings(t *testing.T) {
+	const (
+		failWarning    = "WARNING: failurePolicy is Fail"
+		replicaWarning = "WARNING: replicaCount is 1"
+		pdbWarning     = "WARNING: the default action is Deny but there is no PodDisruptionBudget"
+	)
+	tests := []struct {
+		name string
+		vals string
+		want []string
+	}{
+		{name: "defaults -> no warning", vals: "{}"},
+		{name: "failurePolicy Fail -> warned", vals: "webhook: {failurePolicy: Fail}", want: []string{failWarning}},
+		{name: "one replica -> warned", vals: "replicaCount: 1", want: []string{replicaWarning}},
+		{name: "Deny without a PDB -> warned", vals: "podDisruptionBudget: {enabled: false}", want: []string{pdbWarning}},
+		{name: "Warn without a PDB -> no warning", vals: "{podDisruptionBudget: {enabled: false}, config: {defaultAction: Warn}}"},
+		{
+			name: "Fail, one replica, Deny, no PDB -> all three",
+			vals: "{webhook: {failurePolicy: Fail}, replicaCount: 1, podDisruptionBudget: {enabled: false}}",
+			want: []string{failWarning, replicaWarning, pdbWarning},
+		},
+		{name: "one replica outside the cluster -> no warning: nothing runs there", vals: "{replicaCount: 1, webhook: {url: 'https://127.0.0.1:9443'}}"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			notes := render(t, valuesYAML(t, tc.vals)).notes
+			var got []string
+			for line := range strings.SplitSeq(notes, "\n") {
+				for _, w := range []string{failWarning, replicaWarning, pdbWarning} {
+					if strings.HasPrefix(line, w) {
+						got = append(got, w)
+					}
+				}
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("warnings (-want +got):\n%s\nnotes:\n%s", diff, notes)
+			}
+		})
+	}
+
+	t.Run("the notes say what was installed", func(t *testing.T) {
+		notes := render(t, ciValues(t, "namespace-defaults-values.yaml")).notes
+		for _, want := range []string{
+			"release " + releaseName + " in namespace " + releaseNamespace,
+			"Deployment " + fullname + " (2 replicas)",
+			"Never sent to the webhook: namespaces kube-system, " + releaseNamespace + ",",
+			"ClusterSpreadPolicy " + fullname + "-default (1 constraint)",
+			"SpreadPolicy payments/" + fullname + "-default",
+			"Default validation action: Audit.",
+		} {
+			if !strings.Contains(notes, want) {
+				t.Errorf("the notes do not say %q:\n%s", want, notes)
+			}
+		}
+	})
+}
