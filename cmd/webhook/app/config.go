@@ -1,0 +1,258 @@
+package app
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/pflag"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/yaml"
+
+	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
+)
+
+// ConfigAPIVersion and ConfigKind identify the configuration file given by
+// --config.
+const (
+	ConfigAPIVersion = "config.spreadguard.io/v1alpha1"
+	ConfigKind       = "WebhookConfiguration"
+)
+
+// KubeSystem is excluded whatever the configuration says: the control plane's
+// own pods must never wait on this webhook.
+const KubeSystem = "kube-system"
+
+// Log levels accepted by --log-level besides a plain verbosity number.
+const (
+	LogLevelError = "error"
+	LogLevelInfo  = "info"
+	LogLevelDebug = "debug"
+)
+
+// maxVerbosity bounds a numeric --log-level; logr verbosity beyond it only
+// hides typos.
+const maxVerbosity = 10
+
+// Config is the whole configuration of spreadguard-webhook. The fields with a
+// JSON name are also the fields of the --config file; flags bind straight
+// into the same fields and win over the file.
+type Config struct {
+	metav1.TypeMeta `json:",inline"`
+
+	// Port is the HTTPS port of the admission endpoints.
+	Port int `json:"port"`
+	// CertDir holds tls.crt and tls.key; both are reloaded when they change.
+	CertDir string `json:"certDir"`
+	// MetricsBindAddress serves /metrics; "0" turns it off.
+	MetricsBindAddress string `json:"metricsBindAddress"`
+	// HealthProbeBindAddress serves /healthz and /readyz; "0" turns it off.
+	HealthProbeBindAddress string `json:"healthProbeBindAddress"`
+	// DefaultAction applies to unsatisfiable pods whose policy sets none.
+	DefaultAction v1alpha1.ValidationAction `json:"defaultAction"`
+	// ExcludedNamespaces are never mutated nor validated; kube-system is
+	// always among them.
+	ExcludedNamespaces []string `json:"excludedNamespaces"`
+	// RefuseUntilSynced denies pods while the caches are still filling;
+	// otherwise they are allowed with a warning.
+	RefuseUntilSynced bool `json:"refuseUntilSynced"`
+	// LogLevel is error, info, debug or a logr verbosity number.
+	LogLevel string `json:"logLevel"`
+
+	// ConfigFile is the path given by --config; flag only.
+	ConfigFile string `json:"-"`
+	// Kubeconfig is the path given by --kubeconfig; flag only. Empty means
+	// in-cluster, then $KUBECONFIG, then ~/.kube/config.
+	Kubeconfig string `json:"-"`
+}
+
+// NewConfig returns the configuration with every default set. The defaults
+// live here only: flags take them from the struct.
+func NewConfig() *Config {
+	return &Config{
+		TypeMeta:               metav1.TypeMeta{APIVersion: ConfigAPIVersion, Kind: ConfigKind},
+		Port:                   9443,
+		CertDir:                "/tmp/k8s-webhook-server/serving-certs",
+		MetricsBindAddress:     ":8080",
+		HealthProbeBindAddress: ":8081",
+		DefaultAction:          v1alpha1.ActionDeny,
+		ExcludedNamespaces:     []string{KubeSystem},
+		LogLevel:               LogLevelInfo,
+	}
+}
+
+// AddFlags binds every flag to its field of c; the current values of c are
+// the defaults shown in --help.
+func (c *Config) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&c.ConfigFile, "config", c.ConfigFile,
+		"Path to a "+ConfigKind+" file ("+ConfigAPIVersion+"). Flags given on the command line win over it.")
+	fs.StringVar(&c.Kubeconfig, "kubeconfig", c.Kubeconfig,
+		"Path to a kubeconfig. Empty: in-cluster configuration, then $KUBECONFIG, then ~/.kube/config.")
+	fs.IntVar(&c.Port, "port", c.Port, "HTTPS port of the admission webhook endpoints.")
+	fs.StringVar(&c.CertDir, "cert-dir", c.CertDir,
+		"Directory holding tls.crt and tls.key; they are reloaded when they change.")
+	fs.StringVar(&c.MetricsBindAddress, "metrics-bind-address", c.MetricsBindAddress,
+		`Address of the Prometheus /metrics endpoint; "0" turns it off.`)
+	fs.StringVar(&c.HealthProbeBindAddress, "health-probe-bind-address", c.HealthProbeBindAddress,
+		`Address of the /healthz and /readyz endpoints; "0" turns them off.`)
+	fs.Var(actionFlag{&c.DefaultAction}, "default-action",
+		"What to do with a pod whose hard spread constraints cannot be met when its policy sets no action: Deny, Warn or Audit.")
+	fs.StringSliceVar(&c.ExcludedNamespaces, "excluded-namespaces", c.ExcludedNamespaces,
+		"Comma-separated namespaces whose pods are never mutated nor validated; kube-system is always added.")
+	fs.BoolVar(&c.RefuseUntilSynced, "refuse-until-synced", c.RefuseUntilSynced,
+		"Deny pods until the caches have synced, instead of allowing them with a warning.")
+	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel,
+		"Log level: error, info, debug, or a verbosity number (4 and above log per-node detail).")
+}
+
+// actionFlag lets --default-action bind straight to a ValidationAction.
+type actionFlag struct{ p *v1alpha1.ValidationAction }
+
+func (a actionFlag) String() string {
+	if a.p == nil {
+		return ""
+	}
+	return string(*a.p)
+}
+func (a actionFlag) Set(s string) error { *a.p = v1alpha1.ValidationAction(s); return nil }
+func (a actionFlag) Type() string       { return "action" }
+
+// ParseConfig builds the configuration from the command line: the defaults,
+// then the --config file when one is named, then the flags again so that
+// they win over the file.
+func ParseConfig(args []string) (*Config, error) {
+	cfg := NewConfig()
+	fs := NewFlagSet(cfg)
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments %q: every setting is a flag", fs.Args())
+	}
+	if cfg.ConfigFile == "" {
+		return cfg, nil
+	}
+	fromFile, err := LoadConfigFile(cfg.ConfigFile)
+	if err != nil {
+		return nil, err
+	}
+	if err := NewFlagSet(fromFile).Parse(args); err != nil {
+		return nil, err
+	}
+	return fromFile, nil
+}
+
+// NewFlagSet returns the flag set of spreadguard-webhook bound to cfg.
+func NewFlagSet(cfg *Config) *pflag.FlagSet {
+	fs := pflag.NewFlagSet("spreadguard-webhook", pflag.ContinueOnError)
+	// The command prints errors and usage itself, once.
+	fs.SetOutput(discard{})
+	fs.SortFlags = false
+	cfg.AddFlags(fs)
+	return fs
+}
+
+type discard struct{}
+
+func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+// LoadConfigFile reads a WebhookConfiguration file over the defaults. Unknown
+// fields are errors, so that a typo is not silently ignored.
+func LoadConfigFile(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading the config file: %w", err)
+	}
+	cfg := NewConfig()
+	// Absent fields keep their defaults; the type must be stated, so that
+	// another kind of file given by mistake is refused.
+	cfg.TypeMeta = metav1.TypeMeta{}
+	if len(bytes.TrimSpace(data)) > 0 {
+		if err := yaml.UnmarshalStrict(data, cfg); err != nil {
+			return nil, fmt.Errorf("config file %s: %w", path, err)
+		}
+	}
+	if cfg.APIVersion != ConfigAPIVersion || cfg.Kind != ConfigKind {
+		return nil, fmt.Errorf("config file %s: apiVersion %q, kind %q: want apiVersion %q, kind %q",
+			path, cfg.APIVersion, cfg.Kind, ConfigAPIVersion, ConfigKind)
+	}
+	cfg.ConfigFile = path
+	return cfg, nil
+}
+
+// Validate checks every field before anything starts; each error names the
+// flag (and config field) that is wrong.
+func (c *Config) Validate() field.ErrorList {
+	var errs field.ErrorList
+	if c.Port < 1 || c.Port > 65535 {
+		errs = append(errs, field.Invalid(field.NewPath("port"), c.Port, "must be between 1 and 65535"))
+	}
+	if strings.TrimSpace(c.CertDir) == "" {
+		errs = append(errs, field.Required(field.NewPath("certDir"), "the directory holding tls.crt and tls.key"))
+	}
+	errs = append(errs, validateBindAddress(field.NewPath("metricsBindAddress"), c.MetricsBindAddress)...)
+	errs = append(errs, validateBindAddress(field.NewPath("healthProbeBindAddress"), c.HealthProbeBindAddress)...)
+	actions := []string{string(v1alpha1.ActionDeny), string(v1alpha1.ActionWarn), string(v1alpha1.ActionAudit)}
+	if !slices.Contains(actions, string(c.DefaultAction)) {
+		errs = append(errs, field.NotSupported(field.NewPath("defaultAction"), c.DefaultAction, actions))
+	}
+	for i, ns := range c.ExcludedNamespaces {
+		for _, msg := range validation.IsDNS1123Label(ns) {
+			errs = append(errs, field.Invalid(field.NewPath("excludedNamespaces").Index(i), ns, msg))
+		}
+	}
+	if _, err := ParseLogLevel(c.LogLevel); err != nil {
+		errs = append(errs, field.Invalid(field.NewPath("logLevel"), c.LogLevel, err.Error()))
+	}
+	return errs
+}
+
+func validateBindAddress(path *field.Path, addr string) field.ErrorList {
+	if addr == "0" {
+		return nil
+	}
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return field.ErrorList{field.Invalid(path, addr, `must be host:port, :port or "0" to turn it off`)}
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return field.ErrorList{field.Invalid(path, addr, "port must be a number between 0 and 65535")}
+	}
+	return nil
+}
+
+// ExcludedNamespaceSet returns the namespaces to exclude, kube-system first
+// and without duplicates.
+func (c *Config) ExcludedNamespaceSet() []string {
+	out := []string{KubeSystem}
+	for _, ns := range c.ExcludedNamespaces {
+		if !slices.Contains(out, ns) {
+			out = append(out, ns)
+		}
+	}
+	return out
+}
+
+// ParseLogLevel turns a --log-level into a logr verbosity: error is -1 (only
+// errors), info 0, debug 1, or the number given.
+func ParseLogLevel(s string) (int, error) {
+	switch strings.ToLower(s) {
+	case LogLevelError:
+		return -1, nil
+	case LogLevelInfo, "":
+		return 0, nil
+	case LogLevelDebug:
+		return 1, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 || n > maxVerbosity {
+		return 0, fmt.Errorf("must be error, info, debug or a number from 0 to %d", maxVerbosity)
+	}
+	return n, nil
+}

@@ -1,0 +1,316 @@
+package app
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
+)
+
+// configWith returns the defaults changed by fn.
+func configWith(fn func(c *Config)) *Config {
+	c := NewConfig()
+	fn(c)
+	return c
+}
+
+// writeFile writes content into a temporary file and returns its path.
+func writeFile(t *testing.T, content string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+const fullFile = `apiVersion: config.spreadguard.io/v1alpha1
+kind: WebhookConfiguration
+port: 10250
+certDir: /etc/spreadguard/certs
+metricsBindAddress: 127.0.0.1:9090
+healthProbeBindAddress: :9091
+defaultAction: Warn
+excludedNamespaces: [spreadguard-system, monitoring]
+refuseUntilSynced: true
+logLevel: debug
+`
+
+func TestParseConfig(t *testing.T) {
+	full := writeFile(t, fullFile)
+	partial := writeFile(t, "apiVersion: config.spreadguard.io/v1alpha1\nkind: WebhookConfiguration\nport: 10250\ndefaultAction: Audit\n")
+	typo := writeFile(t, "apiVersion: config.spreadguard.io/v1alpha1\nkind: WebhookConfiguration\ndefaultActon: Warn\n")
+	otherKind := writeFile(t, "apiVersion: v1\nkind: ConfigMap\n")
+	noType := writeFile(t, "port: 10250\n")
+	notYAML := writeFile(t, "port: [\n")
+
+	tests := []struct {
+		name    string
+		args    []string
+		want    *Config
+		wantErr string
+	}{
+		{
+			name: "no flags -> every default",
+			want: NewConfig(),
+		},
+		{
+			name: "every flag given -> every field set from its flag",
+			args: []string{"--port=10250", "--cert-dir=/certs", "--metrics-bind-address=0",
+				"--health-probe-bind-address=127.0.0.1:9091", "--default-action=Audit",
+				"--excluded-namespaces=a,b", "--refuse-until-synced", "--log-level=4", "--kubeconfig=/kc"},
+			want: configWith(func(c *Config) {
+				c.Port = 10250
+				c.CertDir = "/certs"
+				c.MetricsBindAddress = "0"
+				c.HealthProbeBindAddress = "127.0.0.1:9091"
+				c.DefaultAction = v1alpha1.ActionAudit
+				c.ExcludedNamespaces = []string{"a", "b"}
+				c.RefuseUntilSynced = true
+				c.LogLevel = "4"
+				c.Kubeconfig = "/kc"
+			}),
+		},
+		{
+			name: "--excluded-namespaces given twice -> both lists, the default replaced",
+			args: []string{"--excluded-namespaces=a", "--excluded-namespaces=b,c"},
+			want: configWith(func(c *Config) { c.ExcludedNamespaces = []string{"a", "b", "c"} }),
+		},
+		{
+			name: "config file with every field -> every field from the file",
+			args: []string{"--config", full},
+			want: configWith(func(c *Config) {
+				c.ConfigFile = full
+				c.Port = 10250
+				c.CertDir = "/etc/spreadguard/certs"
+				c.MetricsBindAddress = "127.0.0.1:9090"
+				c.HealthProbeBindAddress = ":9091"
+				c.DefaultAction = v1alpha1.ActionWarn
+				c.ExcludedNamespaces = []string{"spreadguard-system", "monitoring"}
+				c.RefuseUntilSynced = true
+				c.LogLevel = "debug"
+			}),
+		},
+		{
+			name: "config file with some fields -> the others keep their defaults",
+			args: []string{"--config", partial},
+			want: configWith(func(c *Config) {
+				c.ConfigFile = partial
+				c.Port = 10250
+				c.DefaultAction = v1alpha1.ActionAudit
+			}),
+		},
+		{
+			name: "flags before and after --config -> flags win over the file",
+			args: []string{"--default-action=Deny", "--config", full, "--excluded-namespaces=x", "--refuse-until-synced=false"},
+			want: configWith(func(c *Config) {
+				c.ConfigFile = full
+				c.Port = 10250
+				c.CertDir = "/etc/spreadguard/certs"
+				c.MetricsBindAddress = "127.0.0.1:9090"
+				c.HealthProbeBindAddress = ":9091"
+				c.DefaultAction = v1alpha1.ActionDeny
+				c.ExcludedNamespaces = []string{"x"}
+				c.RefuseUntilSynced = false
+				c.LogLevel = "debug"
+			}),
+		},
+		{
+			name:    "config file with a misspelt field -> error naming the field",
+			args:    []string{"--config", typo},
+			wantErr: `unknown field "defaultActon"`,
+		},
+		{
+			name:    "config file of another kind -> error naming the expected kind",
+			args:    []string{"--config", otherKind},
+			wantErr: `want apiVersion "config.spreadguard.io/v1alpha1", kind "WebhookConfiguration"`,
+		},
+		{
+			name:    "config file without apiVersion and kind -> error",
+			args:    []string{"--config", noType},
+			wantErr: `apiVersion "", kind ""`,
+		},
+		{
+			name:    "config file that is not YAML -> error naming the file",
+			args:    []string{"--config", notYAML},
+			wantErr: "config file " + notYAML,
+		},
+		{
+			name:    "config file that does not exist -> error naming the path",
+			args:    []string{"--config", "/nonexistent/spreadguard.yaml"},
+			wantErr: "/nonexistent/spreadguard.yaml",
+		},
+		{
+			name:    "unknown flag -> error naming it",
+			args:    []string{"--prot=1"},
+			wantErr: "unknown flag: --prot",
+		},
+		{
+			name:    "port that is not a number -> error naming the flag",
+			args:    []string{"--port=https"},
+			wantErr: `invalid argument "https" for "--port"`,
+		},
+		{
+			name:    "positional argument -> error",
+			args:    []string{"serve"},
+			wantErr: `unexpected arguments ["serve"]`,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := ParseConfig(tt.args)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("ParseConfig(%q) error = %v, want one containing %q", tt.args, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("ParseConfig(%q): %v", tt.args, err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("ParseConfig(%q) (-want +got):\n%s", tt.args, diff)
+			}
+		})
+	}
+}
+
+func TestValidate(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  *Config
+		want field.ErrorList
+	}{
+		{name: "defaults -> valid", cfg: NewConfig()},
+		{
+			name: "metrics and probes turned off with 0 -> valid",
+			cfg:  configWith(func(c *Config) { c.MetricsBindAddress = "0"; c.HealthProbeBindAddress = "0" }),
+		},
+		{
+			name: "log level 10 -> valid",
+			cfg:  configWith(func(c *Config) { c.LogLevel = "10" }),
+		},
+		{
+			name: "port 0 -> port out of range",
+			cfg:  configWith(func(c *Config) { c.Port = 0 }),
+			want: field.ErrorList{field.Invalid(field.NewPath("port"), 0, "")},
+		},
+		{
+			name: "port 65536 -> port out of range",
+			cfg:  configWith(func(c *Config) { c.Port = 65536 }),
+			want: field.ErrorList{field.Invalid(field.NewPath("port"), 65536, "")},
+		},
+		{
+			name: "empty cert dir -> certDir required",
+			cfg:  configWith(func(c *Config) { c.CertDir = " " }),
+			want: field.ErrorList{field.Required(field.NewPath("certDir"), "")},
+		},
+		{
+			name: "metrics address without a port -> metricsBindAddress invalid",
+			cfg:  configWith(func(c *Config) { c.MetricsBindAddress = "localhost" }),
+			want: field.ErrorList{field.Invalid(field.NewPath("metricsBindAddress"), "localhost", "")},
+		},
+		{
+			name: "probe port 70000 -> healthProbeBindAddress invalid",
+			cfg:  configWith(func(c *Config) { c.HealthProbeBindAddress = ":70000" }),
+			want: field.ErrorList{field.Invalid(field.NewPath("healthProbeBindAddress"), ":70000", "")},
+		},
+		{
+			name: "lowercase action deny -> defaultAction not supported",
+			cfg:  configWith(func(c *Config) { c.DefaultAction = "deny" }),
+			want: field.ErrorList{field.NotSupported(field.NewPath("defaultAction"), v1alpha1.ValidationAction("deny"), []string(nil))},
+		},
+		{
+			name: "second excluded namespace with capitals -> excludedNamespaces[1] invalid",
+			cfg:  configWith(func(c *Config) { c.ExcludedNamespaces = []string{"ok", "Not-OK"} }),
+			want: field.ErrorList{field.Invalid(field.NewPath("excludedNamespaces").Index(1), "Not-OK", "")},
+		},
+		{
+			name: "log level verbose -> logLevel invalid",
+			cfg:  configWith(func(c *Config) { c.LogLevel = "verbose" }),
+			want: field.ErrorList{field.Invalid(field.NewPath("logLevel"), "verbose", "")},
+		},
+		{
+			name: "log level 11 -> logLevel invalid",
+			cfg:  configWith(func(c *Config) { c.LogLevel = "11" }),
+			want: field.ErrorList{field.Invalid(field.NewPath("logLevel"), "11", "")},
+		},
+		{
+			name: "three fields wrong -> three errors in field order",
+			cfg: configWith(func(c *Config) {
+				c.Port = -1
+				c.DefaultAction = ""
+				c.LogLevel = "-1"
+			}),
+			want: field.ErrorList{
+				field.Invalid(field.NewPath("port"), -1, ""),
+				field.NotSupported(field.NewPath("defaultAction"), v1alpha1.ValidationAction(""), []string(nil)),
+				field.Invalid(field.NewPath("logLevel"), "-1", ""),
+			},
+		},
+	}
+	// The detail wording is checked by TestCommandReportsEveryInvalidFlag;
+	// here the kind of error and the field matter.
+	ignoreDetail := cmpopts.IgnoreFields(field.Error{}, "Detail", "BadValue")
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := tt.cfg.Validate()
+			if diff := cmp.Diff(tt.want, got, ignoreDetail, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("Validate() (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestExcludedNamespaceSet(t *testing.T) {
+	tests := []struct {
+		name     string
+		excluded []string
+		want     []string
+	}{
+		{name: "none configured -> kube-system alone", want: []string{"kube-system"}},
+		{name: "others configured -> kube-system added first", excluded: []string{"a", "b"}, want: []string{"kube-system", "a", "b"}},
+		{name: "kube-system and duplicates configured -> each once", excluded: []string{"a", "kube-system", "a"}, want: []string{"kube-system", "a"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := configWith(func(c *Config) { c.ExcludedNamespaces = tt.excluded })
+			if diff := cmp.Diff(tt.want, c.ExcludedNamespaceSet()); diff != "" {
+				t.Errorf("ExcludedNamespaceSet() (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestParseLogLevel(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    int
+		wantErr bool
+	}{
+		{in: "error", want: -1},
+		{in: "info", want: 0},
+		{in: "INFO", want: 0},
+		{in: "debug", want: 1},
+		{in: "4", want: 4},
+		{in: "trace", wantErr: true},
+		{in: "-2", wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run("log level "+tt.in, func(t *testing.T) {
+			got, err := ParseLogLevel(tt.in)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("ParseLogLevel(%q) error = %v, want error %v", tt.in, err, tt.wantErr)
+			}
+			if !tt.wantErr && got != tt.want {
+				t.Errorf("ParseLogLevel(%q) = %d, want %d", tt.in, got, tt.want)
+			}
+		})
+	}
+}

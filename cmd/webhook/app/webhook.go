@@ -1,0 +1,245 @@
+package app
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net/http"
+	"path/filepath"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap/zapcore"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+	ctrladmission "sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/spreadguard/spreadguard/pkg/admission"
+	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
+	"github.com/spreadguard/spreadguard/pkg/cache"
+	"github.com/spreadguard/spreadguard/pkg/engine"
+	"github.com/spreadguard/spreadguard/pkg/spread"
+)
+
+// The HTTP paths of the admission endpoints, as the chart's webhook
+// configurations name them.
+const (
+	PathMutatePod                   = "/mutate-v1-pod"
+	PathValidatePod                 = "/validate-v1-pod"
+	PathValidateSpreadPolicy        = "/validate-spreadguard-io-v1alpha1-spreadpolicy"
+	PathValidateClusterSpreadPolicy = "/validate-spreadguard-io-v1alpha1-clusterspreadpolicy"
+)
+
+// Option changes how Run builds the server. Production passes none; tests
+// use them to run the server in-process against a test API server.
+type Option func(*options)
+
+type options struct {
+	restConfig   *rest.Config
+	host         string
+	logger       *logr.Logger
+	registry     prometheus.Registerer
+	cacheOptions []func(*crcache.Options)
+}
+
+// WithRESTConfig makes the server talk to the API server of cfg instead of
+// the one --kubeconfig names.
+func WithRESTConfig(cfg *rest.Config) Option {
+	return func(o *options) { o.restConfig = cfg }
+}
+
+// WithHost binds the webhook server to host only (all interfaces by default).
+func WithHost(host string) Option {
+	return func(o *options) { o.host = host }
+}
+
+// WithLogger uses log instead of a logger built from --log-level, and leaves
+// the process-wide loggers alone.
+func WithLogger(log logr.Logger) Option {
+	return func(o *options) { o.logger = &log }
+}
+
+// WithMetricsRegistry registers spreadguard's metrics with reg instead of
+// controller-runtime's registry (which /metrics serves).
+func WithMetricsRegistry(reg prometheus.Registerer) Option {
+	return func(o *options) { o.registry = reg }
+}
+
+// WithCacheOptions lets fn adjust the informer cache options after the
+// webhook's own (for instance to hide objects from an informer in a test of
+// the live-read fallback).
+func WithCacheOptions(fn func(*crcache.Options)) Option {
+	return func(o *options) { o.cacheOptions = append(o.cacheOptions, fn) }
+}
+
+// Run is the composition root of spreadguard-webhook: it builds the caches,
+// the index, the handlers and the servers from cfg, serves until ctx is done,
+// then drains in-flight requests and returns.
+func Run(ctx context.Context, cfg *Config, opts ...Option) error {
+	if errs := cfg.Validate(); len(errs) > 0 {
+		return fmt.Errorf("invalid configuration: %w", errs.ToAggregate())
+	}
+	o := options{registry: ctrlmetrics.Registry}
+	for _, opt := range opts {
+		opt(&o)
+	}
+
+	log, err := o.buildLogger(cfg)
+	if err != nil {
+		return err
+	}
+	restConfig := o.restConfig
+	if restConfig == nil {
+		if restConfig, err = loadRESTConfig(cfg.Kubeconfig); err != nil {
+			return err
+		}
+	}
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return fmt.Errorf("building the scheme: %w", err)
+	}
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		return fmt.Errorf("building the scheme: %w", err)
+	}
+
+	// Read the certificate now, so that a missing or broken one is a clear
+	// error at start rather than a failed TLS handshake later.
+	certs, err := certwatcher.New(filepath.Join(cfg.CertDir, "tls.crt"), filepath.Join(cfg.CertDir, "tls.key"))
+	if err != nil {
+		return fmt.Errorf("loading the serving certificate from --cert-dir %s: %w", cfg.CertDir, err)
+	}
+
+	cacheOpts := cache.Options()
+	for _, fn := range o.cacheOptions {
+		fn(&cacheOpts)
+	}
+	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
+		Scheme:                 scheme,
+		Logger:                 log,
+		Cache:                  cacheOpts,
+		Metrics:                metricsserver.Options{BindAddress: cfg.MetricsBindAddress},
+		HealthProbeBindAddress: cfg.HealthProbeBindAddress,
+		WebhookServer: webhook.NewServer(webhook.Options{
+			Host:    o.host,
+			Port:    cfg.Port,
+			CertDir: cfg.CertDir,
+			TLSOpts: []func(*tls.Config){secureTLS, func(c *tls.Config) { c.GetCertificate = certs.GetCertificate }},
+		}),
+	})
+	if err != nil {
+		return fmt.Errorf("creating the manager: %w", err)
+	}
+	if err := mgr.Add(certs); err != nil {
+		return fmt.Errorf("adding the certificate watcher: %w", err)
+	}
+
+	metrics, err := admission.NewMetrics(o.registry)
+	if err != nil {
+		return err
+	}
+	ix := spread.NewIndex()
+	tracker, err := cache.NewTracker(ctx, mgr.GetCache(), ix, func() { metrics.CacheSynced.Set(1) })
+	if err != nil {
+		return err
+	}
+	if err := mgr.Add(tracker); err != nil {
+		return fmt.Errorf("adding the cache tracker: %w", err)
+	}
+
+	sources := cache.NewSources(mgr.GetCache(), mgr.GetAPIReader(), tracker.Synced)
+	sourcesFor := func(ctx context.Context) engine.Sources { return sources.WithContext(ctx) }
+	engineCfg := engine.Config{DefaultAction: cfg.DefaultAction, ExcludedNamespaces: cfg.ExcludedNamespaceSet()}
+	decoder := ctrladmission.NewDecoder(scheme)
+	handlers := map[string]ctrladmission.Handler{
+		PathMutatePod: &admission.PodMutator{
+			Decoder: decoder, Sources: sourcesFor, Config: engineCfg, Metrics: metrics,
+		},
+		PathValidatePod: &admission.PodValidator{
+			Decoder: decoder, Sources: sourcesFor, Checker: ix, Config: engineCfg,
+			Synced: tracker.Synced, RefuseUntilSynced: cfg.RefuseUntilSynced, Metrics: metrics,
+		},
+		PathValidateSpreadPolicy:        admission.NewSpreadPolicyValidator(decoder, metrics),
+		PathValidateClusterSpreadPolicy: admission.NewClusterSpreadPolicyValidator(decoder, metrics),
+	}
+	server := mgr.GetWebhookServer()
+	for path, h := range handlers {
+		server.Register(path, admission.NewEndpoint(h, log.WithName("admission").WithValues("webhook", path)))
+	}
+
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return fmt.Errorf("adding the health check: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("caches", func(*http.Request) error {
+		if !tracker.Synced() {
+			return errors.New("the informer caches have not synced yet")
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("adding the readiness check: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("webhook", server.StartedChecker()); err != nil {
+		return fmt.Errorf("adding the readiness check: %w", err)
+	}
+
+	log.Info("starting spreadguard-webhook", "port", cfg.Port, "certDir", cfg.CertDir,
+		"defaultAction", cfg.DefaultAction, "excludedNamespaces", engineCfg.ExcludedNamespaces,
+		"refuseUntilSynced", cfg.RefuseUntilSynced)
+	if err := mgr.Start(ctx); err != nil {
+		return fmt.Errorf("running the manager: %w", err)
+	}
+	return nil
+}
+
+// secureTLS sets TLS 1.2 as the minimum and turns HTTP/2 off: HTTP/2's
+// stream handling has been the subject of denial-of-service advisories
+// (CVE-2023-44487, CVE-2023-39325), and the apiserver speaks HTTP/1.1 to
+// webhooks just as well.
+func secureTLS(c *tls.Config) {
+	c.MinVersion = tls.VersionTLS12
+	c.NextProtos = []string{"http/1.1"}
+}
+
+func (o *options) buildLogger(cfg *Config) (logr.Logger, error) {
+	if o.logger != nil {
+		return *o.logger, nil
+	}
+	v, err := ParseLogLevel(cfg.LogLevel)
+	if err != nil {
+		return logr.Logger{}, fmt.Errorf("--log-level: %w", err)
+	}
+	// zap's levels are logr verbosities negated; "error" is zap's error level.
+	log := zap.New(zap.Level(zapcore.Level(-v)), zap.UseDevMode(false))
+	if v < 0 {
+		log = zap.New(zap.Level(zapcore.ErrorLevel), zap.UseDevMode(false))
+	}
+	ctrl.SetLogger(log)
+	klog.SetLogger(log)
+	return log, nil
+}
+
+func loadRESTConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig != "" {
+		c, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+		if err != nil {
+			return nil, fmt.Errorf("loading --kubeconfig %s: %w", kubeconfig, err)
+		}
+		return c, nil
+	}
+	c, err := ctrl.GetConfig()
+	if err != nil {
+		return nil, fmt.Errorf("finding the API server (in-cluster, $KUBECONFIG or ~/.kube/config): %w", err)
+	}
+	return c, nil
+}

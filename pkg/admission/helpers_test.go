@@ -1,0 +1,160 @@
+package admission
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	jsonpatch "github.com/evanphx/json-patch/v5"
+	"github.com/prometheus/client_golang/prometheus"
+	admissionv1 "k8s.io/api/admission/v1"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
+	"github.com/spreadguard/spreadguard/pkg/engine"
+	"github.com/spreadguard/spreadguard/pkg/policy"
+	"github.com/spreadguard/spreadguard/pkg/spread"
+	"github.com/spreadguard/spreadguard/pkg/spread/spreadtest"
+)
+
+func testScheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	if err := v1alpha1.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	return s
+}
+
+var testDecoder = admission.NewDecoder(testScheme())
+
+func newTestMetrics(t *testing.T) *Metrics {
+	t.Helper()
+	m, err := NewMetrics(prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// RequestWrapper builds an admission.Request for tests.
+type RequestWrapper struct{ r admissionv1.AdmissionRequest }
+
+// makeRequest starts the CREATE of an object, uid "uid-1".
+func makeRequest() *RequestWrapper {
+	return &RequestWrapper{r: admissionv1.AdmissionRequest{UID: "uid-1", Operation: admissionv1.Create}}
+}
+
+func (w *RequestWrapper) Obj() admission.Request { return admission.Request{AdmissionRequest: w.r} }
+
+func (w *RequestWrapper) Operation(op admissionv1.Operation) *RequestWrapper {
+	w.r.Operation = op
+	return w
+}
+
+func (w *RequestWrapper) SubResource(s string) *RequestWrapper { w.r.SubResource = s; return w }
+
+// Pod sets the object, kind and resource to pod.
+func (w *RequestWrapper) Pod(pod *v1.Pod) *RequestWrapper {
+	p := pod.DeepCopy()
+	p.APIVersion, p.Kind = "v1", "Pod"
+	w.r.Kind = metav1.GroupVersionKind{Version: "v1", Kind: "Pod"}
+	w.r.Resource = metav1.GroupVersionResource{Version: "v1", Resource: "pods"}
+	w.r.Namespace, w.r.Name = p.Namespace, p.Name
+	return w.Raw(mustJSON(p))
+}
+
+// SpreadPolicy sets the object, kind and resource to p.
+func (w *RequestWrapper) SpreadPolicy(p *v1alpha1.SpreadPolicy) *RequestWrapper {
+	w.r.Kind = metav1.GroupVersionKind{Group: v1alpha1.GroupName, Version: "v1alpha1", Kind: v1alpha1.KindSpreadPolicy}
+	w.r.Resource = metav1.GroupVersionResource{Group: v1alpha1.GroupName, Version: "v1alpha1", Resource: "spreadpolicies"}
+	w.r.Namespace, w.r.Name = p.Namespace, p.Name
+	return w.Raw(mustJSON(p))
+}
+
+// ClusterSpreadPolicy sets the object, kind and resource to p.
+func (w *RequestWrapper) ClusterSpreadPolicy(p *v1alpha1.ClusterSpreadPolicy) *RequestWrapper {
+	w.r.Kind = metav1.GroupVersionKind{Group: v1alpha1.GroupName, Version: "v1alpha1", Kind: v1alpha1.KindClusterSpreadPolicy}
+	w.r.Resource = metav1.GroupVersionResource{Group: v1alpha1.GroupName, Version: "v1alpha1", Resource: "clusterspreadpolicies"}
+	w.r.Name = p.Name
+	return w.Raw(mustJSON(p))
+}
+
+// Kind overrides the kind of the request.
+func (w *RequestWrapper) Kind(group, version, kind string) *RequestWrapper {
+	w.r.Kind = metav1.GroupVersionKind{Group: group, Version: version, Kind: kind}
+	return w
+}
+
+// Raw sets the object's bytes as they are.
+func (w *RequestWrapper) Raw(raw []byte) *RequestWrapper {
+	w.r.Object = runtime.RawExtension{Raw: raw}
+	return w
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// patchedPod applies the response's patch to the request's object and
+// decodes the result, as the apiserver does.
+func patchedPod(t *testing.T, req admission.Request, resp admission.Response) *v1.Pod {
+	t.Helper()
+	raw := req.Object.Raw
+	if len(resp.Patches) > 0 {
+		patch, err := jsonpatch.DecodePatch(mustJSON(resp.Patches))
+		if err != nil {
+			t.Fatalf("decoding the patch: %v", err)
+		}
+		if raw, err = patch.Apply(raw); err != nil {
+			t.Fatalf("applying the patch: %v", err)
+		}
+	}
+	pod := &v1.Pod{}
+	if err := json.Unmarshal(raw, pod); err != nil {
+		t.Fatalf("decoding the patched pod: %v", err)
+	}
+	return pod
+}
+
+// fakeSources joins the selector lookups of spreadtest and the policy
+// lookups of pkg/policy; policyErr makes SpreadPolicies fail.
+type fakeSources struct {
+	*spreadtest.FakeSources
+	policy.SliceLister
+	policyErr error
+}
+
+func (f *fakeSources) SpreadPolicies(namespace string) ([]*v1alpha1.SpreadPolicy, error) {
+	if f.policyErr != nil {
+		return nil, f.policyErr
+	}
+	return f.SliceLister.SpreadPolicies(namespace)
+}
+
+// staticSources hands the same lookups to every request.
+func staticSources(s engine.Sources) SourcesFunc {
+	return func(context.Context) engine.Sources { return s }
+}
+
+// fakeChecker answers every check with result or err, and counts calls.
+type fakeChecker struct {
+	result *spread.Result
+	err    error
+	calls  int
+}
+
+func (f *fakeChecker) Check(*v1.Pod, spread.Options) (*spread.Result, error) {
+	f.calls++
+	return f.result, f.err
+}

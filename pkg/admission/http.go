@@ -1,0 +1,127 @@
+package admission
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+
+	"github.com/go-logr/logr"
+	admissionv1 "k8s.io/api/admission/v1"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+	sigsjson "sigs.k8s.io/json"
+)
+
+// MaxRequestBytes caps an AdmissionReview body. A review carries at most the
+// object and its old version, each at most 3 MiB once encoded (the
+// apiserver's own limit); controller-runtime uses the same bound.
+const MaxRequestBytes = 7 << 20
+
+// maxReasonLen keeps a 400's one-line reason readable in the apiserver's log.
+const maxReasonLen = 512
+
+// Endpoint serves one admission handler over HTTP.
+//
+// controller-runtime's admission.Webhook answers a body it cannot decode
+// with an HTTP 200 whose AdmissionReview carries code 400, and accepts a
+// review without a request or a uid. Endpoint answers those, and a request
+// whose object is not what the handler reviews, with an HTTP 400 and a
+// one-line reason, so the apiserver treats them as a failed call (and applies
+// the failurePolicy) rather than as a decision. Everything else goes through
+// admission.Webhook.Handle, which recovers panics into a 500 and completes
+// the response.
+type Endpoint struct {
+	hook *admission.Webhook
+	log  logr.Logger
+}
+
+var _ http.Handler = (*Endpoint)(nil)
+
+// NewEndpoint wraps h for serving at one path.
+func NewEndpoint(h admission.Handler, log logr.Logger) *Endpoint {
+	recoverPanic := true
+	hook := &admission.Webhook{Handler: h, RecoverPanic: &recoverPanic}
+	hook.LogConstructor = func(_ logr.Logger, req *admission.Request) logr.Logger {
+		return admission.DefaultLogConstructor(log, req)
+	}
+	return &Endpoint{hook: hook, log: log}
+}
+
+// ServeHTTP decodes an AdmissionReview, asks the handler, and writes its
+// answer.
+func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	review, code, err := readReview(w, r)
+	if err != nil {
+		e.log.V(1).Info("refused a malformed request", "code", code, "reason", err.Error())
+		writeError(w, code, err)
+		return
+	}
+	resp := e.hook.Handle(r.Context(), admission.Request{AdmissionRequest: *review.Request})
+	if !resp.Allowed && resp.Result != nil && resp.Result.Code == http.StatusBadRequest {
+		writeError(w, http.StatusBadRequest, errors.New(resp.Result.Message))
+		return
+	}
+	out := admissionv1.AdmissionReview{
+		TypeMeta: review.TypeMeta,
+		Response: &resp.AdmissionResponse,
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if err := json.NewEncoder(w).Encode(out); err != nil {
+		// The connection is gone; nothing more can be written.
+		e.log.Error(err, "writing the response failed")
+	}
+}
+
+// readReview returns the decoded review, or the HTTP status and reason to
+// refuse the request with.
+func readReview(w http.ResponseWriter, r *http.Request) (*admissionv1.AdmissionReview, int, error) {
+	if r.Method != http.MethodPost {
+		return nil, http.StatusMethodNotAllowed, fmt.Errorf("method %s: an AdmissionReview is POSTed", r.Method)
+	}
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		return nil, http.StatusUnsupportedMediaType,
+			fmt.Errorf("content type %q: an AdmissionReview is application/json", r.Header.Get("Content-Type"))
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxRequestBytes))
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		return nil, http.StatusRequestEntityTooLarge, fmt.Errorf("request body larger than %d bytes", MaxRequestBytes)
+	case err != nil:
+		return nil, http.StatusBadRequest, fmt.Errorf("reading the request body: %w", err)
+	case len(body) == 0:
+		return nil, http.StatusBadRequest, errors.New("empty request body: expected an AdmissionReview")
+	}
+	review := &admissionv1.AdmissionReview{}
+	// Case-sensitive, as the apiserver decodes: "Request" is not "request".
+	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(body, review); err != nil {
+		return nil, http.StatusBadRequest, fmt.Errorf("decoding the AdmissionReview: %w", err)
+	}
+	want := admissionv1.SchemeGroupVersion.String()
+	switch {
+	case review.APIVersion != want || review.Kind != "AdmissionReview":
+		return nil, http.StatusBadRequest, fmt.Errorf("expected a %s AdmissionReview, got apiVersion %q, kind %q",
+			want, review.APIVersion, review.Kind)
+	case review.Request == nil:
+		return nil, http.StatusBadRequest, errors.New("the AdmissionReview has no request")
+	case review.Request.UID == "":
+		return nil, http.StatusBadRequest, errors.New("the AdmissionReview's request has no uid")
+	}
+	return review, 0, nil
+}
+
+// writeError answers with code and the reason on one line.
+func writeError(w http.ResponseWriter, code int, err error) {
+	http.Error(w, oneLine(err.Error()), code)
+}
+
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > maxReasonLen {
+		s = strings.ToValidUTF8(s[:maxReasonLen], "") + "..."
+	}
+	return s
+}

@@ -1,0 +1,268 @@
+package admission
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/go-logr/logr"
+	"github.com/google/go-cmp/cmp"
+	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+)
+
+// reviewBody wraps req in an admission.k8s.io/v1 AdmissionReview.
+func reviewBody(req admission.Request) []byte {
+	return mustJSON(admissionv1.AdmissionReview{
+		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
+		Request:  &req.AdmissionRequest,
+	})
+}
+
+// post sends body to the endpoint and returns the status and body.
+func post(t *testing.T, h http.Handler, contentType string, body io.Reader) (int, string) {
+	t.Helper()
+	r := httptest.NewRequestWithContext(t.Context(), http.MethodPost, "/validate-v1-pod", body)
+	r.Header.Set("Content-Type", contentType)
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	return w.Code, w.Body.String()
+}
+
+// allowAll allows every request with the message "ok".
+var allowAll = admission.HandlerFunc(func(context.Context, admission.Request) admission.Response {
+	return admission.Allowed("ok")
+})
+
+func TestEndpointRefusesMalformedRequests(t *testing.T) {
+	valid := makeRequest().Pod(webPod().Obj()).Obj()
+	noUID := valid
+	noUID.UID = ""
+	tests := []struct {
+		name        string
+		contentType string
+		body        []byte
+		wantCode    int
+		wantReason  string
+	}{
+		{
+			name:        "body that is not JSON -> 400",
+			contentType: "application/json",
+			body:        []byte("{\"apiVersion\": "),
+			wantCode:    http.StatusBadRequest,
+			wantReason:  "decoding the AdmissionReview: unexpected end of JSON input",
+		},
+		{
+			name:        "empty body -> 400",
+			contentType: "application/json",
+			wantCode:    http.StatusBadRequest,
+			wantReason:  "empty request body: expected an AdmissionReview",
+		},
+		{
+			name:        "JSON of another kind -> 400 naming it",
+			contentType: "application/json",
+			body:        []byte(`{"apiVersion":"v1","kind":"Pod"}`),
+			wantCode:    http.StatusBadRequest,
+			wantReason:  `expected a admission.k8s.io/v1 AdmissionReview, got apiVersion "v1", kind "Pod"`,
+		},
+		{
+			name:        "v1beta1 AdmissionReview -> 400",
+			contentType: "application/json",
+			body:        bytes.Replace(reviewBody(valid), []byte("admission.k8s.io/v1"), []byte("admission.k8s.io/v1beta1"), 1),
+			wantCode:    http.StatusBadRequest,
+			wantReason:  `got apiVersion "admission.k8s.io/v1beta1"`,
+		},
+		{
+			name:        "AdmissionReview without a request -> 400",
+			contentType: "application/json",
+			body:        []byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"}`),
+			wantCode:    http.StatusBadRequest,
+			wantReason:  "the AdmissionReview has no request",
+		},
+		{
+			name:        "AdmissionReview whose request is spelt Request -> 400, as the apiserver would read it",
+			contentType: "application/json",
+			body:        bytes.Replace(reviewBody(valid), []byte(`"request"`), []byte(`"Request"`), 1),
+			wantCode:    http.StatusBadRequest,
+			wantReason:  "the AdmissionReview has no request",
+		},
+		{
+			name:        "AdmissionReview without a uid -> 400",
+			contentType: "application/json",
+			body:        reviewBody(noUID),
+			wantCode:    http.StatusBadRequest,
+			wantReason:  "the AdmissionReview's request has no uid",
+		},
+		{
+			name:        "text/plain body -> 415",
+			contentType: "text/plain",
+			body:        reviewBody(valid),
+			wantCode:    http.StatusUnsupportedMediaType,
+			wantReason:  `content type "text/plain": an AdmissionReview is application/json`,
+		},
+		{
+			name:        "body over the limit -> 413",
+			contentType: "application/json",
+			body:        bytes.Repeat([]byte(" "), MaxRequestBytes+1),
+			wantCode:    http.StatusRequestEntityTooLarge,
+			wantReason:  "request body larger than 7340032 bytes",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, body := post(t, NewEndpoint(allowAll, logr.Discard()), tt.contentType, bytes.NewReader(tt.body))
+			if code != tt.wantCode {
+				t.Errorf("status = %d, want %d (body %q)", code, tt.wantCode, body)
+			}
+			if strings.Count(body, "\n") != 1 || !strings.HasSuffix(body, "\n") {
+				t.Errorf("reason is not one line: %q", body)
+			}
+			if !strings.Contains(body, tt.wantReason) {
+				t.Errorf("reason = %q, want it to contain %q", body, tt.wantReason)
+			}
+		})
+	}
+}
+
+func TestEndpointRefusesGet(t *testing.T) {
+	w := httptest.NewRecorder()
+	NewEndpoint(allowAll, logr.Discard()).ServeHTTP(w, httptest.NewRequestWithContext(t.Context(), http.MethodGet, "/mutate-v1-pod", nil))
+	if w.Code != http.StatusMethodNotAllowed {
+		t.Errorf("status = %d, want 405", w.Code)
+	}
+}
+
+// postReview posts body to the endpoint and decodes its 200 answer.
+func postReview(t *testing.T, h http.Handler, contentType string, body []byte) *admissionv1.AdmissionReview {
+	t.Helper()
+	code, out := post(t, h, contentType, bytes.NewReader(body))
+	return decodeReview(t, code, out)
+}
+
+// decodeReview decodes an endpoint's 200 answer.
+func decodeReview(t *testing.T, code int, body string) *admissionv1.AdmissionReview {
+	t.Helper()
+	if code != http.StatusOK {
+		t.Fatalf("status = %d (%q), want 200", code, body)
+	}
+	out := &admissionv1.AdmissionReview{}
+	if err := json.Unmarshal([]byte(body), out); err != nil {
+		t.Fatalf("answer is not an AdmissionReview: %v: %q", err, body)
+	}
+	return out
+}
+
+func TestEndpointAnswers(t *testing.T) {
+	valid := makeRequest().Pod(webPod().Obj()).Obj()
+	tests := []struct {
+		name    string
+		handler admission.Handler
+		want    *admissionv1.AdmissionResponse
+	}{
+		{
+			name:    "handler allows -> AdmissionReview v1 with the request's uid",
+			handler: allowAll,
+			want: &admissionv1.AdmissionResponse{
+				UID: "uid-1", Allowed: true, Result: &metav1.Status{Code: http.StatusOK, Message: "ok"},
+			},
+		},
+		{
+			name: "handler denies -> the denial with its message",
+			handler: admission.HandlerFunc(func(context.Context, admission.Request) admission.Response {
+				return admission.Denied("no zone can take the pod")
+			}),
+			want: &admissionv1.AdmissionResponse{
+				UID: "uid-1", Result: &metav1.Status{Code: http.StatusForbidden, Reason: metav1.StatusReasonForbidden, Message: "no zone can take the pod"},
+			},
+		},
+		{
+			name: "handler fails -> 500 in the AdmissionReview, not allowed",
+			handler: admission.HandlerFunc(func(context.Context, admission.Request) admission.Response {
+				return admission.Errored(http.StatusInternalServerError, errors.New("index unavailable"))
+			}),
+			want: &admissionv1.AdmissionResponse{
+				UID: "uid-1", Result: &metav1.Status{Code: http.StatusInternalServerError, Message: "index unavailable"},
+			},
+		},
+		{
+			name: "handler panics -> 500 in the AdmissionReview, not allowed",
+			handler: admission.HandlerFunc(func(context.Context, admission.Request) admission.Response {
+				panic("nil map")
+			}),
+			want: &admissionv1.AdmissionResponse{
+				UID: "uid-1", Result: &metav1.Status{Code: http.StatusInternalServerError, Message: "panic: nil map [recovered]"},
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := NewEndpoint(tt.handler, logr.Discard())
+			got := postReview(t, e, "application/json; charset=utf-8", reviewBody(valid))
+			if got.APIVersion != "admission.k8s.io/v1" || got.Kind != "AdmissionReview" {
+				t.Errorf("answer is apiVersion %q kind %q", got.APIVersion, got.Kind)
+			}
+			if diff := cmp.Diff(tt.want, got.Response); diff != "" {
+				t.Errorf("response (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestEndpointAnswersAnUndecodablePodWith400(t *testing.T) {
+	// With failurePolicy Ignore the apiserver then admits the pod and the
+	// scheduler decides; a 400 inside a 200 would be a denial instead.
+	h := &PodValidator{Decoder: testDecoder, Sources: staticSources(shopSources()), Checker: &fakeChecker{},
+		Config: testEngineConfig, Synced: func() bool { return true }}
+	req := makeRequest().Pod(webPod().Obj()).Raw([]byte(`{"apiVersion":"v1","kind":"Pod","spec":{"containers":"many"}}`)).Obj()
+	code, body := post(t, NewEndpoint(h, logr.Discard()), "application/json", bytes.NewReader(reviewBody(req)))
+	if code != http.StatusBadRequest {
+		t.Errorf("status = %d, want 400 (%q)", code, body)
+	}
+	if !strings.HasPrefix(body, "decoding the pod: ") || strings.Count(body, "\n") != 1 {
+		t.Errorf("reason = %q, want one line starting with %q", body, "decoding the pod: ")
+	}
+}
+
+func TestEndpointKeepsServingAfterBadRequests(t *testing.T) {
+	e := NewEndpoint(admission.HandlerFunc(func(_ context.Context, req admission.Request) admission.Response {
+		if req.UID == "boom" {
+			panic("boom")
+		}
+		return admission.Allowed("")
+	}), logr.Discard())
+	boom := makeRequest().Pod(webPod().Obj()).Obj()
+	boom.UID = types.UID("boom")
+	post(t, e, "application/json", strings.NewReader("garbage"))
+	post(t, e, "application/json", bytes.NewReader(reviewBody(boom)))
+	got := postReview(t, e, "application/json", reviewBody(makeRequest().Pod(webPod().Obj()).Obj()))
+	if !got.Response.Allowed || got.Response.UID != "uid-1" {
+		t.Errorf("after a malformed request and a panic, a valid request got %+v", got.Response)
+	}
+}
+
+func TestOneLine(t *testing.T) {
+	long := strings.Repeat("é", maxReasonLen)
+	tests := []struct {
+		name string
+		in   string
+		want string
+	}{
+		{name: "newlines and tabs -> single spaces", in: "a\n\tb  c\n", want: "a b c"},
+		{name: "long reason -> cut at a character boundary with an ellipsis", in: long, want: strings.Repeat("é", maxReasonLen/2) + "..."},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := oneLine(tt.in); got != tt.want {
+				t.Errorf("oneLine() = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}

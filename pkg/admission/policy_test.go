@@ -1,0 +1,126 @@
+package admission
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/spreadguard/spreadguard/pkg/policy/policytest"
+)
+
+func TestPolicyValidators(t *testing.T) {
+	zone := policytest.MakeConstraint().Zone().MaxSkew(1).DoNotSchedule().Obj()
+	valid := policytest.MakeSpreadPolicy().Namespace(shop).Name("zones").Constraint(zone).Obj()
+	badKey := policytest.MakeSpreadPolicy().Namespace(shop).Name("zones").
+		Constraint(policytest.MakeConstraint().TopologyKey("zone with spaces").MaxSkew(1).DoNotSchedule().Obj()).Obj()
+	badSelector := policytest.MakeSpreadPolicy().Namespace(shop).Name("zones").Constraint(zone).
+		PodExpression("app", metav1.LabelSelectorOpIn).Obj()
+	validCluster := policytest.MakeClusterSpreadPolicy().Name("default").Constraint(zone).Obj()
+	badNamespaceSelector := policytest.MakeClusterSpreadPolicy().Name("default").Constraint(zone).
+		NamespaceExpression("team", metav1.LabelSelectorOpExists, "x").Obj()
+
+	spreadPolicies := NewSpreadPolicyValidator(testDecoder, nil)
+	clusterPolicies := NewClusterSpreadPolicyValidator(testDecoder, nil)
+	tests := []struct {
+		name     string
+		handler  admission.Handler
+		req      admission.Request
+		wantCode int32
+		// wantMsg are substrings of the message, in order.
+		wantMsg []string
+	}{
+		{
+			name:     "valid SpreadPolicy created -> allowed",
+			handler:  spreadPolicies,
+			req:      makeRequest().SpreadPolicy(valid).Obj(),
+			wantCode: http.StatusOK,
+		},
+		{
+			name:     "SpreadPolicy whose topologyKey is not a label name -> denied naming the field",
+			handler:  spreadPolicies,
+			req:      makeRequest().SpreadPolicy(badKey).Obj(),
+			wantCode: http.StatusForbidden,
+			wantMsg:  []string{"SpreadPolicy shop/zones is invalid: ", "spec.constraints[0].topologyKey", "zone with spaces"},
+		},
+		{
+			name:     "SpreadPolicy updated to an In requirement without values -> denied naming the field",
+			handler:  spreadPolicies,
+			req:      makeRequest().Operation(admissionv1.Update).SpreadPolicy(badSelector).Obj(),
+			wantCode: http.StatusForbidden,
+			wantMsg:  []string{"spec.podSelector.matchExpressions[0].values"},
+		},
+		{
+			name:     "invalid SpreadPolicy deleted -> allowed",
+			handler:  spreadPolicies,
+			req:      makeRequest().Operation(admissionv1.Delete).SpreadPolicy(badKey).Obj(),
+			wantCode: http.StatusOK,
+		},
+		{
+			name:     "ClusterSpreadPolicy sent to the SpreadPolicy endpoint -> 400",
+			handler:  spreadPolicies,
+			req:      makeRequest().ClusterSpreadPolicy(validCluster).Obj(),
+			wantCode: http.StatusBadRequest,
+			wantMsg:  []string{"expected a spreadguard.io/v1alpha1 SpreadPolicy, got spreadguard.io/v1alpha1 ClusterSpreadPolicy"},
+		},
+		{
+			name:     "SpreadPolicy that is not JSON -> 400",
+			handler:  spreadPolicies,
+			req:      makeRequest().SpreadPolicy(valid).Raw([]byte("[")).Obj(),
+			wantCode: http.StatusBadRequest,
+			wantMsg:  []string{"decoding the SpreadPolicy"},
+		},
+		{
+			name:     "valid ClusterSpreadPolicy -> allowed",
+			handler:  clusterPolicies,
+			req:      makeRequest().ClusterSpreadPolicy(validCluster).Obj(),
+			wantCode: http.StatusOK,
+		},
+		{
+			name:     "ClusterSpreadPolicy with Exists and values in its namespaceSelector -> denied naming the field",
+			handler:  clusterPolicies,
+			req:      makeRequest().ClusterSpreadPolicy(badNamespaceSelector).Obj(),
+			wantCode: http.StatusForbidden,
+			wantMsg:  []string{"ClusterSpreadPolicy default is invalid: ", "spec.namespaceSelector.matchExpressions[0].values"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp := tt.handler.Handle(t.Context(), tt.req)
+			if err := resp.Complete(tt.req); err != nil {
+				t.Fatal(err)
+			}
+			if resp.Result.Code != tt.wantCode {
+				t.Fatalf("code = %d (%s), want %d", resp.Result.Code, resp.Result.Message, tt.wantCode)
+			}
+			if resp.Allowed != (tt.wantCode == http.StatusOK) {
+				t.Errorf("allowed = %v with code %d", resp.Allowed, tt.wantCode)
+			}
+			rest := resp.Result.Message
+			for _, want := range tt.wantMsg {
+				i := strings.Index(rest, want)
+				if i < 0 {
+					t.Fatalf("message %q lacks %q (or has it out of order)", resp.Result.Message, want)
+				}
+				rest = rest[i+len(want):]
+			}
+		})
+	}
+}
+
+func TestPolicyValidatorCountsDenials(t *testing.T) {
+	m := newTestMetrics(t)
+	h := NewSpreadPolicyValidator(testDecoder, m)
+	bad := policytest.MakeSpreadPolicy().Namespace(shop).Name("empty").Obj() // no constraints
+	h.Handle(t.Context(), makeRequest().SpreadPolicy(bad).Obj())
+	if got := testutil.ToFloat64(m.Denials.WithLabelValues(DenialInvalidPolicy)); got != 1 {
+		t.Errorf("denials{reason=invalid_policy} = %v, want 1", got)
+	}
+	if got := testutil.ToFloat64(m.Requests.WithLabelValues(WebhookValidateSpreadPolicy, ResultDenied)); got != 1 {
+		t.Errorf("requests{webhook=validate-spreadpolicy,result=denied} = %v, want 1", got)
+	}
+}

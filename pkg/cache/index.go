@@ -1,0 +1,148 @@
+package cache
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+
+	v1 "k8s.io/api/core/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/spreadguard/spreadguard/pkg/spread"
+)
+
+// IndexSink is what the informer event handlers feed: spread.Index in the
+// server, a recorder in tests.
+type IndexSink interface {
+	AddNode(n *v1.Node)
+	UpdateNode(old, new *v1.Node)
+	DeleteNode(n *v1.Node)
+	AddPod(p *v1.Pod)
+	UpdatePod(old, new *v1.Pod)
+	DeletePod(p *v1.Pod)
+}
+
+var _ IndexSink = (*spread.Index)(nil)
+
+// NodeHandler feeds node events to ix.
+func NodeHandler(ix IndexSink) toolscache.ResourceEventHandler {
+	return toolscache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if n, ok := obj.(*v1.Node); ok {
+				ix.AddNode(n)
+			}
+		},
+		UpdateFunc: func(oldObj, newObj any) {
+			o, ok1 := oldObj.(*v1.Node)
+			n, ok2 := newObj.(*v1.Node)
+			if ok1 && ok2 {
+				ix.UpdateNode(o, n)
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if n, ok := untombstone(obj).(*v1.Node); ok {
+				ix.DeleteNode(n)
+			}
+		},
+	}
+}
+
+// PodHandler feeds pod events to ix.
+func PodHandler(ix IndexSink) toolscache.ResourceEventHandler {
+	return toolscache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if p, ok := obj.(*v1.Pod); ok {
+				ix.AddPod(p)
+			}
+		},
+		UpdateFunc: func(oldObj, newObj any) {
+			o, ok1 := oldObj.(*v1.Pod)
+			n, ok2 := newObj.(*v1.Pod)
+			if ok1 && ok2 {
+				ix.UpdatePod(o, n)
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if p, ok := untombstone(obj).(*v1.Pod); ok {
+				ix.DeletePod(p)
+			}
+		},
+	}
+}
+
+// untombstone returns the last known state of an object whose deletion the
+// watch missed (the informer relisted and found it gone).
+func untombstone(obj any) any {
+	if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		return t.Obj
+	}
+	return obj
+}
+
+// Tracker starts every informer of the webhook, feeds the pod and node
+// events to an index, and reports when all of it is complete. It is a
+// manager Runnable.
+type Tracker struct {
+	cache    crcache.Cache
+	synced   atomic.Bool
+	handlers []toolscache.ResourceEventHandlerRegistration
+	onSynced func()
+}
+
+// NewTracker gets (and so registers for starting) an informer for every
+// type in Watched, and adds the index's handlers to the pod and node
+// informers. onSynced, if not nil, runs once when everything has synced.
+func NewTracker(ctx context.Context, c crcache.Cache, ix IndexSink, onSynced func()) (*Tracker, error) {
+	t := &Tracker{cache: c, onSynced: onSynced}
+	for _, obj := range Watched() {
+		inf, err := c.GetInformer(ctx, obj)
+		if err != nil {
+			return nil, fmt.Errorf("getting the informer for %T: %w", obj, err)
+		}
+		var h toolscache.ResourceEventHandler
+		switch obj.(type) {
+		case *v1.Pod:
+			h = PodHandler(ix)
+		case *v1.Node:
+			h = NodeHandler(ix)
+		default:
+			continue
+		}
+		reg, err := inf.AddEventHandler(h)
+		if err != nil {
+			return nil, fmt.Errorf("adding the index handler to the %T informer: %w", obj, err)
+		}
+		t.handlers = append(t.handlers, reg)
+	}
+	return t, nil
+}
+
+// Start waits for the caches to sync and for the index to have received
+// every object of the initial lists, then marks the tracker synced.
+func (t *Tracker) Start(ctx context.Context) error {
+	log := logf.FromContext(ctx).WithName("cache")
+	if !t.cache.WaitForCacheSync(ctx) {
+		return nil // stopped before syncing; the manager reports why
+	}
+	syncedFuncs := make([]toolscache.InformerSynced, len(t.handlers))
+	for i, h := range t.handlers {
+		syncedFuncs[i] = h.HasSynced
+	}
+	if !toolscache.WaitForCacheSync(ctx.Done(), syncedFuncs...) {
+		return nil
+	}
+	t.synced.Store(true)
+	if t.onSynced != nil {
+		t.onSynced()
+	}
+	log.Info("caches synced; validating pods against the cluster's nodes and pods")
+	return nil
+}
+
+// NeedLeaderElection is false: every replica serves admission requests.
+func (t *Tracker) NeedLeaderElection() bool { return false }
+
+// Synced reports whether the caches and the index are complete.
+func (t *Tracker) Synced() bool { return t.synced.Load() }

@@ -1,0 +1,92 @@
+package cache
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/spreadguard/spreadguard/pkg/spread/spreadtest"
+)
+
+// recorder is an IndexSink that records the calls it gets.
+type recorder struct{ calls []string }
+
+func (r *recorder) AddNode(n *v1.Node) { r.calls = append(r.calls, "AddNode "+n.Name) }
+func (r *recorder) UpdateNode(o, n *v1.Node) {
+	r.calls = append(r.calls, "UpdateNode "+o.Name+" "+n.Name)
+}
+func (r *recorder) DeleteNode(n *v1.Node)  { r.calls = append(r.calls, "DeleteNode "+n.Name) }
+func (r *recorder) AddPod(p *v1.Pod)       { r.calls = append(r.calls, "AddPod "+p.Name) }
+func (r *recorder) UpdatePod(o, n *v1.Pod) { r.calls = append(r.calls, "UpdatePod "+o.Name+" "+n.Name) }
+func (r *recorder) DeletePod(p *v1.Pod)    { r.calls = append(r.calls, "DeletePod "+p.Name) }
+
+func TestHandlersFeedTheIndex(t *testing.T) {
+	pod := spreadtest.MakePod().Namespace("shop").Name("p").Obj()
+	pod2 := spreadtest.MakePod().Namespace("shop").Name("p2").Obj()
+	node := spreadtest.MakeNode().Name("n").Obj()
+	node2 := spreadtest.MakeNode().Name("n2").Obj()
+	tests := []struct {
+		name  string
+		event func(pods, nodes toolscache.ResourceEventHandler)
+		want  []string
+	}{
+		{
+			name:  "pod added -> AddPod",
+			event: func(p, _ toolscache.ResourceEventHandler) { p.OnAdd(pod, true) },
+			want:  []string{"AddPod p"},
+		},
+		{
+			name:  "pod updated -> UpdatePod with old and new",
+			event: func(p, _ toolscache.ResourceEventHandler) { p.OnUpdate(pod, pod2) },
+			want:  []string{"UpdatePod p p2"},
+		},
+		{
+			name:  "pod deleted -> DeletePod",
+			event: func(p, _ toolscache.ResourceEventHandler) { p.OnDelete(pod) },
+			want:  []string{"DeletePod p"},
+		},
+		{
+			name: "pod deletion missed by the watch (tombstone) -> DeletePod with its last state",
+			event: func(p, _ toolscache.ResourceEventHandler) {
+				p.OnDelete(toolscache.DeletedFinalStateUnknown{Key: "shop/p", Obj: pod})
+			},
+			want: []string{"DeletePod p"},
+		},
+		{
+			name: "node added, updated, deleted -> AddNode, UpdateNode, DeleteNode",
+			event: func(_, n toolscache.ResourceEventHandler) {
+				n.OnAdd(node, false)
+				n.OnUpdate(node, node2)
+				n.OnDelete(node2)
+			},
+			want: []string{"AddNode n", "UpdateNode n n2", "DeleteNode n2"},
+		},
+		{
+			name: "node deletion missed by the watch (tombstone) -> DeleteNode",
+			event: func(_, n toolscache.ResourceEventHandler) {
+				n.OnDelete(toolscache.DeletedFinalStateUnknown{Key: "n", Obj: node})
+			},
+			want: []string{"DeleteNode n"},
+		},
+		{
+			name: "objects of the wrong type or empty tombstones -> ignored",
+			event: func(p, n toolscache.ResourceEventHandler) {
+				p.OnAdd(node, false)
+				n.OnAdd(pod, false)
+				p.OnUpdate(pod, node)
+				p.OnDelete(toolscache.DeletedFinalStateUnknown{Key: "shop/p"})
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := &recorder{}
+			tt.event(PodHandler(r), NodeHandler(r))
+			if diff := cmp.Diff(tt.want, r.calls); diff != "" {
+				t.Errorf("index calls (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

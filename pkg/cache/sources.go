@@ -1,0 +1,143 @@
+package cache
+
+import (
+	"context"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
+	"github.com/spreadguard/spreadguard/pkg/engine"
+)
+
+var _ engine.Sources = (*Sources)(nil)
+
+// Sources answers the engine's lookups from the informer cache, and from the
+// API server when the cache cannot: for a Get that misses (the object may be
+// younger than the cache), and for everything until the cache has synced.
+// The live reader is the one that bypasses every cache
+// (manager.GetAPIReader()).
+type Sources struct {
+	ctx    context.Context
+	cached client.Reader
+	live   client.Reader
+	synced func() bool
+}
+
+// NewSources returns lookups over cached, falling back to live. synced
+// reports whether cached is complete; nil means it always is.
+func NewSources(cached, live client.Reader, synced func() bool) *Sources {
+	return &Sources{ctx: context.Background(), cached: cached, live: live, synced: synced}
+}
+
+// WithContext returns a copy whose reads are bound to ctx (the admission
+// request's), so a live read stops when the request is abandoned.
+func (s *Sources) WithContext(ctx context.Context) *Sources {
+	c := *s
+	c.ctx = ctx
+	return &c
+}
+
+func (s *Sources) reader() client.Reader {
+	if s.synced != nil && !s.synced() {
+		return s.live
+	}
+	return s.cached
+}
+
+// get reads namespace/name into obj: the cache first, then the API server
+// on a miss. It reports false when neither has the object.
+func (s *Sources) get(namespace, name string, obj client.Object) (bool, error) {
+	key := client.ObjectKey{Namespace: namespace, Name: name}
+	r := s.reader()
+	err := r.Get(s.ctx, key, obj)
+	if apierrors.IsNotFound(err) && r != s.live {
+		err = s.live.Get(s.ctx, key, obj)
+	}
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("reading %T %s: %w", obj, key, err)
+	}
+	return true, nil
+}
+
+func (s *Sources) list(list client.ObjectList, opts ...client.ListOption) error {
+	if err := s.reader().List(s.ctx, list, opts...); err != nil {
+		return fmt.Errorf("listing %T: %w", list, err)
+	}
+	return nil
+}
+
+// getOrNil adapts get to the (nil, nil)-when-absent convention of
+// spread.SelectorSources and policy.Lister.
+func getOrNil[T any, PT interface {
+	*T
+	client.Object
+}](s *Sources, namespace, name string) (PT, error) {
+	obj := PT(new(T))
+	found, err := s.get(namespace, name, obj)
+	if err != nil || !found {
+		return nil, err
+	}
+	return obj, nil
+}
+
+// Services returns the Services of namespace.
+func (s *Sources) Services(namespace string) ([]*v1.Service, error) {
+	var list v1.ServiceList
+	if err := s.list(&list, client.InNamespace(namespace)); err != nil {
+		return nil, err
+	}
+	return pointers(list.Items), nil
+}
+
+// ReplicationController returns namespace/name, or nil if there is none.
+func (s *Sources) ReplicationController(namespace, name string) (*v1.ReplicationController, error) {
+	return getOrNil[v1.ReplicationController](s, namespace, name)
+}
+
+// ReplicaSet returns namespace/name, or nil if there is none.
+func (s *Sources) ReplicaSet(namespace, name string) (*appsv1.ReplicaSet, error) {
+	return getOrNil[appsv1.ReplicaSet](s, namespace, name)
+}
+
+// StatefulSet returns namespace/name, or nil if there is none.
+func (s *Sources) StatefulSet(namespace, name string) (*appsv1.StatefulSet, error) {
+	return getOrNil[appsv1.StatefulSet](s, namespace, name)
+}
+
+// Namespace returns the namespace called name, or nil if there is none.
+func (s *Sources) Namespace(name string) (*v1.Namespace, error) {
+	return getOrNil[v1.Namespace](s, "", name)
+}
+
+// SpreadPolicies returns the SpreadPolicies of namespace.
+func (s *Sources) SpreadPolicies(namespace string) ([]*v1alpha1.SpreadPolicy, error) {
+	var list v1alpha1.SpreadPolicyList
+	if err := s.list(&list, client.InNamespace(namespace)); err != nil {
+		return nil, err
+	}
+	return pointers(list.Items), nil
+}
+
+// ClusterSpreadPolicies returns every ClusterSpreadPolicy.
+func (s *Sources) ClusterSpreadPolicies() ([]*v1alpha1.ClusterSpreadPolicy, error) {
+	var list v1alpha1.ClusterSpreadPolicyList
+	if err := s.list(&list); err != nil {
+		return nil, err
+	}
+	return pointers(list.Items), nil
+}
+
+func pointers[T any](items []T) []*T {
+	out := make([]*T, len(items))
+	for i := range items {
+		out[i] = &items[i]
+	}
+	return out
+}

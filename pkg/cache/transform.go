@@ -1,0 +1,147 @@
+package cache
+
+import (
+	appsv1 "k8s.io/api/apps/v1"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
+)
+
+// Options returns the cache options of the webhook: one informer per type it
+// reads, each keeping only the fields the algorithm reads. At 150,000 pods
+// the pod cache is most of the server's memory; a stripped pod is a few
+// hundred bytes instead of several kilobytes.
+func Options() crcache.Options {
+	return crcache.Options{
+		// Every informer is started up front and waited for; a read of a
+		// type nobody planned for would start an informer lazily (and need
+		// RBAC nobody granted).
+		ReaderFailOnMissingInformer: true,
+		DefaultTransform:            crcache.TransformStripManagedFields(),
+		ByObject: map[client.Object]crcache.ByObject{
+			&v1.Pod{}:                   {Transform: StripPod},
+			&v1.Node{}:                  {Transform: StripNode},
+			&v1.Service{}:               {Transform: StripService},
+			&v1.ReplicationController{}: {Transform: StripReplicationController},
+			&appsv1.ReplicaSet{}:        {Transform: StripReplicaSet},
+			&appsv1.StatefulSet{}:       {Transform: StripStatefulSet},
+			&v1.Namespace{}:             {Transform: StripNamespace},
+		},
+	}
+}
+
+// Watched lists one object of every type the webhook caches, in the order
+// their informers are started. Policies are cached whole, without
+// managedFields.
+func Watched() []client.Object {
+	return []client.Object{
+		&v1.Pod{}, &v1.Node{}, &v1.Service{}, &v1.ReplicationController{},
+		&appsv1.ReplicaSet{}, &appsv1.StatefulSet{}, &v1.Namespace{},
+		&v1alpha1.SpreadPolicy{}, &v1alpha1.ClusterSpreadPolicy{},
+	}
+}
+
+// meta keeps the identity of an object; resourceVersion stays so that
+// informer updates can still be told apart.
+func meta(m *metav1.ObjectMeta) metav1.ObjectMeta {
+	return metav1.ObjectMeta{
+		Namespace:       m.Namespace,
+		Name:            m.Name,
+		UID:             m.UID,
+		ResourceVersion: m.ResourceVersion,
+	}
+}
+
+// StripPod keeps what counting reads: identity, labels, owners, whether the
+// pod is terminating, where it is bound, which scheduler places it and its
+// phase. Anything that is not a *v1.Pod (a tombstone) passes unchanged.
+var StripPod toolscache.TransformFunc = func(obj any) (any, error) {
+	p, ok := obj.(*v1.Pod)
+	if !ok {
+		return obj, nil
+	}
+	m := meta(&p.ObjectMeta)
+	m.Labels = p.Labels
+	m.OwnerReferences = p.OwnerReferences
+	m.DeletionTimestamp = p.DeletionTimestamp
+	return &v1.Pod{
+		ObjectMeta: m,
+		Spec:       v1.PodSpec{NodeName: p.Spec.NodeName, SchedulerName: p.Spec.SchedulerName},
+		Status:     v1.PodStatus{Phase: p.Status.Phase},
+	}, nil
+}
+
+// StripNode keeps the labels (topology domains, node affinity), the taints
+// and whether the node is cordoned.
+var StripNode toolscache.TransformFunc = func(obj any) (any, error) {
+	n, ok := obj.(*v1.Node)
+	if !ok {
+		return obj, nil
+	}
+	m := meta(&n.ObjectMeta)
+	m.Labels = n.Labels
+	return &v1.Node{
+		ObjectMeta: m,
+		Spec:       v1.NodeSpec{Taints: n.Spec.Taints, Unschedulable: n.Spec.Unschedulable},
+	}, nil
+}
+
+// StripService keeps the selector.
+var StripService toolscache.TransformFunc = func(obj any) (any, error) {
+	s, ok := obj.(*v1.Service)
+	if !ok {
+		return obj, nil
+	}
+	return &v1.Service{ObjectMeta: meta(&s.ObjectMeta), Spec: v1.ServiceSpec{Selector: s.Spec.Selector}}, nil
+}
+
+// StripReplicationController keeps the selector.
+var StripReplicationController toolscache.TransformFunc = func(obj any) (any, error) {
+	rc, ok := obj.(*v1.ReplicationController)
+	if !ok {
+		return obj, nil
+	}
+	return &v1.ReplicationController{
+		ObjectMeta: meta(&rc.ObjectMeta),
+		Spec:       v1.ReplicationControllerSpec{Selector: rc.Spec.Selector},
+	}, nil
+}
+
+// StripReplicaSet keeps the selector.
+var StripReplicaSet toolscache.TransformFunc = func(obj any) (any, error) {
+	rs, ok := obj.(*appsv1.ReplicaSet)
+	if !ok {
+		return obj, nil
+	}
+	return &appsv1.ReplicaSet{
+		ObjectMeta: meta(&rs.ObjectMeta),
+		Spec:       appsv1.ReplicaSetSpec{Selector: rs.Spec.Selector},
+	}, nil
+}
+
+// StripStatefulSet keeps the selector.
+var StripStatefulSet toolscache.TransformFunc = func(obj any) (any, error) {
+	ss, ok := obj.(*appsv1.StatefulSet)
+	if !ok {
+		return obj, nil
+	}
+	return &appsv1.StatefulSet{
+		ObjectMeta: meta(&ss.ObjectMeta),
+		Spec:       appsv1.StatefulSetSpec{Selector: ss.Spec.Selector},
+	}, nil
+}
+
+// StripNamespace keeps the labels, which namespaceSelectors match.
+var StripNamespace toolscache.TransformFunc = func(obj any) (any, error) {
+	ns, ok := obj.(*v1.Namespace)
+	if !ok {
+		return obj, nil
+	}
+	m := meta(&ns.ObjectMeta)
+	m.Labels = ns.Labels
+	return &v1.Namespace{ObjectMeta: m}, nil
+}

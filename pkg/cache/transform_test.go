@@ -1,0 +1,189 @@
+package cache
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
+	"github.com/spreadguard/spreadguard/pkg/spread/spreadtest"
+)
+
+// full returns metadata as the apiserver fills it, with everything a cache
+// has no use for.
+func full(ns, name string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{
+		Namespace: ns, Name: name, UID: types.UID("uid-" + name), ResourceVersion: "42",
+		Generation: 3, CreationTimestamp: metav1.Unix(1, 0),
+		Labels:        map[string]string{"app": "web"},
+		Annotations:   map[string]string{"kubectl.kubernetes.io/last-applied-configuration": "{...}"},
+		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply}},
+		Finalizers:    []string{"example.com/keep"},
+	}
+}
+
+func TestStripKeepsOnlyWhatTheAlgorithmReads(t *testing.T) {
+	now := metav1.Unix(100, 0)
+	selector := &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}
+	podMeta := full("shop", "web-1")
+	podMeta.OwnerReferences = spreadtest.MakePod().ControlledBy("ReplicaSet", "apps/v1", "web").Obj().OwnerReferences
+	podMeta.DeletionTimestamp = &now
+	nodeMeta := full("", "n1")
+	taints := []v1.Taint{{Key: v1.TaintNodeUnschedulable, Effect: v1.TaintEffectNoSchedule}}
+
+	tests := []struct {
+		name      string
+		transform toolscache.TransformFunc
+		in        any
+		want      any
+	}{
+		{
+			name:      "pod -> identity, labels, owners, deletion, node, scheduler and phase",
+			transform: StripPod,
+			in: &v1.Pod{
+				ObjectMeta: podMeta,
+				Spec: v1.PodSpec{
+					NodeName: "n1", SchedulerName: "default-scheduler",
+					Containers: []v1.Container{{Name: "c", Image: "nginx", Resources: v1.ResourceRequirements{
+						Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("1")},
+					}}},
+					Tolerations: []v1.Toleration{{Key: "k", Operator: v1.TolerationOpExists}},
+				},
+				Status: v1.PodStatus{Phase: v1.PodRunning, PodIP: "10.0.0.1", Conditions: []v1.PodCondition{{Type: v1.PodReady}}},
+			},
+			want: &v1.Pod{
+				ObjectMeta: metav1.ObjectMeta{
+					Namespace: "shop", Name: "web-1", UID: "uid-web-1", ResourceVersion: "42",
+					Labels: map[string]string{"app": "web"}, OwnerReferences: podMeta.OwnerReferences, DeletionTimestamp: &now,
+				},
+				Spec:   v1.PodSpec{NodeName: "n1", SchedulerName: "default-scheduler"},
+				Status: v1.PodStatus{Phase: v1.PodRunning},
+			},
+		},
+		{
+			name:      "node -> identity, labels, taints and unschedulable",
+			transform: StripNode,
+			in: &v1.Node{
+				ObjectMeta: nodeMeta,
+				Spec:       v1.NodeSpec{Taints: taints, Unschedulable: true, PodCIDR: "10.0.0.0/24", ProviderID: "aws://x"},
+				Status:     v1.NodeStatus{Capacity: v1.ResourceList{v1.ResourceCPU: resource.MustParse("4")}, Images: []v1.ContainerImage{{Names: []string{"nginx"}}}},
+			},
+			want: &v1.Node{
+				ObjectMeta: metav1.ObjectMeta{Name: "n1", UID: "uid-n1", ResourceVersion: "42", Labels: map[string]string{"app": "web"}},
+				Spec:       v1.NodeSpec{Taints: taints, Unschedulable: true},
+			},
+		},
+		{
+			name:      "service -> identity and selector",
+			transform: StripService,
+			in: &v1.Service{ObjectMeta: full("shop", "web"), Spec: v1.ServiceSpec{
+				Selector: map[string]string{"app": "web"}, ClusterIP: "10.96.0.10", Ports: []v1.ServicePort{{Port: 80}},
+			}},
+			want: &v1.Service{
+				ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "uid-web", ResourceVersion: "42"},
+				Spec:       v1.ServiceSpec{Selector: map[string]string{"app": "web"}},
+			},
+		},
+		{
+			name:      "replication controller -> identity and selector",
+			transform: StripReplicationController,
+			in: &v1.ReplicationController{ObjectMeta: full("shop", "web"), Spec: v1.ReplicationControllerSpec{
+				Selector: map[string]string{"app": "web"}, Template: &v1.PodTemplateSpec{},
+			}},
+			want: &v1.ReplicationController{
+				ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "uid-web", ResourceVersion: "42"},
+				Spec:       v1.ReplicationControllerSpec{Selector: map[string]string{"app": "web"}},
+			},
+		},
+		{
+			name:      "replica set -> identity and selector",
+			transform: StripReplicaSet,
+			in: &appsv1.ReplicaSet{ObjectMeta: full("shop", "web"), Spec: appsv1.ReplicaSetSpec{
+				Selector: selector, Template: v1.PodTemplateSpec{Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c"}}}},
+			}, Status: appsv1.ReplicaSetStatus{Replicas: 3}},
+			want: &appsv1.ReplicaSet{
+				ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "uid-web", ResourceVersion: "42"},
+				Spec:       appsv1.ReplicaSetSpec{Selector: selector},
+			},
+		},
+		{
+			name:      "stateful set -> identity and selector",
+			transform: StripStatefulSet,
+			in: &appsv1.StatefulSet{ObjectMeta: full("shop", "db"), Spec: appsv1.StatefulSetSpec{
+				Selector: selector, ServiceName: "db",
+			}},
+			want: &appsv1.StatefulSet{
+				ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "db", UID: "uid-db", ResourceVersion: "42"},
+				Spec:       appsv1.StatefulSetSpec{Selector: selector},
+			},
+		},
+		{
+			name:      "namespace -> identity and labels",
+			transform: StripNamespace,
+			in:        &v1.Namespace{ObjectMeta: full("", "shop"), Spec: v1.NamespaceSpec{Finalizers: []v1.FinalizerName{"kubernetes"}}},
+			want: &v1.Namespace{
+				ObjectMeta: metav1.ObjectMeta{Name: "shop", UID: "uid-shop", ResourceVersion: "42", Labels: map[string]string{"app": "web"}},
+			},
+		},
+		{
+			name:      "tombstone -> passed through unchanged",
+			transform: StripPod,
+			in:        toolscache.DeletedFinalStateUnknown{Key: "shop/web-1", Obj: &v1.Pod{}},
+			want:      toolscache.DeletedFinalStateUnknown{Key: "shop/web-1", Obj: &v1.Pod{}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := tt.transform(tt.in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("stripped object (-want +got):\n%s", diff)
+			}
+			// The informer may hand an already stripped object back (a
+			// relist); stripping it again must change nothing.
+			again, err := tt.transform(got)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(got, again); diff != "" {
+				t.Errorf("stripping twice (-once +twice):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestOptionsStripEveryWatchedTypeButThePolicies(t *testing.T) {
+	opts := Options()
+	if !opts.ReaderFailOnMissingInformer {
+		t.Error("a read of an unplanned type would start an informer lazily")
+	}
+	if opts.DefaultTransform == nil {
+		t.Error("no default transform: policies would keep their managedFields")
+	}
+	transformed := map[string]bool{}
+	for obj, by := range opts.ByObject {
+		transformed[fmt.Sprintf("%T", obj)] = by.Transform != nil
+	}
+	for _, obj := range Watched() {
+		name := fmt.Sprintf("%T", obj)
+		switch obj.(type) {
+		case *v1alpha1.SpreadPolicy, *v1alpha1.ClusterSpreadPolicy:
+			if _, ok := transformed[name]; ok {
+				t.Errorf("%s has its own cache options; policies are cached whole", name)
+			}
+		default:
+			if !transformed[name] {
+				t.Errorf("%s is cached without a transform", name)
+			}
+		}
+	}
+}
