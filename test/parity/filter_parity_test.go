@@ -112,8 +112,26 @@ func compareFilter(ctx context.Context, sched *scheduler, c *clusterCase, events
 	if err != nil {
 		return "", nil, err
 	}
+	// The webhook sees the pod as stored; the kubectl plugin may be given
+	// the pod as written. Both must give the scheduler's answer.
+	variants := []podVariant{{"as stored", stored}}
+	if hasMatchLabelKeys(c.Pod) {
+		variants = append(variants, podVariant{"as written", c.Pod})
+	}
 	want := expectedVerdict(stored, out)
+	return want, compareCheckers(c, out, stored, want, variants, events), nil
+}
 
+type podVariant struct {
+	name string
+	pod  *v1.Pod
+}
+
+// compareCheckers asks the Snapshot, the Index built from it and the Index
+// built from events about every variant of the pod, and compares each
+// answer with the scheduler's outcome for reference, the pod as the
+// scheduler saw it (or, for injected constraints, as spreadguard stores it).
+func compareCheckers(c *clusterCase, out *schedulerOutcome, reference *v1.Pod, want spread.Verdict, variants []podVariant, events *gen) []string {
 	before := &clusterCase{Nodes: deepCopyNodes(c.Nodes), Pods: deepCopyPods(c.Pods), Pod: c.Pod.DeepCopy()}
 	snap := spread.Snapshot{Nodes: c.Nodes, Pods: c.Pods}
 	checkers := []struct {
@@ -126,15 +144,7 @@ func compareFilter(ctx context.Context, sched *scheduler, c *clusterCase, events
 	}
 	var diffs []string
 	for _, ch := range checkers {
-		// The webhook sees the pod as stored; the kubectl plugin may be
-		// given the pod as written. Both must give the scheduler's answer.
-		for _, variant := range []struct {
-			name string
-			pod  *v1.Pod
-		}{{"as stored", stored}, {"as written", c.Pod}} {
-			if variant.name == "as written" && !hasMatchLabelKeys(c.Pod) {
-				continue
-			}
+		for _, variant := range variants {
 			where := fmt.Sprintf("%s, pod %s", ch.name, variant.name)
 			pod := variant.pod.DeepCopy()
 			res, err := ch.checker.Check(pod, spread.Options{Explain: true})
@@ -145,20 +155,20 @@ func compareFilter(ctx context.Context, sched *scheduler, c *clusterCase, events
 			if d := cmp.Diff(variant.pod, pod); d != "" {
 				diffs = append(diffs, fmt.Sprintf("%s: Check modified the pod (-before +after):\n%s", where, d))
 			}
-			diffs = append(diffs, compareResult(where, stored, out, want, res)...)
+			diffs = append(diffs, compareResult(where, reference, out, want, res)...)
 
 			fast, err := ch.checker.Check(variant.pod.DeepCopy(), spread.Options{})
 			if err != nil {
 				diffs = append(diffs, fmt.Sprintf("%s without Explain: Check returned error %v, want a result", where, err))
 				continue
 			}
-			diffs = append(diffs, compareFast(where, stored, out, want, fast)...)
+			diffs = append(diffs, compareFast(where, reference, out, want, fast)...)
 		}
 	}
 	if d := cmp.Diff(before, c); d != "" {
 		diffs = append(diffs, fmt.Sprintf("the checks modified their inputs (-before +after):\n%s", d))
 	}
-	return want, diffs, nil
+	return diffs
 }
 
 func hasMatchLabelKeys(pod *v1.Pod) bool {
@@ -184,6 +194,9 @@ func compareResult(where string, pod *v1.Pod, out *schedulerOutcome, want spread
 		add("FeasibleCount %d, but %d FeasibleNodes listed", res.FeasibleCount, len(res.FeasibleNodes))
 	}
 	hard := hardConstraints(pod)
+	if out.Spread != nil && len(out.Spread.Domains) != len(hard) {
+		add("the scheduler counts %d hard constraints, the pod checked has %d", len(out.Spread.Domains), len(hard))
+	}
 	if len(res.Constraints) != len(hard) {
 		add("%d constraint results, want one per hard constraint (%d)", len(res.Constraints), len(hard))
 		return diffs

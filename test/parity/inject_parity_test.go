@@ -1,0 +1,211 @@
+package parity
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+
+	"github.com/spreadguard/spreadguard/pkg/spread"
+	"github.com/spreadguard/spreadguard/pkg/spread/spreadtest"
+)
+
+// injectDefaults are cluster-wide default constraints as a SpreadPolicy
+// would carry them: without labelSelector, with and without the inclusion
+// policies and minDomains.
+var injectDefaults = map[string][]v1.TopologySpreadConstraint{
+	"zone, maxSkew 1, policies unset": {
+		{MaxSkew: 1, TopologyKey: labelZone, WhenUnsatisfiable: v1.DoNotSchedule},
+	},
+	"hostname hard with taints ignored, zone soft": {
+		{MaxSkew: 1, TopologyKey: labelHostname, WhenUnsatisfiable: v1.DoNotSchedule, NodeTaintsPolicy: ptr.To(v1.NodeInclusionPolicyIgnore)},
+		{MaxSkew: 2, TopologyKey: labelZone, WhenUnsatisfiable: v1.ScheduleAnyway},
+	},
+	"zone minDomains 3 affinity ignored, rack hard": {
+		{MaxSkew: 2, TopologyKey: labelZone, WhenUnsatisfiable: v1.DoNotSchedule, MinDomains: ptr.To[int32](3),
+			NodeAffinityPolicy: ptr.To(v1.NodeInclusionPolicyIgnore), NodeTaintsPolicy: ptr.To(v1.NodeInclusionPolicyHonor)},
+		{MaxSkew: 1, TopologyKey: labelRack, WhenUnsatisfiable: v1.DoNotSchedule},
+	},
+}
+
+// TestInjectedConstraintsParity checks the mutation path end to end
+// against the scheduler's own defaulting: kube-scheduler configured with
+// the defaults as List-defaulted constraints derives the selector with
+// helper.DefaultSelector from its informers and filters the pod as written;
+// spreadguard derives the selector, injects the constraints, and checks
+// the pod as it would store it. Both must find the same feasible nodes and
+// counts. The only intended difference is spreadguard's nodeTaintsPolicy
+// Honor where the default leaves it unset (SPEC, "Mutation, exactly"), so
+// the scheduler is configured with Honor there.
+func TestInjectedConstraintsParity(t *testing.T) {
+	for name, defaults := range injectDefaults {
+		t.Run(name, func(t *testing.T) {
+			sched := newScheduler(t, schedulerDefaults(defaults))
+			for _, seed := range seeds(t) {
+				t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+					t.Logf("seed %d (replay with -parity.seed=%d)", seed, seed)
+					var failures []failure
+					injected := 0
+					indexes := caseIndexes(t)
+					// A quarter of the filter parity's cases per defaults
+					// configuration keeps the run short; -parity.n scales it.
+					if len(indexes) > 1 {
+						indexes = indexes[:max(1, len(indexes)/4)]
+					}
+					for _, i := range indexes {
+						c, sc := newGen(seed^injectStream, i).injectCase()
+						got, diffs, err := compareInjected(t.Context(), sched, c, sc, defaults, newGen(seed^eventStream, i))
+						if err != nil {
+							t.Fatalf("case %d: %v\n%s", i, err, formatCase(c))
+						}
+						if got {
+							injected++
+						}
+						if len(diffs) > 0 {
+							failures = append(failures, failure{index: i, size: len(c.Nodes) + len(c.Pods), text: formatCase(c) + "\n" + formatSelectorCase(sc, nil), diffs: diffs})
+						}
+					}
+					report(t, "TestInjectedConstraintsParity", seed, len(indexes), failures)
+					t.Logf("%d cases, %d with injected constraints", len(indexes), injected)
+					if len(indexes) >= 100 && injected < len(indexes)/5 {
+						t.Errorf("only %d of %d cases got constraints injected; the generator no longer exercises injection", injected, len(indexes))
+					}
+				})
+			}
+		})
+	}
+}
+
+// injectStream keeps these cases apart from the other tests' cases.
+const injectStream uint64 = 0x1a7ec7
+
+// schedulerDefaults is defaults as spreadguard injects them, for the
+// scheduler's configuration: nodeTaintsPolicy Honor where unset.
+func schedulerDefaults(defaults []v1.TopologySpreadConstraint) []v1.TopologySpreadConstraint {
+	out := make([]v1.TopologySpreadConstraint, len(defaults))
+	for i, d := range defaults {
+		out[i] = *d.DeepCopy()
+		if out[i].NodeTaintsPolicy == nil {
+			out[i].NodeTaintsPolicy = ptr.To(v1.NodeInclusionPolicyHonor)
+		}
+	}
+	return out
+}
+
+// injectCase draws a cluster and, for its incoming pod, the Services and
+// owners that DefaultSelector consults. The incoming pod declares no
+// constraint, and half of the existing pods of its namespace carry its
+// labels, as the other replicas of its workload do.
+func (g *gen) injectCase() (*clusterCase, *selectorCase) {
+	c := g.clusterCase()
+	sc := g.selectorCase()
+	c.Pod.Spec.TopologySpreadConstraints = nil
+	c.Pod.Labels = maps.Clone(sc.Pod.Labels)
+	c.Pod.OwnerReferences = sc.Pod.OwnerReferences
+	sc.Pod = c.Pod
+	for _, p := range c.Pods {
+		if p.Namespace == c.Pod.Namespace && g.chance(0.5) {
+			p.Labels = maps.Clone(c.Pod.Labels)
+		}
+	}
+	return c, sc
+}
+
+// compareInjected returns whether spreadguard injected constraints, and
+// every difference from the scheduler.
+func compareInjected(ctx context.Context, sched *scheduler, c *clusterCase, sc *selectorCase, defaults []v1.TopologySpreadConstraint, events *gen) (bool, []string, error) {
+	if err := sched.setSelectorObjects(sc); err != nil {
+		return false, nil, err
+	}
+	out, err := sched.run(ctx, c.Nodes, c.Pods, c.Pod)
+	if err != nil {
+		return false, nil, err
+	}
+
+	src := spreadtest.Sources(sc.objects()...)
+	sel, err := spread.DefaultSelector(c.Pod, src)
+	if err != nil {
+		return false, []string{fmt.Sprintf("DefaultSelector returned error %v", err)}, nil
+	}
+	constraints, err := spread.InjectConstraints(c.Pod, sel, defaults)
+	if err != nil {
+		return false, []string{fmt.Sprintf("InjectConstraints returned error %v", err)}, nil
+	}
+	mutated := c.Pod.DeepCopy()
+	mutated.Spec.TopologySpreadConstraints = constraints
+	var diffs []string
+	if again, err := spread.InjectConstraints(mutated, sel, defaults); err != nil || again != nil {
+		diffs = append(diffs, fmt.Sprintf("a second InjectConstraints over the mutated pod returned %v, %v; want nil, nil", again, err))
+	}
+	if err := validatePod(mutated); err != nil {
+		diffs = append(diffs, fmt.Sprintf("the mutated pod is refused by the apiserver's validation: %v", err))
+	}
+	want := expectedVerdict(mutated, out)
+	diffs = append(diffs, compareCheckers(c, out, mutated, want, []podVariant{{"mutated", mutated}}, events)...)
+	if len(diffs) > 0 {
+		diffs = append(diffs, fmt.Sprintf("derived selector %q; injected:\n%s", sel, formatIncoming(mutated)))
+	}
+	return len(constraints) > 0, diffs, nil
+}
+
+func (sc *selectorCase) objects() []any {
+	var objs []any
+	for _, o := range sc.Services {
+		objs = append(objs, o)
+	}
+	for _, o := range sc.RCs {
+		objs = append(objs, o)
+	}
+	for _, o := range sc.RSs {
+		objs = append(objs, o)
+	}
+	for _, o := range sc.SSs {
+		objs = append(objs, o)
+	}
+	return objs
+}
+
+// setSelectorObjects replaces what the scheduler's informers hold with the
+// Services and owners of sc.
+func (s *scheduler) setSelectorObjects(sc *selectorCase) error {
+	replace := func(inf cache.SharedIndexInformer, objs []runtime.Object) error {
+		list := make([]any, len(objs))
+		for i, o := range objs {
+			list[i] = o
+		}
+		return inf.GetIndexer().Replace(list, "")
+	}
+	var svc, rc, rs, ss []runtime.Object
+	for _, o := range sc.Services {
+		svc = append(svc, o)
+	}
+	for _, o := range sc.RCs {
+		rc = append(rc, o)
+	}
+	for _, o := range sc.RSs {
+		rs = append(rs, o)
+	}
+	for _, o := range sc.SSs {
+		ss = append(ss, o)
+	}
+	core, apps := s.informers.Core().V1(), s.informers.Apps().V1()
+	for _, r := range []struct {
+		inf  cache.SharedIndexInformer
+		objs []runtime.Object
+	}{
+		{core.Services().Informer(), svc},
+		{core.ReplicationControllers().Informer(), rc},
+		{apps.ReplicaSets().Informer(), rs},
+		{apps.StatefulSets().Informer(), ss},
+	} {
+		if err := replace(r.inf, r.objs); err != nil {
+			return fmt.Errorf("filling the scheduler's informers: %w", err)
+		}
+	}
+	return nil
+}
