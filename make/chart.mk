@@ -14,6 +14,13 @@ chart-lint: $(HELM) ## Lint the chart (helm lint --strict) with its defaults and
 	  echo "$(BIN)/helm lint --strict --namespace spreadguard-system -f $$f $(CHART_DIR)"; \
 	  $(BIN)/helm lint --strict --namespace spreadguard-system -f "$$f" $(CHART_DIR) || exit 1; \
 	done
+	@# The other way round: every values file of test/chart/testdata/invalid must
+	@# fail (the Go tests check that the message names what is wrong).
+	@for f in $(CHART_TEST_DIR)/testdata/invalid/*.yaml; do \
+	  if $(BIN)/helm lint --strict --namespace spreadguard-system -f "$$f" $(CHART_DIR) >/dev/null 2>&1; then \
+	    echo "helm lint accepts $$f, which the schema must refuse" >&2; exit 1; \
+	  fi; \
+	done; echo "helm lint refuses every values file in $(CHART_TEST_DIR)/testdata/invalid"
 
 .PHONY: test-chart
 test-chart: $(HELM) $(ETCD) $(KUBE_APISERVER) ## Render the chart with Helm 3 and 4 for each ci/ values file, check the objects, and dry-run them against kube-apiserver.
