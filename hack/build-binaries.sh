@@ -112,11 +112,22 @@ GO
 
 # go_install builds a module whose go.mod has no replace directives.
 go_install() {
-  local name=$1 pkg=$2 version=$3
+  local name=$1 pkg=$2 version=$3 ldflags=${4:-}
   done_already "$name" "$version" && { log "$name $version already built"; return; }
   log "building $name $version"
-  GOBIN=$BIN CGO_ENABLED=0 go install -trimpath -ldflags "-s -w" "$pkg@$version"
+  GOBIN=$BIN CGO_ENABLED=0 go install -trimpath -ldflags "-s -w $ldflags" "$pkg@$version"
   mark "$name" "$version"
+}
+
+# helm_ldflags stamps the version a release build carries, and the
+# Kubernetes version `helm template` assumes without a cluster (v1.20
+# otherwise, which makes charts that check .Capabilities fail offline).
+helm_ldflags() {
+  local mod="helm.sh/helm/v${HELM_VERSION:1:1}" minor=${KUBE_VERSION#v1.}
+  minor=${minor%%.*}
+  local chartutil=$mod/pkg/chartutil
+  [[ ${HELM_VERSION:1:1} == 4 ]] && chartutil=$mod/pkg/chart/common/util
+  echo "-X $mod/internal/version.version=$HELM_VERSION -X $chartutil.k8sVersionMajor=1 -X $chartutil.k8sVersionMinor=$minor"
 }
 
 build_one() {
@@ -125,7 +136,7 @@ build_one() {
     kube-apiserver|kube-scheduler|kube-controller-manager|kubectl)
       build_k8s "$1" "k8s.io/kubernetes/cmd/$1" ;;
     kwok) go_install kwok sigs.k8s.io/kwok/cmd/kwok "$KWOK_VERSION" ;;
-    helm) go_install helm "helm.sh/helm/v${HELM_VERSION:1:1}/cmd/helm" "$HELM_VERSION" ;;
+    helm) go_install helm "helm.sh/helm/v${HELM_VERSION:1:1}/cmd/helm" "$HELM_VERSION" "$(helm_ldflags)" ;;
     *) echo "build-binaries: unknown binary \"$1\" (want etcd, kube-apiserver, kube-scheduler, kube-controller-manager, kubectl, kwok or helm)" >&2; exit 2 ;;
   esac
 }
