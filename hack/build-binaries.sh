@@ -125,6 +125,13 @@ go_install() {
 helm_ldflags() {
   local mod="helm.sh/helm/v${HELM_VERSION:1:1}" minor=${KUBE_VERSION#v1.}
   minor=${minor%%.*}
+  printf -- '-X %s/internal/version.version=%s' "$mod" "$HELM_VERSION"
+  # Helm 4 takes the assumed version from the client libraries instead.
+  [[ ${HELM_VERSION:1:1} == 3 ]] &&
+    printf -- ' -X %s/pkg/chartutil.k8sVersionMajor=1 -X %s/pkg/chartutil.k8sVersionMinor=%s' "$mod" "$mod" "$minor"
+  echo
+}
+  minor=${minor%%.*}
   local chartutil=$mod/pkg/chartutil
   [[ ${HELM_VERSION:1:1} == 4 ]] && chartutil=$mod/pkg/chart/common/util
   echo "-X $mod/internal/version.version=$HELM_VERSION -X $chartutil.k8sVersionMajor=1 -X $chartutil.k8sVersionMinor=$minor"
