@@ -131,11 +131,6 @@ helm_ldflags() {
     printf -- ' -X %s/pkg/chartutil.k8sVersionMajor=1 -X %s/pkg/chartutil.k8sVersionMinor=%s' "$mod" "$mod" "$minor"
   echo
 }
-  minor=${minor%%.*}
-  local chartutil=$mod/pkg/chartutil
-  [[ ${HELM_VERSION:1:1} == 4 ]] && chartutil=$mod/pkg/chart/common/util
-  echo "-X $mod/internal/version.version=$HELM_VERSION -X $chartutil.k8sVersionMajor=1 -X $chartutil.k8sVersionMinor=$minor"
-}
 
 build_one() {
   case $1 in
