@@ -95,9 +95,18 @@ func some[T any](g *gen, xs []T, p float64) []T {
 func (g *gen) clusterCase() *clusterCase {
 	c := &clusterCase{}
 	nZones := g.intn(1, 4)
-	nNodes := g.intn(1, 12)
+	nNodes, nPods := g.intn(1, 12), g.intn(0, 40)
+	if g.chance(0.03) {
+		// A few large clusters: more than 64 nodes and more than 64 values
+		// of one key take other paths through spreadguard's index.
+		nNodes, nPods = g.intn(65, 140), g.intn(100, 400)
+	}
 	for i := range nNodes {
-		c.Nodes = append(c.Nodes, g.node(fmt.Sprintf("node-%d", i), zones[:nZones]))
+		n := g.node(fmt.Sprintf("node-%d", i), zones[:nZones])
+		if _, ok := n.Labels[labelRack]; ok && nNodes > 12 {
+			n.Labels[labelRack] = fmt.Sprintf("rack-%d", g.r.IntN(nNodes*3/4))
+		}
+		c.Nodes = append(c.Nodes, n)
 	}
 	if nNodes > 1 && g.chance(0.05) {
 		// Some providers give nodes a hostname label that is not the node
@@ -109,7 +118,7 @@ func (g *gen) clusterCase() *clusterCase {
 	}
 	// Pod names repeat across namespaces, never within one.
 	perNamespace := map[string]int{}
-	for range g.intn(0, 40) {
+	for range nPods {
 		p := g.existingPod("", c.Nodes)
 		p.Name = fmt.Sprintf("pod-%d", perNamespace[p.Namespace])
 		p.UID = apitypes.UID(p.Namespace + "-" + p.Name)

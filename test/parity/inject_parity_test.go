@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -26,6 +27,9 @@ var injectDefaults = map[string][]v1.TopologySpreadConstraint{
 		{MaxSkew: 1, TopologyKey: labelHostname, WhenUnsatisfiable: v1.DoNotSchedule, NodeTaintsPolicy: ptr.To(v1.NodeInclusionPolicyIgnore)},
 		{MaxSkew: 2, TopologyKey: labelZone, WhenUnsatisfiable: v1.ScheduleAnyway},
 	},
+	"zone hard narrowed by matchLabelKeys": {
+		{MaxSkew: 1, TopologyKey: labelZone, WhenUnsatisfiable: v1.DoNotSchedule, MatchLabelKeys: []string{"pod-template-hash", "version"}},
+	},
 	"zone minDomains 3 affinity ignored, rack hard": {
 		{MaxSkew: 2, TopologyKey: labelZone, WhenUnsatisfiable: v1.DoNotSchedule, MinDomains: ptr.To[int32](3),
 			NodeAffinityPolicy: ptr.To(v1.NodeInclusionPolicyIgnore), NodeTaintsPolicy: ptr.To(v1.NodeInclusionPolicyHonor)},
@@ -33,19 +37,26 @@ var injectDefaults = map[string][]v1.TopologySpreadConstraint{
 	},
 }
 
-// TestInjectedConstraintsParity checks the mutation path end to end
-// against the scheduler's own defaulting: kube-scheduler configured with
-// the defaults as List-defaulted constraints derives the selector with
-// helper.DefaultSelector from its informers and filters the pod as written;
-// spreadguard derives the selector, injects the constraints, and checks
-// the pod as it would store it. Both must find the same feasible nodes and
-// counts. The only intended difference is spreadguard's nodeTaintsPolicy
-// Honor where the default leaves it unset (SPEC, "Mutation, exactly"), so
-// the scheduler is configured with Honor there.
+// TestInjectedConstraintsParity checks the mutation path end to end.
+// spreadguard derives the selector, injects the defaults and checks the
+// mutated pod; that must agree with
+//   - the scheduler filtering the mutated pod as the apiserver stores it,
+//     which is what enforces the injected constraints in a cluster, and
+//   - the scheduler's own defaulting: configured with the defaults as
+//     List-defaulted constraints, it derives the selector with
+//     helper.DefaultSelector from its informers and filters the pod as
+//     written. spreadguard's nodeTaintsPolicy Honor where a default leaves
+//     it unset (SPEC, "Mutation, exactly") is configured there too. The
+//     scheduler ignores matchLabelKeys in default constraints, which a
+//     SpreadPolicy may carry, so defaults that have some skip this check.
 func TestInjectedConstraintsParity(t *testing.T) {
+	explicit := newScheduler(t, nil)
 	for name, defaults := range injectDefaults {
 		t.Run(name, func(t *testing.T) {
-			sched := newScheduler(t, schedulerDefaults(defaults))
+			var listDefaulting *scheduler
+			if !slices.ContainsFunc(defaults, func(c v1.TopologySpreadConstraint) bool { return len(c.MatchLabelKeys) > 0 }) {
+				listDefaulting = newScheduler(t, schedulerDefaults(defaults))
+			}
 			for _, seed := range seeds(t) {
 				t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
 					t.Logf("seed %d (replay with -parity.seed=%d)", seed, seed)
@@ -59,7 +70,7 @@ func TestInjectedConstraintsParity(t *testing.T) {
 					}
 					for _, i := range indexes {
 						c, sc := newGen(seed^injectStream, i).injectCase()
-						got, diffs, err := compareInjected(t.Context(), sched, c, sc, defaults, newGen(seed^eventStream, i))
+						got, diffs, err := compareInjected(t.Context(), explicit, listDefaulting, c, sc, defaults, newGen(seed^eventStream, i))
 						if err != nil {
 							t.Fatalf("case %d: %v\n%s", i, err, formatCase(c))
 						}
@@ -117,16 +128,9 @@ func (g *gen) injectCase() (*clusterCase, *selectorCase) {
 }
 
 // compareInjected returns whether spreadguard injected constraints, and
-// every difference from the scheduler.
-func compareInjected(ctx context.Context, sched *scheduler, c *clusterCase, sc *selectorCase, defaults []v1.TopologySpreadConstraint, events *gen) (bool, []string, error) {
-	if err := sched.setSelectorObjects(sc); err != nil {
-		return false, nil, err
-	}
-	out, err := sched.run(ctx, c.Nodes, c.Pods, c.Pod)
-	if err != nil {
-		return false, nil, err
-	}
-
+// every difference from the scheduler, filtering the stored mutated pod
+// (explicit) and, when not nil, defaulting the pod itself (listDefaulting).
+func compareInjected(ctx context.Context, explicit, listDefaulting *scheduler, c *clusterCase, sc *selectorCase, defaults []v1.TopologySpreadConstraint, events *gen) (bool, []string, error) {
 	src := spreadtest.Sources(sc.objects()...)
 	sel, err := spread.DefaultSelector(c.Pod, src)
 	if err != nil {
@@ -138,15 +142,38 @@ func compareInjected(ctx context.Context, sched *scheduler, c *clusterCase, sc *
 	}
 	mutated := c.Pod.DeepCopy()
 	mutated.Spec.TopologySpreadConstraints = constraints
+	stored := storedPod(mutated)
 	var diffs []string
 	if again, err := spread.InjectConstraints(mutated, sel, defaults); err != nil || again != nil {
 		diffs = append(diffs, fmt.Sprintf("a second InjectConstraints over the mutated pod returned %v, %v; want nil, nil", again, err))
 	}
-	if err := validatePod(mutated); err != nil {
+	if err := validatePod(stored); err != nil {
 		diffs = append(diffs, fmt.Sprintf("the mutated pod is refused by the apiserver's validation: %v", err))
 	}
-	want := expectedVerdict(mutated, out)
-	diffs = append(diffs, compareCheckers(c, out, mutated, want, []podVariant{{"mutated", mutated}}, events)...)
+	variants := []podVariant{{"as stored", stored}}
+	if hasMatchLabelKeys(mutated) {
+		variants = append(variants, podVariant{"as mutated", mutated})
+	}
+
+	out, err := explicit.run(ctx, c.Nodes, c.Pods, stored)
+	if err != nil {
+		return false, nil, err
+	}
+	for _, d := range compareCheckers(c, out, stored, expectedVerdict(stored, out), variants, events) {
+		diffs = append(diffs, "scheduler filtering the stored mutated pod: "+d)
+	}
+	if listDefaulting != nil {
+		if err := listDefaulting.setSelectorObjects(sc); err != nil {
+			return false, nil, err
+		}
+		out, err := listDefaulting.run(ctx, c.Nodes, c.Pods, c.Pod)
+		if err != nil {
+			return false, nil, err
+		}
+		for _, d := range compareCheckers(c, out, stored, expectedVerdict(stored, out), variants[:1], events) {
+			diffs = append(diffs, "scheduler defaulting the pod as written: "+d)
+		}
+	}
 	if len(diffs) > 0 {
 		diffs = append(diffs, fmt.Sprintf("derived selector %q; injected:\n%s", sel, formatIncoming(mutated)))
 	}
