@@ -1,0 +1,283 @@
+//go:build integration
+
+// Package integration runs spreadguard's webhook in-process against a real
+// kube-apiserver and etcd (controller-runtime's envtest), registered through
+// real MutatingWebhookConfiguration and ValidatingWebhookConfiguration
+// objects, and asserts what the apiserver stored or refused.
+//
+// The binaries come from ./bin, built from source by hack/build-binaries.sh:
+//
+//	make test-integration
+package integration
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"go.uber.org/zap/zapcore"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/spreadguard/spreadguard/cmd/webhook/app"
+	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
+)
+
+// labelHiddenFromCache marks objects the webhook's ReplicaSet informer is
+// built never to see, so a test can prove the live-read fallback.
+const labelHiddenFromCache = "integration.spreadguard.io/hidden-from-cache"
+
+// suite is what every test shares: one API server, one webhook.
+var suite struct {
+	restConfig *rest.Config
+	client     client.Client
+	scheme     *runtime.Scheme
+	// webhookURL is https://127.0.0.1:<port> of the webhook server.
+	webhookURL string
+	caPEM      []byte
+	probeURL   string
+	metricsURL string
+}
+
+func TestMain(m *testing.M) {
+	os.Exit(runSuite(m))
+}
+
+func runSuite(m *testing.M) int {
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		return fail("finding the repository root: %v", err)
+	}
+	assets := os.Getenv("KUBEBUILDER_ASSETS")
+	if assets == "" {
+		assets = filepath.Join(root, "bin")
+	}
+	for _, name := range []string{"etcd", "kube-apiserver"} {
+		if fi, err := os.Stat(filepath.Join(assets, name)); err != nil || fi.Mode()&0o111 == 0 {
+			return fail("%s is missing from %s: the integration tests need etcd and kube-apiserver v1.37.1 built from source. "+
+				"Run `make test-integration`, which builds them with hack/build-binaries.sh and runs these tests.",
+				name, assets)
+		}
+	}
+
+	log := zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.InfoLevel))
+	ctrl.SetLogger(log)
+	klog.SetLogger(log)
+
+	suite.scheme = runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(suite.scheme); err != nil {
+		return fail("building the scheme: %v", err)
+	}
+	if err := v1alpha1.AddToScheme(suite.scheme); err != nil {
+		return fail("building the scheme: %v", err)
+	}
+
+	mutating, validating := webhookConfigurations()
+	env := &envtest.Environment{
+		BinaryAssetsDirectory:    assets,
+		CRDDirectoryPaths:        []string{filepath.Join(root, "charts", "spreadguard", "crds")},
+		ErrorIfCRDPathMissing:    true,
+		Scheme:                   suite.scheme,
+		ControlPlaneStartTimeout: 2 * time.Minute,
+		ControlPlaneStopTimeout:  time.Minute,
+		WebhookInstallOptions: envtest.WebhookInstallOptions{
+			LocalServingHost:   "127.0.0.1",
+			MutatingWebhooks:   mutating,
+			ValidatingWebhooks: validating,
+		},
+	}
+	started := time.Now()
+	if suite.restConfig, err = env.Start(); err != nil {
+		_ = env.Stop()
+		return fail("starting kube-apiserver and etcd from %s: %v", assets, err)
+	}
+	defer func() {
+		if err := env.Stop(); err != nil {
+			fmt.Fprintf(os.Stderr, "stopping the control plane: %v\n", err)
+		}
+	}()
+	fmt.Fprintf(os.Stderr, "control plane up in %s\n", time.Since(started).Round(time.Millisecond))
+
+	if suite.client, err = client.New(suite.restConfig, client.Options{Scheme: suite.scheme}); err != nil {
+		return fail("creating the client: %v", err)
+	}
+	wh := env.WebhookInstallOptions
+	suite.webhookURL = "https://" + net.JoinHostPort(wh.LocalServingHost, strconv.Itoa(wh.LocalServingPort))
+	suite.caPEM = wh.LocalServingCAData
+
+	probePort, metricsPort := freePort(), freePort()
+	if probePort == 0 || metricsPort == 0 {
+		return fail("finding free ports")
+	}
+	suite.probeURL = fmt.Sprintf("http://127.0.0.1:%d", probePort)
+	suite.metricsURL = fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort)
+
+	cfg := app.NewConfig()
+	cfg.Port = wh.LocalServingPort
+	cfg.CertDir = wh.LocalServingCertDir
+	cfg.HealthProbeBindAddress = fmt.Sprintf("127.0.0.1:%d", probePort)
+	cfg.MetricsBindAddress = fmt.Sprintf("127.0.0.1:%d", metricsPort)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- app.Run(ctx, cfg,
+			app.WithRESTConfig(suite.restConfig),
+			app.WithHost("127.0.0.1"),
+			app.WithLogger(log.WithName("webhook")),
+			app.WithCacheOptions(hideLabelledReplicaSets),
+		)
+	}()
+	defer func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "webhook server stopped with: %v\n", err)
+			}
+		case <-time.After(time.Minute):
+			fmt.Fprintln(os.Stderr, "webhook server did not stop within a minute")
+		}
+	}()
+	if err := waitReady(done, log); err != nil {
+		return fail("%v", err)
+	}
+	fmt.Fprintf(os.Stderr, "webhook ready %s after start\n", time.Since(started).Round(time.Millisecond))
+	return m.Run()
+}
+
+// fail reports a setup failure so that the package FAILS, never skips.
+func fail(format string, args ...any) int {
+	fmt.Fprintf(os.Stderr, "FAIL: "+format+"\n", args...)
+	return 1
+}
+
+// freePort returns a port nothing listens on right now, or 0.
+func freePort() int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// hideLabelledReplicaSets keeps ReplicaSets labelled labelHiddenFromCache
+// out of the webhook's informer.
+func hideLabelledReplicaSets(o *crcache.Options) {
+	hidden, err := labels.Parse("!" + labelHiddenFromCache)
+	if err != nil {
+		panic(err)
+	}
+	for obj, by := range o.ByObject {
+		if _, ok := obj.(*appsv1.ReplicaSet); ok {
+			by.Label = hidden
+			o.ByObject[obj] = by
+		}
+	}
+}
+
+// waitReady waits for /readyz, which turns 200 only once the caches have
+// synced and the webhook server answers.
+func waitReady(done <-chan error, log logr.Logger) error {
+	deadline := time.Now().Add(2 * time.Minute)
+	for time.Now().Before(deadline) {
+		select {
+		case err := <-done:
+			return fmt.Errorf("the webhook server stopped before it was ready: %w", err)
+		default:
+		}
+		resp, err := http.Get(suite.probeURL + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	log.Info("webhook not ready")
+	return errors.New("the webhook server was not ready (/readyz) within 2 minutes")
+}
+
+// webhookConfigurations mirrors the chart's webhook configurations, with two
+// differences for the test: failurePolicy Fail, so that a webhook fault
+// fails the test instead of admitting the pod, and no namespaceSelector, so
+// that the server's own exclusion of kube-system is what is tested.
+func webhookConfigurations() ([]*admissionregistrationv1.MutatingWebhookConfiguration, []*admissionregistrationv1.ValidatingWebhookConfiguration) {
+	fail := admissionregistrationv1.Fail
+	none := admissionregistrationv1.SideEffectClassNone
+	equivalent := admissionregistrationv1.Equivalent
+	ifNeeded := admissionregistrationv1.IfNeededReinvocationPolicy
+	timeout := int32(10)
+	namespaced, cluster := admissionregistrationv1.NamespacedScope, admissionregistrationv1.ClusterScope
+	clientConfig := func(path string) admissionregistrationv1.WebhookClientConfig {
+		// envtest replaces the service with the local URL and the CA.
+		return admissionregistrationv1.WebhookClientConfig{Service: &admissionregistrationv1.ServiceReference{
+			Namespace: "default", Name: "spreadguard", Path: &path,
+		}}
+	}
+	rule := func(group, version, resource string, scope admissionregistrationv1.ScopeType, ops ...admissionregistrationv1.OperationType) []admissionregistrationv1.RuleWithOperations {
+		return []admissionregistrationv1.RuleWithOperations{{
+			Operations: ops,
+			Rule: admissionregistrationv1.Rule{
+				APIGroups: []string{group}, APIVersions: []string{version}, Resources: []string{resource}, Scope: &scope,
+			},
+		}}
+	}
+	create, update := admissionregistrationv1.Create, admissionregistrationv1.Update
+	mutating := &admissionregistrationv1.MutatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: "spreadguard"},
+		Webhooks: []admissionregistrationv1.MutatingWebhook{{
+			Name: "pods.mutate.spreadguard.io", AdmissionReviewVersions: []string{"v1"},
+			SideEffects: &none, MatchPolicy: &equivalent, FailurePolicy: &fail, TimeoutSeconds: &timeout,
+			ReinvocationPolicy: &ifNeeded,
+			ClientConfig:       clientConfig(app.PathMutatePod),
+			Rules:              rule("", "v1", "pods", namespaced, create),
+		}},
+	}
+	validating := &admissionregistrationv1.ValidatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: "spreadguard"},
+		Webhooks: []admissionregistrationv1.ValidatingWebhook{
+			{
+				Name: "pods.validate.spreadguard.io", AdmissionReviewVersions: []string{"v1"},
+				SideEffects: &none, MatchPolicy: &equivalent, FailurePolicy: &fail, TimeoutSeconds: &timeout,
+				ClientConfig: clientConfig(app.PathValidatePod),
+				Rules:        rule("", "v1", "pods", namespaced, create),
+			},
+			{
+				Name: "spreadpolicies.validate.spreadguard.io", AdmissionReviewVersions: []string{"v1"},
+				SideEffects: &none, MatchPolicy: &equivalent, FailurePolicy: &fail, TimeoutSeconds: &timeout,
+				ClientConfig: clientConfig(app.PathValidateSpreadPolicy),
+				Rules:        rule(v1alpha1.GroupName, "v1alpha1", "spreadpolicies", namespaced, create, update),
+			},
+			{
+				Name: "clusterspreadpolicies.validate.spreadguard.io", AdmissionReviewVersions: []string{"v1"},
+				SideEffects: &none, MatchPolicy: &equivalent, FailurePolicy: &fail, TimeoutSeconds: &timeout,
+				ClientConfig: clientConfig(app.PathValidateClusterSpreadPolicy),
+				Rules:        rule(v1alpha1.GroupName, "v1alpha1", "clusterspreadpolicies", cluster, create, update),
+			},
+		},
+	}
+	return []*admissionregistrationv1.MutatingWebhookConfiguration{mutating},
+		[]*admissionregistrationv1.ValidatingWebhookConfiguration{validating}
+}
