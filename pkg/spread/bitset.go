@@ -89,22 +89,33 @@ func (b bitset) each(f func(id int32)) {
 	}
 }
 
-// arena hands out zeroed bitsets of one length from a single allocation,
-// for the scratch sets of one Check.
+// arena hands out zeroed bitsets of one length, carved from one buffer
+// that Index reuses across checks through a sync.Pool.
 type arena struct {
 	words int
 	buf   []uint64
+	next  int
 }
 
-func newArena(words, sets int) *arena {
-	return &arena{words: words, buf: make([]uint64, words*sets)}
+// reset prepares a for sets bitsets of words words each.
+func (a *arena) reset(words, sets int) {
+	a.words, a.next = words, 0
+	if need := words * sets; cap(a.buf) < need {
+		a.buf = make([]uint64, need)
+	} else {
+		a.buf = a.buf[:need]
+		clear(a.buf)
+	}
 }
 
 func (a *arena) get() bitset {
-	if len(a.buf) < a.words {
-		a.buf = make([]uint64, a.words*8)
+	if a.next+a.words > len(a.buf) {
+		// More sets than reset planned for (a pod with many affinity
+		// terms): grow, leaving the sets handed out so far in place.
+		a.buf = make([]uint64, 8*a.words)
+		a.next = 0
 	}
-	b := bitset(a.buf[:a.words:a.words])
-	a.buf = a.buf[a.words:]
+	b := bitset(a.buf[a.next : a.next+a.words : a.next+a.words])
+	a.next += a.words
 	return b
 }

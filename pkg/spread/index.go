@@ -25,8 +25,9 @@ import (
 // index from key=value (and key) to groups finds the groups it can match
 // without looking at the others.
 type Index struct {
-	mu   sync.RWMutex
-	seed maphash.Seed
+	mu      sync.RWMutex
+	seed    maphash.Seed
+	scratch sync.Pool
 
 	// nodes holds every node name that is known as a node or that a
 	// counted pod is bound to; only entries with an ID are nodes.
@@ -38,6 +39,7 @@ type Index struct {
 	taints   map[taintKey]*taintIndex
 	cordoned bitset
 
+	serials    uint64
 	pods       map[podKey]podRecord
 	namespaces map[string]*nsIndex
 	groups     map[uint64]*group // by hash of namespace and labels, chained
@@ -70,8 +72,10 @@ type keyIndex struct {
 
 type valueIndex struct {
 	value string
-	nodes bitset
-	count int
+	// serial orders values for merging counts; unique in the index.
+	serial uint64
+	nodes  bitset
+	count  int
 }
 
 type taintKey struct {
@@ -117,6 +121,7 @@ type nsIndex struct {
 // NewIndex returns an empty Index.
 func NewIndex() *Index {
 	return &Index{
+		scratch:    sync.Pool{New: newQuery},
 		seed:       maphash.MakeSeed(),
 		nodes:      map[string]*nodeEntry{},
 		keys:       map[string]*keyIndex{},
@@ -263,7 +268,8 @@ func (ix *Index) indexNode(e *nodeEntry) {
 		}
 		vi := ki.values[v]
 		if vi == nil {
-			vi = &valueIndex{value: v}
+			ix.serials++
+			vi = &valueIndex{value: v, serial: ix.serials}
 			ki.values[v] = vi
 		}
 		ki.nodes.set(e.id)

@@ -10,7 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 // Check decides feasibility for pod from the index. It returns the same
@@ -24,9 +23,12 @@ func (ix *Index) Check(pod *v1.Pod, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	q := ix.scratch.Get().(*query)
+	defer ix.scratch.Put(q)
+	defer q.finish()
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
-	q := ix.newQuery(pod, cs)
+	q.start(ix, pod, cs)
 	ev := q.evaluate()
 	if opts.Explain || ev.verdict() == VerdictUnsatisfiable {
 		q.detail(ev)
@@ -34,12 +36,15 @@ func (ix *Index) Check(pod *v1.Pod, opts Options) (*Result, error) {
 	return assemble(ev, opts)
 }
 
-// query is one Check's work on the index, under the read lock.
+// query is one Check's work on the index, under the read lock. Queries are
+// pooled: their bitsets and maps are scratch space reused from check to
+// check, which keeps a check's garbage, and so the garbage collector's
+// share of its cost, small however large the index is.
 type query struct {
 	ix    *Index
 	pod   *v1.Pod
 	cs    []constraint
-	arena *arena
+	arena arena
 
 	// affinity: nodes matching nodeSelector and required node affinity.
 	// tainted: nodes with a NoSchedule/NoExecute taint the pod does not
@@ -47,12 +52,38 @@ type query struct {
 	// cordons. keyed: live nodes carrying every hard topology key.
 	affinity, tainted, candidates, keyed bitset
 	eligible                             []bitset
-	counts                               []map[*valueIndex]int
+	// counts holds, per constraint, the matching pods per domain with at
+	// least one, as (value, count) pairs sorted by value serial: a slice
+	// sorted and merged is cheaper than a map for the few dozen domains a
+	// Deployment's pods occupy.
+	counts  [][]valueCount
+	matched map[string][]*group
 }
 
-func (ix *Index) newQuery(pod *v1.Pod, cs []constraint) *query {
-	words := ix.words()
-	q := &query{ix: ix, pod: pod, cs: cs, arena: newArena(words, 6+len(cs))}
+func newQuery() any { return &query{matched: map[string][]*group{}} }
+
+// finish drops what q points into, so that a pooled query keeps no pod or
+// group alive.
+func (q *query) finish() {
+	q.ix, q.pod, q.cs = nil, nil, nil
+	clear(q.matched)
+	for i := range q.counts {
+		q.counts[i] = q.counts[i][:0]
+	}
+}
+
+// start prepares q for one check of pod.
+func (q *query) start(ix *Index, pod *v1.Pod, cs []constraint) {
+	q.ix, q.pod, q.cs = ix, pod, cs
+	q.arena.reset(ix.words(), 7+2*len(cs))
+	clear(q.matched)
+	q.eligible = q.eligible[:0]
+	for len(q.counts) < len(cs) {
+		q.counts = append(q.counts, nil)
+	}
+	for i := range q.counts {
+		q.counts[i] = q.counts[i][:0]
+	}
 	q.affinity = q.affinityNodes()
 
 	q.tainted = q.arena.get()
@@ -77,7 +108,6 @@ func (ix *Index) newQuery(pod *v1.Pod, cs []constraint) *query {
 			clear(q.keyed)
 		}
 	}
-	return q
 }
 
 // evaluate counts and decides, without per-node details.
@@ -89,9 +119,6 @@ func (q *query) evaluate() *evaluation {
 		domainCount: make([]int, len(cs)),
 		globalMin:   make([]int, len(cs)),
 	}
-	q.eligible = make([]bitset, len(cs))
-	q.counts = make([]map[*valueIndex]int, len(cs))
-	matched := map[string][]*group{}
 	ns := ix.namespaces[q.pod.Namespace]
 
 	feasible := q.arena.get()
@@ -99,30 +126,31 @@ func (q *query) evaluate() *evaluation {
 	feasible.and(q.keyed)
 	for i := range cs {
 		c := &cs[i]
-		q.eligible[i] = q.eligibleFor(c)
+		q.eligible = append(q.eligible, q.eligibleFor(c))
 		ki := ix.keys[c.topologyKey]
-		counts := map[*valueIndex]int{}
-		q.counts[i] = counts
+		counts := q.counts[i]
 		if ns != nil && c.countsPods() && ki != nil {
 			sel := c.selector.String()
-			groups, ok := matched[sel]
+			groups, ok := q.matched[sel]
 			if !ok {
 				groups = ns.matching(c.selector)
-				matched[sel] = groups
+				q.matched[sel] = groups
 			}
 			for _, g := range groups {
 				for e, n := range g.nodes {
 					if e.id >= 0 && q.eligible[i].has(e.id) {
-						counts[ki.valueOf[e.id]] += int(n)
+						counts = append(counts, valueCount{ki.valueOf[e.id], int(n)})
 					}
 				}
 			}
+			counts = mergeCounts(counts)
+			q.counts[i] = counts
 		}
 		domains := make(map[string]int, len(counts))
 		smallest := math.MaxInt32
-		for vi, n := range counts {
-			domains[vi.value] = n
-			smallest = min(smallest, n)
+		for _, vc := range counts {
+			domains[vc.value.value] = vc.n
+			smallest = min(smallest, vc.n)
 		}
 		ev.domains[i] = domains
 		ev.domainCount[i] = q.domainCount(ki, q.eligible[i])
@@ -137,16 +165,36 @@ func (q *query) evaluate() *evaluation {
 		// 0 + selfMatch (at most 1) - globalMin (at least 0) <= 1 <= maxSkew.
 		// So the nodes that fail this constraint are exactly the nodes of
 		// the over-skewed domains with a non-zero count.
-		for vi, n := range counts {
+		for _, vc := range counts {
 			// 'existing matching num' + 'if self-match (1 or 0)' - 'global minimum' <= 'maxSkew'
-			if n+c.selfMatch-ev.globalMin[i] > int(c.maxSkew) {
-				feasible.andNot(vi.nodes)
+			if vc.n+c.selfMatch-ev.globalMin[i] > int(c.maxSkew) {
+				feasible.andNot(vc.value.nodes)
 			}
 		}
 	}
 	ev.candidates = q.candidates.count()
 	ev.feasible = feasible.count()
 	return ev
+}
+
+type valueCount struct {
+	value *valueIndex
+	n     int
+}
+
+// mergeCounts sorts pairs by value and adds up the pairs of one value (a
+// node holding pods of several matching groups).
+func mergeCounts(pairs []valueCount) []valueCount {
+	slices.SortFunc(pairs, func(a, b valueCount) int { return cmp.Compare(a.value.serial, b.value.serial) })
+	out := pairs[:0]
+	for _, p := range pairs {
+		if n := len(out); n > 0 && out[n-1].value == p.value {
+			out[n-1].n += p.n
+		} else {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // eligibleFor is the set of nodes that take part in c's counting: they
@@ -192,8 +240,10 @@ func (q *query) detail(ev *evaluation) {
 		ki := ix.keys[q.cs[i].topologyKey]
 		domains := ev.domains[i]
 		q.eligible[i].each(func(id int32) {
-			vi := ki.valueOf[id]
-			domains[vi.value] = q.counts[i][vi]
+			if v := ki.valueOf[id].value; domains[v] == 0 {
+				// Counted domains are already there; this adds the rest.
+				domains[v] = 0
+			}
 		})
 	}
 	tolerable := toleratesUnschedulable(q.pod.Spec.Tolerations)
@@ -262,16 +312,16 @@ func (q *query) termNodes(t *v1.NodeSelectorTerm, out bitset) bool {
 			return false
 		}
 		// The same validation the nodeaffinity helper applies.
-		r, err := labels.NewRequirement(expr.Key, op, expr.Values, field.WithPath(field.NewPath("")))
+		r, err := labels.NewRequirement(expr.Key, op, expr.Values)
 		if err != nil {
 			return false
 		}
 		ki := ix.keys[expr.Key]
 		switch op {
 		case selection.In:
-			out.and(ix.union(ki, expr.Values, q.arena))
+			out.and(ix.union(ki, expr.Values, &q.arena))
 		case selection.NotIn:
-			out.andNot(ix.union(ki, expr.Values, q.arena))
+			out.andNot(ix.union(ki, expr.Values, &q.arena))
 		case selection.Exists:
 			if ki == nil {
 				clear(out)
@@ -283,7 +333,7 @@ func (q *query) termNodes(t *v1.NodeSelectorTerm, out bitset) bool {
 				out.andNot(ki.nodes)
 			}
 		case selection.GreaterThan, selection.LessThan:
-			out.and(ix.compared(ki, r, q.arena))
+			out.and(ix.compared(ki, r, &q.arena))
 		}
 	}
 	for _, f := range t.MatchFields {

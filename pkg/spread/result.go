@@ -138,10 +138,15 @@ func assemble(ev *evaluation, opts Options) (*Result, error) {
 	}
 	for i := range ev.constraints {
 		c := &ev.constraints[i]
-		domains := make(map[string]int, len(ev.domains[i]))
-		for d, n := range ev.domains[i] {
-			if n > 0 || opts.Explain {
-				domains[d] = n
+		// The Result may share the evaluation's map: nothing changes it
+		// afterwards.
+		domains := ev.domains[i]
+		if !opts.Explain && hasZero(domains) {
+			domains = make(map[string]int, len(ev.domains[i]))
+			for d, n := range ev.domains[i] {
+				if n > 0 {
+					domains[d] = n
+				}
 			}
 		}
 		res.Constraints[i] = ConstraintResult{
@@ -186,6 +191,15 @@ func assemble(ev *evaluation, opts Options) (*Result, error) {
 		res.Message = "No node passes the pod's node affinity, nodeSelector, taints and cordons, so topology spread is not what keeps it from being scheduled; the scheduler will leave it Pending until such a node exists."
 	}
 	return res, nil
+}
+
+func hasZero(m map[string]int) bool {
+	for _, n := range m {
+		if n == 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // selfCheck recomputes candidates, feasible nodes and domains from the

@@ -1,0 +1,209 @@
+package spread_test
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/spreadguard/spreadguard/pkg/spread"
+	st "github.com/spreadguard/spreadguard/pkg/spread/spreadtest"
+)
+
+// benchCluster is the benchmark's cluster: nodes in 3 zones, 30 pods per
+// node, made of Deployments of 30 replicas (one ReplicaSet revision each)
+// spread across many namespaces plus one big namespace holding half of
+// them. Every Deployment has 10 replicas per zone on 30 distinct nodes.
+type benchCluster struct {
+	snap     spread.Snapshot
+	incoming *v1.Pod
+}
+
+var (
+	benchMu       sync.Mutex
+	benchClusters = map[int]*benchCluster{}
+)
+
+const (
+	podsPerNode = 30
+	replicas    = 30
+)
+
+func clusterOf(nodes int) *benchCluster {
+	benchMu.Lock()
+	defer benchMu.Unlock()
+	if c := benchClusters[nodes]; c != nil {
+		return c
+	}
+	zones := []string{"zone-a", "zone-b", "zone-c"}
+	c := &benchCluster{}
+	for i := range nodes {
+		c.snap.Nodes = append(c.snap.Nodes, st.MakeNode().Name(fmt.Sprintf("node-%05d", i)).Zone(zones[i%len(zones)]).
+			Label("node.kubernetes.io/instance-type", "m6i.xlarge").Label(v1.LabelOSStable, "linux").Obj())
+	}
+	deployments := nodes * podsPerNode / replicas
+	slot := 0
+	for d := range deployments {
+		ns := "big"
+		if d%2 == 1 {
+			ns = fmt.Sprintf("team-%03d", d%200)
+		}
+		name := fmt.Sprintf("deploy-%05d", d)
+		for r := range replicas {
+			// Consecutive node IDs cycle through the zones, so 30
+			// consecutive slots put 10 replicas in each zone.
+			node := c.snap.Nodes[slot%nodes]
+			slot++
+			c.snap.Pods = append(c.snap.Pods, st.MakePod().Name(fmt.Sprintf("%s-%d", name, r)).Namespace(ns).
+				Label("app", name).Label("pod-template-hash", "5d8f7c6b9").Label("team", fmt.Sprintf("t%d", d%20)).
+				ControlledBy("ReplicaSet", "apps/v1", name+"-5d8f7c6b9").Node(node.Name).Phase(v1.PodRunning).Obj())
+		}
+	}
+	// An even Deployment number: one of the big namespace's.
+	target := fmt.Sprintf("deploy-%05d", deployments/2&^1)
+	c.incoming = st.MakePod().Name(target+"-new").Namespace("big").
+		Label("app", target).Label("pod-template-hash", "5d8f7c6b9").Label("team", "t0").
+		SpreadConstraint(st.Constraint(1, v1.LabelTopologyZone).MatchLabel("app", target).MatchLabelKeys("pod-template-hash").Obj()).
+		SpreadConstraint(st.Constraint(1, v1.LabelHostname).MatchLabel("app", target).MatchLabelKeys("pod-template-hash").Obj()).
+		Obj()
+	benchClusters[nodes] = c
+	return c
+}
+
+var benchSizes = []int{50, 5000}
+
+func sizeName(nodes int) string {
+	return fmt.Sprintf("nodes=%d,pods=%d", nodes, nodes*podsPerNode)
+}
+
+// reportLatency adds the p50 and p99 of the per-iteration timings.
+func reportLatency(b *testing.B, samples []time.Duration) {
+	b.Helper()
+	if len(samples) == 0 {
+		return
+	}
+	slices.Sort(samples)
+	b.ReportMetric(float64(samples[len(samples)/2].Nanoseconds()), "p50-ns")
+	b.ReportMetric(float64(samples[len(samples)*99/100].Nanoseconds()), "p99-ns")
+}
+
+// BenchmarkCheck measures an admission decision from the index: the
+// incoming pod of a 30-replica Deployment with a zone and a hostname
+// constraint.
+func BenchmarkCheck(b *testing.B) {
+	for _, nodes := range benchSizes {
+		c := clusterOf(nodes)
+		ix := spread.IndexFromSnapshot(c.snap)
+		b.Run(sizeName(nodes), func(b *testing.B) {
+			res, err := ix.Check(c.incoming, spread.Options{})
+			if err != nil || res.Verdict != spread.VerdictFeasible || res.FeasibleCount != nodes-replicas ||
+				len(res.Constraints[0].Domains) != 3 || res.Constraints[0].GlobalMin != replicas/3 || len(res.Constraints[1].Domains) != replicas {
+				b.Fatalf("Check() = %+v, %v; want Feasible on every node but the Deployment's %d", res, err, replicas)
+			}
+			samples := make([]time.Duration, 0, b.N)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				start := time.Now()
+				_, _ = ix.Check(c.incoming, spread.Options{})
+				samples = append(samples, time.Since(start))
+			}
+			b.StopTimer()
+			reportLatency(b, samples)
+		})
+	}
+}
+
+// BenchmarkSnapshotRecount is the baseline: the scheduler's way, every
+// node and every pod scanned for each incoming pod, on the same cluster.
+func BenchmarkSnapshotRecount(b *testing.B) {
+	for _, nodes := range benchSizes {
+		c := clusterOf(nodes)
+		b.Run(sizeName(nodes), func(b *testing.B) {
+			samples := make([]time.Duration, 0, b.N)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				start := time.Now()
+				_, _ = c.snap.Check(c.incoming, spread.Options{})
+				samples = append(samples, time.Since(start))
+			}
+			b.StopTimer()
+			reportLatency(b, samples)
+		})
+	}
+}
+
+// BenchmarkIndexPodEvent measures one informer event on a full index, in
+// steady state: a pod moving between two nodes, a pod finishing and
+// coming back, a pod deleted and re-added.
+func BenchmarkIndexPodEvent(b *testing.B) {
+	for _, nodes := range benchSizes {
+		c := clusterOf(nodes)
+		ix := spread.IndexFromSnapshot(c.snap)
+		pod := c.snap.Pods[len(c.snap.Pods)/2]
+		moved := pod.DeepCopy()
+		moved.Spec.NodeName = c.snap.Nodes[(slices.IndexFunc(c.snap.Nodes, func(n *v1.Node) bool { return n.Name == pod.Spec.NodeName })+1)%nodes].Name
+		done := pod.DeepCopy()
+		done.Status.Phase = v1.PodSucceeded
+		events := map[string]func(i int){
+			"move": func(i int) {
+				if i%2 == 0 {
+					ix.UpdatePod(pod, moved)
+				} else {
+					ix.UpdatePod(moved, pod)
+				}
+			},
+			"phase": func(i int) {
+				if i%2 == 0 {
+					ix.UpdatePod(pod, done)
+				} else {
+					ix.UpdatePod(done, pod)
+				}
+			},
+			"delete-add": func(i int) {
+				if i%2 == 0 {
+					ix.DeletePod(pod)
+				} else {
+					ix.AddPod(pod)
+				}
+			},
+			"unchanged": func(int) { ix.UpdatePod(pod, pod) },
+		}
+		for _, name := range []string{"move", "phase", "delete-add", "unchanged"} {
+			ev := events[name]
+			b.Run(sizeName(nodes)+"/"+name, func(b *testing.B) {
+				b.ReportAllocs()
+				i := 0
+				for b.Loop() {
+					ev(i)
+					i++
+				}
+				if i%2 == 1 {
+					ev(i)
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkIndexNodeEvent measures a node status heartbeat, by far the
+// most frequent node event: nothing the index keeps changes.
+func BenchmarkIndexNodeEvent(b *testing.B) {
+	for _, nodes := range benchSizes {
+		c := clusterOf(nodes)
+		ix := spread.IndexFromSnapshot(c.snap)
+		node := c.snap.Nodes[nodes/2]
+		beat := node.DeepCopy()
+		beat.Status.Conditions = append(beat.Status.Conditions, v1.NodeCondition{Type: v1.NodeReady, Status: v1.ConditionTrue})
+		b.Run(sizeName(nodes)+"/heartbeat", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				ix.UpdateNode(node, beat)
+			}
+		})
+	}
+}
