@@ -10,6 +10,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/podtopologyspread"
 
 	"github.com/spreadguard/spreadguard/pkg/spread"
 )
@@ -190,6 +192,7 @@ func compareResult(where string, pod *v1.Pod, out *schedulerOutcome, want spread
 			add("feasible nodes differ from the scheduler's (-scheduler +spreadguard):\n%s", d)
 		}
 	}
+	diffs = append(diffs, compareExcluded(where, out, res)...)
 	if res.FeasibleCount != len(res.FeasibleNodes) && len(hardConstraints(pod)) > 0 {
 		add("FeasibleCount %d, but %d FeasibleNodes listed", res.FeasibleCount, len(res.FeasibleNodes))
 	}
@@ -262,4 +265,57 @@ func deepCopyPods(in []*v1.Pod) []*v1.Pod {
 		out[i] = p.DeepCopy()
 	}
 	return out
+}
+
+// reasonPlugin is the filter plugin that must reject a node spreadguard
+// excludes for a reason, and the start of the plugin's message.
+var reasonPlugin = map[spread.ExclusionReason]struct{ plugin, message string }{
+	spread.ReasonUnschedulable:      {names.NodeUnschedulable, ""},
+	spread.ReasonUntoleratedTaint:   {names.TaintToleration, ""},
+	spread.ReasonNodeAffinity:       {names.NodeAffinity, ""},
+	spread.ReasonMissingTopologyKey: {names.PodTopologySpread, podtopologyspread.ErrReasonNodeLabelNotMatch},
+	spread.ReasonSkew:               {names.PodTopologySpread, podtopologyspread.ErrReasonConstraintsNotMatch},
+}
+
+// compareExcluded checks Result.Excluded: every node is either feasible or
+// excluded, once, and the reason given is one the real plugin rejects the
+// node for.
+func compareExcluded(where string, out *schedulerOutcome, res *spread.Result) []string {
+	if res.FeasibleNodes == nil && res.Excluded == nil {
+		return nil
+	}
+	var diffs []string
+	seen := map[string]bool{}
+	for _, n := range res.FeasibleNodes {
+		seen[n] = true
+	}
+	for _, e := range res.Excluded {
+		if seen[e.Name] {
+			diffs = append(diffs, fmt.Sprintf("%s: node %s is listed twice among feasible and excluded nodes", where, e.Name))
+		}
+		seen[e.Name] = true
+		want, ok := reasonPlugin[e.Reason]
+		if !ok {
+			diffs = append(diffs, fmt.Sprintf("%s: node %s excluded for unknown reason %q", where, e.Name, e.Reason))
+			continue
+		}
+		got, rejected := out.Rejections[e.Name][want.plugin]
+		if e.Reason == spread.ReasonMissingTopologyKey {
+			// PodTopologySpread reports the first constraint that fails,
+			// which may be a skew before the missing key.
+			_, has := out.Labels[e.Name][e.Detail]
+			rejected = rejected && !has
+			got = want.message
+		}
+		if !rejected || !strings.HasPrefix(got, want.message) {
+			diffs = append(diffs, fmt.Sprintf("%s: node %s excluded because it %s (%s), but %s accepts it on that ground (plugins rejecting it: %v)",
+				where, e.Name, e.Reason, e.Detail, want.plugin, out.Rejections[e.Name]))
+		}
+	}
+	for n := range out.Rejections {
+		if !seen[n] && !slices.Contains(out.Feasible, n) {
+			diffs = append(diffs, fmt.Sprintf("%s: node %s is neither feasible nor excluded", where, n))
+		}
+	}
+	return diffs
 }

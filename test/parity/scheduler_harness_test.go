@@ -6,6 +6,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
 
 	"github.com/spreadguard/spreadguard/pkg/spread/spreadtest"
 )
@@ -34,12 +35,15 @@ func TestSchedulerHarness(t *testing.T) {
 		return p
 	}
 
+	pts, unsched, taints, affinity := names.PodTopologySpread, names.NodeUnschedulable, names.TaintToleration, names.NodeAffinity
 	tests := []struct {
 		name  string
 		nodes []*v1.Node
 		pods  []*v1.Pod
 		pod   *v1.Pod
 		want  *schedulerOutcome
+		// rejecting lists, per node, the plugins that reject it alone.
+		rejecting map[string][]string
 	}{
 		{
 			name:  "3 zones, counts [3,3,0], maxSkew 1 -> only zone c",
@@ -50,6 +54,7 @@ func TestSchedulerHarness(t *testing.T) {
 				Feasible: []string{"c1"}, Candidates: []string{"a1", "b1", "c1"},
 				Spread: &spreadState{Domains: []map[string]int{{"a": 3, "b": 3, "c": 0}}, GlobalMin: []int{0}, SelfMatch: []int{1}},
 			},
+			rejecting: map[string][]string{"a1": {pts}, "b1": {pts}},
 		},
 		{
 			name:  "3 zones, counts [3,3,0], zone c cordoned, taints ignored -> none feasible",
@@ -60,6 +65,7 @@ func TestSchedulerHarness(t *testing.T) {
 				Feasible: []string{}, Candidates: []string{"a1", "b1"},
 				Spread: &spreadState{Domains: []map[string]int{{"a": 3, "b": 3, "c": 0}}, GlobalMin: []int{0}, SelfMatch: []int{1}},
 			},
+			rejecting: map[string][]string{"a1": {pts}, "b1": {pts}, "c1": {unsched, taints}},
 		},
 		{
 			name:  "3 zones, counts [3,3,0], zone c cordoned, nodeTaintsPolicy Honor -> a and b",
@@ -70,6 +76,7 @@ func TestSchedulerHarness(t *testing.T) {
 				Feasible: []string{"a1", "b1"}, Candidates: []string{"a1", "b1"},
 				Spread: &spreadState{Domains: []map[string]int{{"a": 3, "b": 3}}, GlobalMin: []int{3}, SelfMatch: []int{1}},
 			},
+			rejecting: map[string][]string{"c1": {unsched, taints}},
 		},
 		{
 			name:  "succeeded, failed, terminating, other-namespace and unbound pods do not count -> counts [1,0,0]",
@@ -88,6 +95,7 @@ func TestSchedulerHarness(t *testing.T) {
 				Feasible: []string{"b1", "c1"}, Candidates: []string{"a1", "b1", "c1"},
 				Spread: &spreadState{Domains: []map[string]int{{"a": 1, "b": 0, "c": 0}}, GlobalMin: []int{0}, SelfMatch: []int{1}},
 			},
+			rejecting: map[string][]string{"a1": {pts}},
 		},
 		{
 			name:  "minDomains 4 over 3 zones, counts [1,1,1] -> global minimum 0, none feasible",
@@ -98,6 +106,7 @@ func TestSchedulerHarness(t *testing.T) {
 				Feasible: []string{}, Candidates: []string{"a1", "b1", "c1"},
 				Spread: &spreadState{Domains: []map[string]int{{"a": 1, "b": 1, "c": 1}}, GlobalMin: []int{0}, SelfMatch: []int{1}},
 			},
+			rejecting: map[string][]string{"a1": {pts}, "b1": {pts}, "c1": {pts}},
 		},
 		{
 			name:  "node without the zone label is never feasible under a zone constraint",
@@ -107,6 +116,7 @@ func TestSchedulerHarness(t *testing.T) {
 				Feasible: []string{"a1"}, Candidates: []string{"a1", "bare"},
 				Spread: &spreadState{Domains: []map[string]int{{"a": 0}}, GlobalMin: []int{0}, SelfMatch: []int{1}},
 			},
+			rejecting: map[string][]string{"bare": {pts}},
 		},
 		{
 			name:  "required affinity to a node that does not exist -> no node to filter, no domain counted",
@@ -116,20 +126,23 @@ func TestSchedulerHarness(t *testing.T) {
 				Feasible: []string{}, Candidates: []string{},
 				Spread: &spreadState{Domains: []map[string]int{{}}, GlobalMin: []int{0}, SelfMatch: []int{1}},
 			},
+			rejecting: map[string][]string{"a1": {affinity}, "b1": {affinity}, "c1": {affinity}},
 		},
 		{
 			name:  "required affinity terms naming different nodes by field -> rejected in PreFilter",
 			nodes: threeZones,
 			pod: incoming(zoneSpread).NodeAffinityField("metadata.name", v1.NodeSelectorOpIn, "a1").
 				NodeAffinityField("metadata.name", v1.NodeSelectorOpIn, "b1").Obj(),
-			want: &schedulerOutcome{Feasible: []string{}, Candidates: []string{}},
+			want:      &schedulerOutcome{Feasible: []string{}, Candidates: []string{}},
+			rejecting: map[string][]string{"a1": {affinity}, "b1": {affinity}, "c1": {affinity}},
 		},
 		{
-			name:  "soft constraints only -> PodTopologySpread skips, every schedulable node fits",
-			nodes: []*v1.Node{threeZones[0], threeZones[1], zoneNode("c1", "c").Unschedulable().Obj()},
-			pods:  counts33,
-			pod:   incoming(spreadtest.Constraint(1, v1.LabelTopologyZone).ScheduleAnyway()).Obj(),
-			want:  &schedulerOutcome{Feasible: []string{"a1", "b1"}, Candidates: []string{"a1", "b1"}},
+			name:      "soft constraints only -> PodTopologySpread skips, every schedulable node fits",
+			nodes:     []*v1.Node{threeZones[0], threeZones[1], zoneNode("c1", "c").Unschedulable().Obj()},
+			pods:      counts33,
+			pod:       incoming(spreadtest.Constraint(1, v1.LabelTopologyZone).ScheduleAnyway()).Obj(),
+			want:      &schedulerOutcome{Feasible: []string{"a1", "b1"}, Candidates: []string{"a1", "b1"}},
+			rejecting: map[string][]string{"c1": {unsched}},
 		},
 	}
 	sched := newScheduler(t, nil)
@@ -139,8 +152,19 @@ func TestSchedulerHarness(t *testing.T) {
 			if err != nil {
 				t.Fatalf("run: %v", err)
 			}
-			if d := cmp.Diff(tt.want, got, cmpopts.EquateEmpty()); d != "" {
+			if d := cmp.Diff(tt.want, got, cmpopts.EquateEmpty(), cmpopts.IgnoreFields(schedulerOutcome{}, "Rejections", "Labels")); d != "" {
 				t.Errorf("scheduler outcome (-want +got):\n%s", d)
+			}
+			rejecting := map[string][]string{}
+			for node, plugins := range got.Rejections {
+				for _, p := range filterPlugins {
+					if _, ok := plugins[p]; ok {
+						rejecting[node] = append(rejecting[node], p)
+					}
+				}
+			}
+			if d := cmp.Diff(tt.rejecting, rejecting, cmpopts.EquateEmpty()); d != "" {
+				t.Errorf("plugins rejecting each node alone (-want +got):\n%s", d)
 			}
 		})
 	}

@@ -58,6 +58,9 @@ type scheduler struct {
 	lister     *swapLister
 	full       framework.Framework
 	candidates framework.Framework
+	// single runs one filter plugin alone (with its PreFilter), to tell
+	// every reason a node is rejected for, not only the first.
+	single map[string]framework.Framework
 	// informers back the listers helper.DefaultSelector reads. They are
 	// never started: tests fill their indexers directly.
 	informers informers.SharedInformerFactory
@@ -120,7 +123,11 @@ func newScheduler(tb testing.TB, defaults []v1.TopologySpreadConstraint) *schedu
 		lister:     lister,
 		full:       build(filterPlugins),
 		candidates: build(filterPlugins[:3]),
+		single:     map[string]framework.Framework{},
 		informers:  informerFactory,
+	}
+	for _, name := range filterPlugins {
+		s.single[name] = build([]string{name})
 	}
 	return s
 }
@@ -153,6 +160,11 @@ type schedulerOutcome struct {
 	// Spread is PodTopologySpread's PreFilter state, nil when the plugin
 	// skipped the pod or the cycle stopped before it ran.
 	Spread *spreadState
+	// Rejections maps each node to the plugins that reject it on their
+	// own, with their reason. A node every plugin accepts is absent.
+	Rejections map[string]map[string]string
+	// Labels are the labels of each node, to check explanations against.
+	Labels map[string]map[string]string
 }
 
 // spreadState is the part of PodTopologySpread's preFilterState that
@@ -199,10 +211,55 @@ func (s *scheduler) run(ctx context.Context, nodes []*v1.Node, pods []*v1.Pod, p
 	if err != nil {
 		return nil, err
 	}
-	out := &schedulerOutcome{Feasible: feasible, Candidates: candidates}
+	out := &schedulerOutcome{Feasible: feasible, Candidates: candidates, Labels: map[string]map[string]string{}}
+	for _, n := range nodes {
+		out.Labels[n.Name] = n.Labels
+	}
 	out.Spread, err = readSpreadState(state, pod)
 	if err != nil {
 		return nil, err
+	}
+	if out.Rejections, err = s.rejections(ctx, pod); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// rejections runs each filter plugin alone on every node.
+func (s *scheduler) rejections(ctx context.Context, pod *v1.Pod) (map[string]map[string]string, error) {
+	all, err := s.lister.NodeInfos().List()
+	if err != nil {
+		return nil, fmt.Errorf("listing nodes: %w", err)
+	}
+	out := map[string]map[string]string{}
+	reject := func(node, plugin, reason string) {
+		if out[node] == nil {
+			out[node] = map[string]string{}
+		}
+		out[node][plugin] = reason
+	}
+	for name, f := range s.single {
+		state := framework.NewCycleState()
+		result, status, _ := f.RunPreFilterPlugins(ctx, state, pod)
+		if !status.IsSuccess() && !status.IsRejected() {
+			return nil, fmt.Errorf("prefilter of %s: %w", name, status.AsError())
+		}
+		for _, ni := range all {
+			node := ni.Node().Name
+			switch {
+			case !status.IsSuccess():
+				reject(node, name, status.Message())
+			case !result.AllNodes() && !result.NodeNames.Has(node):
+				reject(node, name, "left out by PreFilter")
+			default:
+				if st := f.RunFilterPlugins(ctx, state, pod, ni); !st.IsSuccess() {
+					if !st.IsRejected() {
+						return nil, fmt.Errorf("filter %s on node %s: %w", name, node, st.AsError())
+					}
+					reject(node, name, st.Message())
+				}
+			}
+		}
 	}
 	return out, nil
 }
