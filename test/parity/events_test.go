@@ -25,8 +25,12 @@ func indexFromEvents(g *gen, c *clusterCase) *spread.Index {
 			g.perturbNode(old)
 			streams = append(streams, []func(){func() { ix.AddNode(old) }, func() { ix.UpdateNode(old, n) }})
 		case x < 0.35:
-			// deleted and registered again
-			streams = append(streams, []func(){func() { ix.AddNode(n) }, func() { ix.DeleteNode(n) }, func() { ix.AddNode(n) }})
+			// deleted and registered again, perhaps with other labels
+			old := n.DeepCopy()
+			if g.chance(0.5) {
+				g.perturbNode(old)
+			}
+			streams = append(streams, []func(){func() { ix.AddNode(old) }, func() { ix.DeleteNode(old) }, func() { ix.AddNode(n) }})
 		case x < 0.45:
 			// a resync delivers an update that changes nothing
 			streams = append(streams, []func(){func() { ix.AddNode(n) }, func() { ix.UpdateNode(n, n) }})
