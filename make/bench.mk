@@ -11,7 +11,7 @@ $(BENCHSTAT_STAMP):
 	@touch $@
 
 .PHONY: bench
-bench: $(BENCHSTAT_STAMP) ## Run every benchmark $(BENCH_COUNT) times into bin/bench.txt and summarise it with benchstat.
+bench: $(BENCHSTAT_STAMP) ## Run every benchmark of ./pkg/... 6 times (BENCH_COUNT) into bin/bench.txt and summarise it with benchstat.
 	@mkdir -p $(BIN)
 	$(GO) test -run '^$$' -bench . -benchmem -count $(BENCH_COUNT) $(BENCH_PKGS) | tee $(BENCH_OUT)
 	$(BIN)/benchstat $(BENCH_OUT)

@@ -377,19 +377,29 @@ func (ix *Index) setPod(p *v1.Pod) {
 		}
 		return
 	}
+	var g *group
 	if known {
-		if rec.node.name == p.Spec.NodeName && maps.Equal(rec.group.labels, p.Labels) {
-			return
+		if maps.Equal(rec.group.labels, p.Labels) {
+			if rec.node.name == p.Spec.NodeName {
+				return
+			}
+			// A move: the pod stays in its group, which must not be
+			// dropped on the way even if this is its only pod.
+			g = rec.group
+			ix.unbind(g, rec.node)
+		} else {
+			ix.uncount(rec)
 		}
-		ix.uncount(rec)
 	}
-	g := ix.groupFor(p.Namespace, p.Labels)
+	if g == nil {
+		g = ix.groupFor(p.Namespace, p.Labels)
+		g.pods++
+	}
 	e := ix.nodes[p.Spec.NodeName]
 	if e == nil {
 		e = &nodeEntry{name: p.Spec.NodeName, id: -1}
 		ix.nodes[e.name] = e
 	}
-	g.pods++
 	g.nodes[e]++
 	e.pods++
 	ix.pods[k] = podRecord{group: g, node: e}
@@ -403,12 +413,17 @@ func (ix *Index) dropPod(k podKey) {
 }
 
 func (ix *Index) uncount(rec podRecord) {
-	g, e := rec.group, rec.node
-	if g.nodes[e]--; g.nodes[e] == 0 {
-		delete(g.nodes, e)
-	}
+	g := rec.group
+	ix.unbind(g, rec.node)
 	if g.pods--; g.pods == 0 {
 		ix.removeGroup(g)
+	}
+}
+
+// unbind takes one pod of g off node entry e.
+func (ix *Index) unbind(g *group, e *nodeEntry) {
+	if g.nodes[e]--; g.nodes[e] == 0 {
+		delete(g.nodes, e)
 	}
 	if e.pods--; e.pods == 0 && e.id < 0 {
 		delete(ix.nodes, e.name)
@@ -418,16 +433,9 @@ func (ix *Index) uncount(rec podRecord) {
 // labelHash hashes a namespace and a label set, independently of map
 // order: the hashes of the pairs are summed.
 func (ix *Index) labelHash(namespace string, ls map[string]string) uint64 {
-	var h maphash.Hash
-	h.SetSeed(ix.seed)
-	h.WriteString(namespace)
-	sum := h.Sum64()
+	sum := maphash.String(ix.seed, namespace)
 	for k, v := range ls {
-		h.Reset()
-		h.WriteString(k)
-		h.WriteByte(0)
-		h.WriteString(v)
-		sum += h.Sum64() * 0x9E3779B97F4A7C15
+		sum += (maphash.String(ix.seed, k)*0x9E3779B97F4A7C15 ^ maphash.String(ix.seed, v)) * 0xBF58476D1CE4E5B9
 	}
 	return sum
 }

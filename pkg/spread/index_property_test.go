@@ -1,6 +1,7 @@
 package spread_test
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -325,4 +326,47 @@ func FuzzIndex(f *testing.F) {
 		}
 		checkWorld(t, w, 3, fmt.Sprintf("fuzz input %q", data))
 	})
+}
+
+// TestIndexConcurrentUse has informer-like writers and admission-like
+// readers share an index; run it with -race. When the writers are done the
+// index must still agree with the snapshot.
+func TestIndexConcurrentUse(t *testing.T) {
+	seed := rand.Uint64()
+	w := newWorld(rngChooser{rand.New(rand.NewPCG(seed, 0))})
+	for range 200 {
+		w.step()
+	}
+	incoming := make([]*v1.Pod, 20)
+	for i := range incoming {
+		incoming[i] = w.incomingPod()
+	}
+	done := make(chan struct{})
+	errs := make(chan error, 4)
+	for r := range 4 {
+		go func() {
+			for i := 0; ; i++ {
+				select {
+				case <-done:
+					errs <- nil
+					return
+				default:
+				}
+				if _, err := w.ix.Check(incoming[(i+r)%len(incoming)], spread.Options{Explain: i%3 == 0}); err != nil && !errors.Is(err, spread.ErrInvalidConstraint) {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	for range 2000 {
+		w.step()
+	}
+	close(done)
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Fatalf("seed %d: concurrent Check() error = %v", seed, err)
+		}
+	}
+	checkWorld(t, w, 10, fmt.Sprintf("seed %d after concurrent use", seed))
 }
