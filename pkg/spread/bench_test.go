@@ -117,6 +117,28 @@ func BenchmarkCheck(b *testing.B) {
 	}
 }
 
+// BenchmarkCheckExplain measures the same decision with Explain, as the
+// webhook runs it to word a denial and the kubectl plugin always does:
+// per-node lists make it grow with the number of nodes.
+func BenchmarkCheckExplain(b *testing.B) {
+	for _, nodes := range benchSizes {
+		c := clusterOf(nodes)
+		ix := spread.IndexFromSnapshot(c.snap)
+		b.Run(sizeName(nodes), func(b *testing.B) {
+			samples := make([]time.Duration, 0, b.N)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				start := time.Now()
+				_, _ = ix.Check(c.incoming, spread.Options{Explain: true})
+				samples = append(samples, time.Since(start))
+			}
+			b.StopTimer()
+			reportLatency(b, samples)
+		})
+	}
+}
+
 // BenchmarkSnapshotRecount is the baseline: the scheduler's way, every
 // node and every pod scanned for each incoming pod, on the same cluster.
 func BenchmarkSnapshotRecount(b *testing.B) {

@@ -2,7 +2,6 @@ package spread
 
 import (
 	"fmt"
-	"maps"
 
 	v1 "k8s.io/api/core/v1"
 )
@@ -126,10 +125,7 @@ func (ev *evaluation) verdict() Verdict {
 	return VerdictNoCandidateNodes
 }
 
-// assemble builds the Result. With a detailed evaluation it also checks
-// that the per-node facts reproduce the checker's own counts: a
-// disagreement is a fault in this package and is returned as an error
-// rather than answered.
+// assemble builds the Result.
 func assemble(ev *evaluation, opts Options) (*Result, error) {
 	res := &Result{
 		Verdict:       ev.verdict(),
@@ -165,21 +161,36 @@ func assemble(ev *evaluation, opts Options) (*Result, error) {
 		}
 	}
 	if ev.detailed {
-		if err := ev.selfCheck(); err != nil {
-			return nil, err
-		}
-	}
-	if opts.Explain {
+		// Each node's verdict, derived from its facts, must reproduce the
+		// checker's own counts: a disagreement is a fault in this package,
+		// returned as an error rather than answered.
+		candidates := 0
+		feasible := make([]bool, len(ev.nodes))
+		reasons := make([]ExcludedNode, len(ev.nodes))
 		for i := range ev.nodes {
 			r := &ev.nodes[i]
-			if reason, detail := ev.nodeVerdict(r); reason != "" {
-				res.Excluded = append(res.Excluded, ExcludedNode{Name: r.name, Reason: reason, Detail: detail})
-			} else {
-				res.FeasibleNodes = append(res.FeasibleNodes, r.name)
+			if reason, _ := r.filterReason(); reason == "" {
+				candidates++
 			}
-			for ci := range ev.constraints {
-				if reason, detail := ev.countingExclusion(ci, r); reason != "" {
-					res.Constraints[ci].Excluded = append(res.Constraints[ci].Excluded, ExcludedNode{Name: r.name, Reason: reason, Detail: detail})
+			reason, detail := ev.nodeVerdict(r)
+			feasible[i] = reason == ""
+			reasons[i] = ExcludedNode{Name: r.name, Reason: reason, Detail: detail}
+		}
+		if n := countTrue(feasible); candidates != ev.candidates || n != ev.feasible {
+			return nil, fmt.Errorf("checking spread: internal inconsistency: %d candidate and %d feasible nodes counted, %d and %d explained",
+				ev.candidates, ev.feasible, candidates, n)
+		}
+		if opts.Explain {
+			for i := range ev.nodes {
+				if feasible[i] {
+					res.FeasibleNodes = append(res.FeasibleNodes, ev.nodes[i].name)
+				} else {
+					res.Excluded = append(res.Excluded, reasons[i])
+				}
+				for ci := range ev.constraints {
+					if reason, detail := ev.countingExclusion(ci, &ev.nodes[i]); reason != "" {
+						res.Constraints[ci].Excluded = append(res.Constraints[ci].Excluded, ExcludedNode{Name: ev.nodes[i].name, Reason: reason, Detail: detail})
+					}
 				}
 			}
 		}
@@ -202,39 +213,12 @@ func hasZero(m map[string]int) bool {
 	return false
 }
 
-// selfCheck recomputes candidates, feasible nodes and domains from the
-// per-node facts.
-func (ev *evaluation) selfCheck() error {
-	candidates, feasible := 0, 0
-	for i := range ev.nodes {
-		r := &ev.nodes[i]
-		if reason, _ := r.filterReason(); reason == "" {
-			candidates++
-		}
-		if reason, _ := ev.nodeVerdict(r); reason == "" {
-			feasible++
+func countTrue(bs []bool) int {
+	n := 0
+	for _, b := range bs {
+		if b {
+			n++
 		}
 	}
-	if candidates != ev.candidates || feasible != ev.feasible {
-		return fmt.Errorf("checking spread: internal inconsistency: %d candidate and %d feasible nodes counted, %d and %d explained",
-			ev.candidates, ev.feasible, candidates, feasible)
-	}
-	for i := range ev.constraints {
-		want := map[string]bool{}
-		for j := range ev.nodes {
-			if reason, _ := ev.countingExclusion(i, &ev.nodes[j]); reason == "" {
-				want[ev.nodes[j].labels[ev.constraints[i].topologyKey]] = true
-			}
-		}
-		if len(want) != ev.domainCount[i] || len(want) != len(ev.domains[i]) {
-			return fmt.Errorf("checking spread: internal inconsistency: spec.topologySpreadConstraints[%d] has %d domains counted, %d explained",
-				ev.constraints[i].index, ev.domainCount[i], len(want))
-		}
-		for d := range maps.Keys(ev.domains[i]) {
-			if !want[d] {
-				return fmt.Errorf("checking spread: internal inconsistency: domain %q counted but no node explains it", d)
-			}
-		}
-	}
-	return nil
+	return n
 }
