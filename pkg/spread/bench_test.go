@@ -2,6 +2,7 @@ package spread_test
 
 import (
 	"fmt"
+	"runtime"
 	"slices"
 	"sync"
 	"testing"
@@ -79,6 +80,29 @@ func sizeName(nodes int) string {
 	return fmt.Sprintf("nodes=%d,pods=%d", nodes, nodes*podsPerNode)
 }
 
+// cpuMeter reports the CPU time of the benchmark's own thread per
+// operation as cpu-ns/op (see threadCPU).
+type cpuMeter struct {
+	start time.Duration
+	ok    bool
+}
+
+func startCPU() *cpuMeter {
+	runtime.LockOSThread()
+	m := &cpuMeter{}
+	m.start, m.ok = threadCPU()
+	return m
+}
+
+func (m *cpuMeter) report(b *testing.B, ops int) {
+	b.Helper()
+	end, ok := threadCPU()
+	runtime.UnlockOSThread()
+	if m.ok && ok && ops > 0 {
+		b.ReportMetric(float64((end-m.start).Nanoseconds())/float64(ops), "cpu-ns/op")
+	}
+}
+
 // reportLatency adds the p50 and p99 of the per-iteration timings.
 func reportLatency(b *testing.B, samples []time.Duration) {
 	b.Helper()
@@ -106,12 +130,14 @@ func BenchmarkCheck(b *testing.B) {
 			samples := make([]time.Duration, 0, b.N)
 			b.ReportAllocs()
 			b.ResetTimer()
+			cpu := startCPU()
 			for b.Loop() {
 				start := time.Now()
 				_, _ = ix.Check(c.incoming, spread.Options{})
 				samples = append(samples, time.Since(start))
 			}
 			b.StopTimer()
+			cpu.report(b, len(samples))
 			reportLatency(b, samples)
 		})
 	}
@@ -148,12 +174,14 @@ func BenchmarkSnapshotRecount(b *testing.B) {
 			samples := make([]time.Duration, 0, b.N)
 			b.ReportAllocs()
 			b.ResetTimer()
+			cpu := startCPU()
 			for b.Loop() {
 				start := time.Now()
 				_, _ = c.snap.Check(c.incoming, spread.Options{})
 				samples = append(samples, time.Since(start))
 			}
 			b.StopTimer()
+			cpu.report(b, len(samples))
 			reportLatency(b, samples)
 		})
 	}
@@ -200,10 +228,12 @@ func BenchmarkIndexPodEvent(b *testing.B) {
 			b.Run(sizeName(nodes)+"/"+name, func(b *testing.B) {
 				b.ReportAllocs()
 				i := 0
+				cpu := startCPU()
 				for b.Loop() {
 					ev(i)
 					i++
 				}
+				cpu.report(b, i)
 				if i%2 == 1 {
 					ev(i)
 				}
@@ -223,9 +253,13 @@ func BenchmarkIndexNodeEvent(b *testing.B) {
 		beat.Status.Conditions = append(beat.Status.Conditions, v1.NodeCondition{Type: v1.NodeReady, Status: v1.ConditionTrue})
 		b.Run(sizeName(nodes)+"/heartbeat", func(b *testing.B) {
 			b.ReportAllocs()
+			cpu := startCPU()
+			n := 0
 			for b.Loop() {
 				ix.UpdateNode(node, beat)
+				n++
 			}
+			cpu.report(b, n)
 		})
 	}
 }
