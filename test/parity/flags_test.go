@@ -15,7 +15,7 @@ const fixedSeed uint64 = 20260101
 
 var (
 	seedFlag = flag.String("parity.seed", "", "replay this seed only (env PARITY_SEED); by default a fixed seed and a fresh one run")
-	nFlag    = flag.Int("parity.n", 0, "random cases per seed (env PARITY_N; default 2000)")
+	nFlag    = flag.Int("parity.n", 2000, "random cases per seed (env PARITY_N)")
 	caseFlag = flag.Int("parity.case", -1, "run only this case index of the seed (env PARITY_CASE)")
 )
 
@@ -58,7 +58,7 @@ func caseIndexes(t *testing.T) []int {
 		}
 		return []int{i}
 	}
-	n := 2000
+	n := *nFlag
 	if s := setting("parity.n", "PARITY_N"); s != "" {
 		v, err := strconv.Atoi(s)
 		if err != nil || v <= 0 {
