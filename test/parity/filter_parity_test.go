@@ -79,6 +79,13 @@ func report(t *testing.T, test string, seed uint64, total int, failures []failur
 	for _, f := range failures[:min(len(failures), maxReported)] {
 		t.Errorf("case %d — replay: %s\n%s\ndifferences:\n  %s", f.index, replay(test, seed, f.index), f.text, strings.Join(f.diffs, "\n  "))
 	}
+	if len(failures) > maxReported {
+		var rest []string
+		for _, f := range failures[maxReported:] {
+			rest = append(rest, fmt.Sprintf("%d (%s)", f.index, firstLine(f.diffs[0])))
+		}
+		t.Errorf("the other failing cases of seed %d (replay each with -parity.case): %s", seed, strings.Join(rest, "; "))
+	}
 }
 
 // hardConstraints returns the indexes of pod's DoNotSchedule constraints.
@@ -318,4 +325,9 @@ func compareExcluded(where string, out *schedulerOutcome, res *spread.Result) []
 		}
 	}
 	return diffs
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
 }
