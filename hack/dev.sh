@@ -1,0 +1,402 @@
+#!/usr/bin/env bash
+# dev.sh is `make dev`: a local cluster with spreadguard installed and a demo
+# applied, up until Ctrl-C.
+#
+#   hack/dev.sh [run] [--no-demo]   start everything, stay up until INT/TERM
+#   hack/dev.sh webhook-stop        stop the running webhook process
+#   hack/dev.sh webhook-start       start it again, as it was started
+#
+# `run` starts hack/local-cluster.sh, installs the chart in external-URL mode
+# (webhook.url=https://127.0.0.1:PORT, webhook.caBundle=certs/dev/ca.crt) and
+# runs bin/spreadguard-webhook as a local process with the configuration file
+# the chart rendered into its ConfigMap, the dev certificates of `make certs`
+# and the identity of the chart's ServiceAccount, so that the chart's RBAC is
+# what the server runs with. Then, unless --no-demo, it applies the demo: a
+# namespace with a SpreadPolicy and a Deployment of 9 replicas, and prints
+# where the pods landed and the constraints they got.
+#
+# When everything is up it writes $DEV_ENV (default _output/dev.env), a
+# shell file to `source`: KUBECONFIG, the webhook's log and the commands that
+# stop and start it (what the e2e suite's outage scenario runs).
+#
+# Environment: BIN, DEV_ENV, RELEASE (spreadguard), RELEASE_NAMESPACE
+# (spreadguard-system), WEBHOOK_PORT (default: a free port), and those of
+# hack/local-cluster.sh.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BIN=${BIN:-$ROOT/bin}
+DEV_ENV=${DEV_ENV:-$ROOT/_output/dev.env}
+RELEASE=${RELEASE:-spreadguard}
+RELEASE_NAMESPACE=${RELEASE_NAMESPACE:-spreadguard-system}
+CERTS=${CERTS:-$ROOT/certs/dev}
+DEMO_NAMESPACE=spreadguard-demo
+READY_TIMEOUT=${READY_TIMEOUT:-120}
+export BIN
+
+log() { printf '[dev] %s\n' "$*" >&2; }
+die() { printf '[dev] error: %s\n' "$*" >&2; exit 1; }
+
+k() { "$BIN/kubectl" --request-timeout=10s "$@"; }
+
+# state VAR reads VAR from the env file of the running `dev.sh run`.
+state() {
+  [[ -f $DEV_ENV ]] || die "no running hack/dev.sh found ($DEV_ENV is missing)"
+  sed -n "s/^\(export \)\{0,1\}$1=//p" "$DEV_ENV" | tail -1
+}
+
+port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+USED_PORTS=" "
+# free_port VAR sets VAR to a port on 127.0.0.1 nothing listens on.
+free_port() {
+  local p
+  for _ in $(seq 1 100); do
+    p=$((20000 + RANDOM % 12000))
+    [[ $USED_PORTS == *" $p "* ]] && continue
+    if ! port_in_use "$p"; then
+      USED_PORTS+="$p "
+      printf -v "$1" '%s' "$p"
+      return
+    fi
+  done
+  die "found no free port on 127.0.0.1"
+}
+
+# ---------------------------------------------------------------- webhook
+
+# webhook_start starts the server in the background from the command line
+# recorded in the state directory, and waits until it is ready.
+webhook_start() {
+  local dir=$1
+  # shellcheck disable=SC1091
+  source "$dir/webhook.cmd"
+  rm -f "$dir/webhook.stopped"
+  echo "----- started $(date -u +%FT%TZ) -----" >>"$dir/webhook.log"
+  # Its output goes to the log only, so that a caller waiting on this
+  # script's output (the e2e suite) does not wait on the server too.
+  "${WEBHOOK_CMD[@]}" >>"$dir/webhook.log" 2>&1 </dev/null &
+  echo $! >"$dir/webhook.pid"
+  local deadline=$((SECONDS + READY_TIMEOUT))
+  until k --server="http://$WEBHOOK_PROBE_ADDRESS" get --raw /readyz >/dev/null 2>&1; do
+    if ! kill -0 "$(cat "$dir/webhook.pid")" 2>/dev/null; then
+      tail -n 40 "$dir/webhook.log" >&2
+      die "spreadguard-webhook exited (log: $dir/webhook.log)"
+    fi
+    ((SECONDS < deadline)) || { tail -n 40 "$dir/webhook.log" >&2; die "spreadguard-webhook not ready on $WEBHOOK_PROBE_ADDRESS/readyz after ${READY_TIMEOUT}s"; }
+    sleep 0.5
+  done
+}
+
+webhook_stop() {
+  local dir=$1 pid
+  touch "$dir/webhook.stopped"
+  [[ -f $dir/webhook.pid ]] || return 0
+  pid=$(cat "$dir/webhook.pid")
+  kill -TERM "$pid" 2>/dev/null || return 0
+  # The server drains in-flight requests; give it the chart's grace period.
+  for _ in $(seq 1 120); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.25; done
+  kill -KILL "$pid" 2>/dev/null || true
+}
+
+# ---------------------------------------------------------------- run
+
+CLUSTER_PID=
+DIR=
+FAILED=
+
+cleanup() {
+  local rc=$?
+  trap - EXIT INT TERM
+  if [[ $rc -ne 0 && $rc -ne 130 && $rc -ne 143 && -n $DIR && -f $DIR/webhook.log ]]; then
+    printf '\n----- spreadguard-webhook (last 40 lines of %s) -----\n' "$DIR/webhook.log" >&2
+    tail -n 40 "$DIR/webhook.log" >&2 || true
+  fi
+  log "tearing down"
+  [[ -n $DIR ]] && webhook_stop "$DIR"
+  if [[ -n $CLUSTER_PID ]] && kill -0 "$CLUSTER_PID" 2>/dev/null; then
+    kill -TERM "$CLUSTER_PID" 2>/dev/null || true
+    wait "$CLUSTER_PID" 2>/dev/null || true
+  fi
+  if [[ -n $DIR && -n ${DEV_LOGS:-} ]]; then
+    mkdir -p "$DEV_LOGS" && cp "$DIR/webhook.log" "$DEV_LOGS/" 2>/dev/null || true
+  fi
+  [[ -n $DIR ]] && rm -rf "$DIR"
+  rm -f "$DEV_ENV"
+  exit "$rc"
+}
+
+build() {
+  local missing=()
+  for b in etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok helm; do
+    [[ -x $BIN/$b ]] || missing+=("$b")
+  done
+  if ((${#missing[@]})); then
+    log "building ${missing[*]} from source (once; several minutes each when cold)"
+    for b in "${missing[@]}"; do "$ROOT/hack/build-binaries.sh" "$b"; done
+  fi
+  [[ -f $CERTS/tls.crt && -f $CERTS/tls.key && -f $CERTS/ca.crt ]] ||
+    die "no dev certificates in $CERTS (tls.crt, tls.key, ca.crt): run make certs"
+  log "building bin/spreadguard-webhook"
+  (cd "$ROOT" && go build -o "$BIN/spreadguard-webhook" ./cmd/webhook)
+}
+
+start_cluster() {
+  export LOCAL_CLUSTER_ENV=$DIR/cluster.env
+  "$ROOT/hack/local-cluster.sh" run &
+  CLUSTER_PID=$!
+  until [[ -f $LOCAL_CLUSTER_ENV ]]; do
+    kill -0 "$CLUSTER_PID" 2>/dev/null || { wait "$CLUSTER_PID" || true; CLUSTER_PID=; die "the local cluster did not start (its logs are above)"; }
+    sleep 0.5
+  done
+  # shellcheck disable=SC1090
+  source "$LOCAL_CLUSTER_ENV"
+  export KUBECONFIG
+}
+
+install_chart() {
+  local ca
+  ca=$(base64 <"$CERTS/ca.crt" | tr -d '\n')
+  log "installing the chart (release $RELEASE in $RELEASE_NAMESPACE, webhook.url=https://127.0.0.1:$WEBHOOK_PORT)"
+  "$BIN/helm" upgrade --install "$RELEASE" "$ROOT/charts/spreadguard" \
+    --namespace "$RELEASE_NAMESPACE" --create-namespace \
+    --set webhook.url="https://127.0.0.1:$WEBHOOK_PORT" --set webhook.caBundle="$ca" \
+    --wait --timeout 2m >"$DIR/helm.log" 2>&1 || { cat "$DIR/helm.log" >&2; die "helm install failed"; }
+}
+
+# webhook_identity writes a kubeconfig with a token of the chart's
+# ServiceAccount, or with the admin's credentials when the chart made none.
+webhook_identity() {
+  local sa token
+  sa=$(k -n "$RELEASE_NAMESPACE" get serviceaccount -l "app.kubernetes.io/instance=$RELEASE" -o name 2>/dev/null | head -1)
+  sa=${sa#serviceaccount/}
+  if [[ -z $sa ]]; then
+    log "the chart made no ServiceAccount: the webhook runs with the admin's credentials"
+    cp "$KUBECONFIG" "$DIR/webhook.kubeconfig"
+    return
+  fi
+  token=$(k -n "$RELEASE_NAMESPACE" create token "$sa" --duration=48h)
+  cat >"$DIR/webhook.kubeconfig" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: local
+  cluster:
+    server: $APISERVER_URL
+    certificate-authority: $LOCAL_CLUSTER_DIR/pki/ca.crt
+users:
+- name: $sa
+  user:
+    token: $token
+contexts:
+- name: local
+  context: {cluster: local, user: $sa}
+current-context: local
+EOF
+  log "the webhook runs as ServiceAccount $RELEASE_NAMESPACE/$sa"
+}
+
+prepare_webhook() {
+  local configmap
+  configmap=$(k -n "$RELEASE_NAMESPACE" get configmap -l "app.kubernetes.io/instance=$RELEASE" -o name | grep -- '-config$' | head -1)
+  [[ -n $configmap ]] || die "the chart rendered no ConfigMap ending in -config in $RELEASE_NAMESPACE"
+  k -n "$RELEASE_NAMESPACE" get "$configmap" -o jsonpath='{.data.config\.yaml}' >"$DIR/config.yaml"
+  [[ -s $DIR/config.yaml ]] || die "$configmap has no config.yaml"
+  webhook_identity
+  local metrics probe
+  free_port metrics
+  free_port probe
+  metrics=127.0.0.1:$metrics probe=127.0.0.1:$probe
+  # Flags win over the chart's file: the ports and paths of a local process
+  # differ from those of a pod.
+  local cmd=("$BIN/spreadguard-webhook" --config "$DIR/config.yaml" --kubeconfig "$DIR/webhook.kubeconfig"
+    --port "$WEBHOOK_PORT" --cert-dir "$CERTS"
+    --metrics-bind-address "$metrics" --health-probe-bind-address "$probe")
+  {
+    declare -p cmd | sed 's/^declare -a cmd=/WEBHOOK_CMD=/'
+    echo "WEBHOOK_PROBE_ADDRESS=$probe"
+  } >"$DIR/webhook.cmd"
+}
+
+# wait_serving waits until the API server calls the webhook: a dry-run pod
+# that no node can take (no node has its topology key) is denied.
+wait_serving() {
+  local deadline=$((SECONDS + 60)) out
+  while :; do
+    out=$(k create --dry-run=server -o name -f - 2>&1 <<'EOF' || true
+apiVersion: v1
+kind: Pod
+metadata: {name: spreadguard-probe, namespace: default, labels: {spreadguard-probe: "true"}}
+spec:
+  containers: [{name: pause, image: registry.k8s.io/pause:3.10}]
+  topologySpreadConstraints:
+  - {maxSkew: 1, topologyKey: spreadguard.io/no-such-label, whenUnsatisfiable: DoNotSchedule, labelSelector: {matchLabels: {spreadguard-probe: "true"}}}
+EOF
+    )
+    [[ $out == *denied* ]] && return 0
+    ((SECONDS < deadline)) || die "the API server does not call the webhook 60s after the install (last answer: $out)"
+    sleep 0.5
+  done
+}
+
+demo() {
+  log "applying the demo in namespace $DEMO_NAMESPACE"
+  k apply -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Namespace
+metadata: {name: $DEMO_NAMESPACE}
+---
+apiVersion: spreadguard.io/v1alpha1
+kind: SpreadPolicy
+metadata: {name: zones, namespace: $DEMO_NAMESPACE}
+spec:
+  constraints:
+  - {topologyKey: topology.kubernetes.io/zone, maxSkew: 1, whenUnsatisfiable: DoNotSchedule}
+  - {topologyKey: kubernetes.io/hostname, maxSkew: 2, whenUnsatisfiable: ScheduleAnyway}
+  validation: {action: Deny}
+EOF
+  # The namespace's default ServiceAccount comes a moment after the namespace.
+  local deadline=$((SECONDS + 30))
+  until k -n "$DEMO_NAMESPACE" get serviceaccount default >/dev/null 2>&1; do
+    ((SECONDS < deadline)) || die "no default ServiceAccount in $DEMO_NAMESPACE"
+    sleep 0.5
+  done
+  k apply -f - >/dev/null <<EOF
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: $DEMO_NAMESPACE}
+spec:
+  replicas: 9
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers: [{name: web, image: registry.k8s.io/pause:3.10}]
+EOF
+  k -n "$DEMO_NAMESPACE" rollout status deployment/web --timeout=120s >/dev/null
+}
+
+report() {
+  local nodes pods
+  nodes=$(k get nodes -o go-template='{{range .items}}{{.metadata.name}} {{index .metadata.labels "topology.kubernetes.io/zone"}}{{"\n"}}{{end}}')
+  pods=$(k -n "$DEMO_NAMESPACE" get pods -l app=web -o go-template='{{range .items}}{{if not .metadata.deletionTimestamp}}{{.spec.nodeName}} {{.metadata.name}}{{"\n"}}{{end}}{{end}}')
+  echo
+  echo "Deployment $DEMO_NAMESPACE/web, 9 replicas, placed by kube-scheduler:"
+  echo
+  awk 'NR == FNR { zone[$1] = $2; next }
+       $1 != "" { z = zone[$1]; n[z]++; per[z "/" $1]++ }
+       END {
+         printf "  %-8s %-5s %s\n", "ZONE", "PODS", "NODES (pods)"
+         for (z in n) zs[++k] = z
+         for (i = 1; i <= k; i++) for (j = i + 1; j <= k; j++) if (zs[j] < zs[i]) { t = zs[i]; zs[i] = zs[j]; zs[j] = t }
+         for (i = 1; i <= k; i++) {
+           z = zs[i]; line = ""
+           for (key in per) { split(key, p, "/"); if (p[1] == z) line = line sprintf("%s (%d)  ", p[2], per[key]) }
+           printf "  %-8s %-5d %s\n", z, n[z], line
+         }
+       }' <(echo "$nodes") <(echo "$pods")
+  echo
+  local one
+  one=$(echo "$pods" | awk 'NF { print $2; exit }')
+  echo "Constraints spreadguard injected (pod $one, policy $(k -n "$DEMO_NAMESPACE" get pod "$one" -o jsonpath='{.metadata.annotations.spreadguard\.io/policy}')):"
+  echo
+  k -n "$DEMO_NAMESPACE" get pod "$one" -o go-template='{{range .spec.topologySpreadConstraints}}  {{printf "%-30s" .topologyKey}} maxSkew={{.maxSkew}}  {{printf "%-14s" .whenUnsatisfiable}} nodeTaintsPolicy={{or .nodeTaintsPolicy "-"}}  selector={{range $k, $v := .labelSelector.matchLabels}}{{$k}}={{$v}},{{end}}{{"\n"}}{{end}}' | sed 's/,$//'
+}
+
+usage_hints() {
+  cat <<EOF
+
+Try it by hand (in another terminal):
+
+  source $DEV_ENV        # sets KUBECONFIG
+  kubectl -n $DEMO_NAMESPACE get pods -o wide
+  bin/kubectl-spread explain deployment/web -n $DEMO_NAMESPACE   # the next pod, as the webhook sees it
+  kubectl -n $DEMO_NAMESPACE scale deployment web --replicas=12     # 4/4/4
+  kubectl cordon kwok-zone-c-1 kwok-zone-c-2                         # then scale again
+  kubectl -n $DEMO_NAMESPACE get spreadpolicy zones -o yaml
+  kubectl get clusterspreadpolicies
+
+  webhook log: $DIR/webhook.log
+  stop/start the webhook: hack/dev.sh webhook-stop / hack/dev.sh webhook-start
+
+Up until Ctrl-C, which tears everything down.
+EOF
+}
+
+run() {
+  local with_demo=1
+  for a in "$@"; do
+    case $a in
+      --no-demo) with_demo= ;;
+      *) die "unknown argument \"$a\" (want --no-demo)" ;;
+    esac
+  done
+  if [[ -f $DEV_ENV ]]; then
+    local other
+    other=$(sed -n 's/^DEV_PID=//p' "$DEV_ENV")
+    [[ -n $other ]] && kill -0 "$other" 2>/dev/null && die "hack/dev.sh is already running (pid $other); stop it first"
+    rm -f "$DEV_ENV"
+  fi
+  build
+  mkdir -p "$(dirname "$DEV_ENV")"
+  DIR=$(mktemp -d "${TMPDIR:-/tmp}/spreadguard-dev.XXXXXX")
+  trap cleanup EXIT
+  trap 'exit 130' INT
+  trap 'exit 143' TERM
+
+  if [[ -n ${WEBHOOK_PORT:-} ]]; then
+    port_in_use "$WEBHOOK_PORT" && die "WEBHOOK_PORT $WEBHOOK_PORT on 127.0.0.1 is already in use"
+  else
+    free_port WEBHOOK_PORT
+  fi
+  start_cluster
+  install_chart
+  prepare_webhook
+  webhook_start "$DIR"
+  wait_serving
+  log "spreadguard-webhook serving on https://127.0.0.1:$WEBHOOK_PORT (log: $DIR/webhook.log)"
+
+  {
+    echo "# Written by hack/dev.sh; removed when it stops. Source it."
+    echo "export KUBECONFIG=$KUBECONFIG"
+    echo "DEV_PID=$$"
+    echo "DEV_DIR=$DIR"
+    echo "WEBHOOK_URL=https://127.0.0.1:$WEBHOOK_PORT"
+    echo "WEBHOOK_LOG=$DIR/webhook.log"
+    echo "WEBHOOK_STOP_CMD=\"$ROOT/hack/dev.sh webhook-stop\""
+    echo "WEBHOOK_START_CMD=\"$ROOT/hack/dev.sh webhook-start\""
+  } >"$DEV_ENV.tmp"
+  mv "$DEV_ENV.tmp" "$DEV_ENV"
+
+  if [[ -n $with_demo ]]; then
+    (cd "$ROOT" && go build -o "$BIN/kubectl-spread" ./cmd/kubectl-spread)
+    demo
+    report
+    usage_hints
+  fi
+
+  while kill -0 "$CLUSTER_PID" 2>/dev/null; do
+    if [[ ! -f $DIR/webhook.stopped ]] && ! kill -0 "$(cat "$DIR/webhook.pid")" 2>/dev/null; then
+      die "spreadguard-webhook exited (log: $DIR/webhook.log)"
+    fi
+    sleep 1 &
+    wait $! || true
+  done
+  wait "$CLUSTER_PID" || true
+  CLUSTER_PID=
+  die "the local cluster stopped"
+}
+
+cmd=${1:-run}
+[[ $# -gt 0 ]] && shift
+case $cmd in
+  run) run "$@" ;;
+  webhook-stop) webhook_stop "$(state DEV_DIR)" ;;
+  webhook-start)
+    export KUBECONFIG
+    KUBECONFIG=$(state KUBECONFIG)
+    webhook_start "$(state DEV_DIR)"
+    ;;
+  -h|--help|help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' ;;
+  *) die "unknown command \"$cmd\" (want run, webhook-stop or webhook-start)" ;;
+esac

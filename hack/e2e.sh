@@ -1,0 +1,187 @@
+#!/usr/bin/env bash
+# e2e.sh runs the e2e suite (test/e2e, build tag e2e) on a cluster it starts
+# and tears down.
+#
+#   hack/e2e.sh [local]   the local cluster of hack/dev.sh (kwok nodes in 3
+#                         zones), the webhook as a local process, the chart
+#                         in external-URL mode
+#   hack/e2e.sh kind      a kind cluster (a control plane, a worker in each of
+#                         3 zones), the webhook image built from Dockerfile and
+#                         `kind load`ed, cert-manager, the chart in
+#                         cert-manager mode; needs Docker and internet access
+#   hack/e2e.sh image [NAME:TAG]
+#                         only build the image (default spreadguard-webhook:dev)
+#
+# When the suite fails, the component logs (local) or `kind export logs`
+# (kind) land next to the tests' own logs in test/e2e/_artifacts.
+#
+# Environment: GO_TEST_FLAGS (e.g. "-run TestE2E/a_StatefulSet"), and for
+# kind: KIND (the kind binary), KIND_CLUSTER (spreadguard-e2e),
+# KIND_NODE_IMAGE (kind's default when empty), KIND_KEEP=1 (keep the
+# cluster), CERT_MANAGER_VERSION (v1.21.2).
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BIN=${BIN:-$ROOT/bin}
+ARTIFACTS=$ROOT/test/e2e/_artifacts
+RELEASE=${RELEASE:-spreadguard}
+RELEASE_NAMESPACE=${RELEASE_NAMESPACE:-spreadguard-system}
+CERT_MANAGER_VERSION=${CERT_MANAGER_VERSION:-v1.21.2}
+GO_TEST_FLAGS=${GO_TEST_FLAGS:-}
+export BIN
+
+log() { printf '[e2e] %s\n' "$*" >&2; }
+die() { printf '[e2e] error: %s\n' "$*" >&2; exit 1; }
+
+go_test() {
+  log "go test -tags e2e ./test/e2e/... (KUBECONFIG=$KUBECONFIG)"
+  # shellcheck disable=SC2086
+  (cd "$ROOT" && go test -tags e2e -count=1 -v -timeout 20m ./test/e2e/... $GO_TEST_FLAGS)
+}
+
+# ---------------------------------------------------------------- local
+
+local_e2e() {
+  local rc=0
+  # Globals: the EXIT trap runs after this function has returned.
+  tmp=$(mktemp -d "${TMPDIR:-/tmp}/spreadguard-e2e.XXXXXX")
+  rm -rf "$ARTIFACTS" && mkdir -p "$ARTIFACTS"
+  export DEV_ENV=$tmp/dev.env LOCAL_CLUSTER_LOGS=$tmp/logs DEV_LOGS=$tmp/logs
+
+  "$ROOT/hack/dev.sh" run --no-demo &
+  dev_pid=$!
+  local_cleanup() {
+    local rc=$?
+    trap - EXIT INT TERM
+    kill -TERM "$dev_pid" 2>/dev/null || true
+    wait "$dev_pid" 2>/dev/null || true
+    rm -rf "$tmp"
+    exit "$rc"
+  }
+  trap local_cleanup EXIT
+  trap 'exit 130' INT
+  trap 'exit 143' TERM
+  until [[ -f $DEV_ENV ]]; do
+    kill -0 "$dev_pid" 2>/dev/null || { wait "$dev_pid" || true; die "the local cluster or the webhook did not start (logs above)"; }
+    sleep 0.5
+  done
+  # shellcheck disable=SC1090
+  source "$DEV_ENV"
+  export KUBECONFIG
+  export SPREADGUARD_E2E_WEBHOOK_LOG=$WEBHOOK_LOG
+  export SPREADGUARD_E2E_STOP_CMD="DEV_ENV=$DEV_ENV $WEBHOOK_STOP_CMD"
+  export SPREADGUARD_E2E_START_CMD="DEV_ENV=$DEV_ENV $WEBHOOK_START_CMD"
+  export SPREADGUARD_E2E_ARTIFACTS=$ARTIFACTS
+  export SPREADGUARD_E2E_KUBECTL_SPREAD=$BIN/kubectl-spread
+  (cd "$ROOT" && go build -o "$BIN/kubectl-spread" ./cmd/kubectl-spread)
+
+  go_test || rc=$?
+
+  kill -TERM "$dev_pid" 2>/dev/null || true
+  wait "$dev_pid" 2>/dev/null || true
+  if [[ $rc -ne 0 ]]; then
+    mkdir -p "$ARTIFACTS/cluster" && cp "$tmp"/logs/* "$ARTIFACTS/cluster/" 2>/dev/null || true
+    log "FAILED: logs in $ARTIFACTS"
+  fi
+  return "$rc"
+}
+
+# ---------------------------------------------------------------- kind
+
+# build_image builds the static binary for the Docker engine's architecture
+# and the image of Dockerfile around it.
+build_image() {
+  local image=$1 arch
+  command -v docker >/dev/null || die "building the image needs Docker: docker is not on PATH"
+  arch=$(docker version -f '{{.Server.Arch}}') || die "no Docker engine answers (docker version)"
+  log "building $image for linux/$arch"
+  (cd "$ROOT" && CGO_ENABLED=0 GOOS=linux GOARCH=$arch go build -trimpath -ldflags "-s -w" -o bin/linux/spreadguard-webhook ./cmd/webhook)
+  docker build -t "$image" "$ROOT"
+}
+
+kind_e2e() {
+  local rc=0
+  # Globals: the EXIT trap runs after this function has returned.
+  kind=${KIND:-$BIN/kind} name=${KIND_CLUSTER:-spreadguard-e2e}
+  command -v docker >/dev/null || die "kind needs Docker: docker is not on PATH"
+  docker info >/dev/null 2>&1 || die "kind needs a running Docker engine: docker info failed"
+  [[ -x $kind ]] || die "no kind at $kind: make e2e-kind installs it (go install sigs.k8s.io/kind)"
+  for b in kubectl helm; do [[ -x $BIN/$b ]] || die "missing $BIN/$b: hack/build-binaries.sh $b"; done
+  tmp=$(mktemp -d "${TMPDIR:-/tmp}/spreadguard-e2e-kind.XXXXXX")
+  rm -rf "$ARTIFACTS" && mkdir -p "$ARTIFACTS"
+  export KUBECONFIG=$tmp/kubeconfig
+  k() { "$BIN/kubectl" "$@"; }
+
+  kind_cleanup() {
+    local rc=$?
+    trap - EXIT INT TERM
+    if [[ $rc -ne 0 ]]; then
+      "$kind" export logs "$ARTIFACTS/kind" --name "$name" >/dev/null 2>&1 || true
+      log "FAILED: logs in $ARTIFACTS"
+    fi
+    if [[ ${KIND_KEEP:-} == 1 ]]; then
+      log "kept kind cluster $name (KUBECONFIG=$KUBECONFIG); delete it with: $kind delete cluster --name $name"
+    else
+      "$kind" delete cluster --name "$name" >/dev/null 2>&1 || true
+      rm -rf "$tmp"
+    fi
+    exit "$rc"
+  }
+  trap kind_cleanup EXIT
+  trap 'exit 130' INT
+  trap 'exit 143' TERM
+
+  log "creating kind cluster $name"
+  "$kind" create cluster --name "$name" --config "$ROOT/hack/kind/kind-config.yaml" \
+    ${KIND_NODE_IMAGE:+--image "$KIND_NODE_IMAGE"} --kubeconfig "$KUBECONFIG" --wait 3m
+
+  local image=spreadguard-webhook:e2e
+  build_image "$image"
+  "$kind" load docker-image "$image" --name "$name"
+
+  log "installing cert-manager $CERT_MANAGER_VERSION"
+  k apply -f "https://github.com/cert-manager/cert-manager/releases/download/$CERT_MANAGER_VERSION/cert-manager.yaml" >/dev/null
+  k -n cert-manager wait --for=condition=Available deployment --all --timeout=5m
+  # Available is not yet serving: cert-manager's own webhook needs its CA
+  # injected before it admits an Issuer.
+  local deadline=$((SECONDS + 180))
+  until k apply --dry-run=server -f - >/dev/null 2>&1 <<'EOF'
+apiVersion: cert-manager.io/v1
+kind: Issuer
+metadata: {name: probe, namespace: default}
+spec: {selfSigned: {}}
+EOF
+  do
+    ((SECONDS < deadline)) || die "cert-manager's webhook does not answer 3 minutes after its install"
+    sleep 2
+  done
+
+  log "installing the chart (cert-manager mode, image $image)"
+  "$BIN/helm" install "$RELEASE" "$ROOT/charts/spreadguard" --namespace "$RELEASE_NAMESPACE" --create-namespace \
+    --set certManager.enabled=true \
+    --set image.repository="${image%%:*}" --set image.tag="${image##*:}" --set image.pullPolicy=Never \
+    --wait --timeout 5m
+
+  local deploy
+  deploy=$(k -n "$RELEASE_NAMESPACE" get deployment -l "app.kubernetes.io/instance=$RELEASE" -o name | head -1)
+  [[ -n $deploy ]] || die "the chart made no Deployment in $RELEASE_NAMESPACE"
+  local replicas
+  replicas=$(k -n "$RELEASE_NAMESPACE" get "$deploy" -o jsonpath='{.spec.replicas}')
+  local kc="$BIN/kubectl --kubeconfig $KUBECONFIG -n $RELEASE_NAMESPACE"
+  export SPREADGUARD_E2E_STOP_CMD="$kc scale $deploy --replicas=0 && $kc wait --for=delete pod -l app.kubernetes.io/instance=$RELEASE --timeout=2m"
+  export SPREADGUARD_E2E_START_CMD="$kc scale $deploy --replicas=$replicas && $kc rollout status $deploy --timeout=2m"
+  export SPREADGUARD_E2E_ARTIFACTS=$ARTIFACTS
+  (cd "$ROOT" && go build -o "$BIN/kubectl-spread" ./cmd/kubectl-spread)
+  export SPREADGUARD_E2E_KUBECTL_SPREAD=$BIN/kubectl-spread
+
+  go_test || rc=$?
+  return "$rc"
+}
+
+case ${1:-local} in
+  local) local_e2e ;;
+  kind) kind_e2e ;;
+  image) build_image "${2:-spreadguard-webhook:dev}" ;;
+  -h|--help|help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' ;;
+  *) die "unknown mode \"$1\" (want local or kind)" ;;
+esac

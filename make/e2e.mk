@@ -1,0 +1,43 @@
+##@ End to end
+
+# The stamps of the cluster binaries (their rules are in the Makefile).
+# Spelled out rather than $(ETCD) & co., which are defined after this file
+# is included and would expand to nothing in a prerequisite list.
+LOCAL_CLUSTER_BINARIES := $(BIN)/.stamps/etcd-$(ETCD_VERSION) \
+	$(BIN)/.stamps/kube-apiserver-$(KUBE_VERSION) \
+	$(BIN)/.stamps/kube-controller-manager-$(KUBE_VERSION) \
+	$(BIN)/.stamps/kube-scheduler-$(KUBE_VERSION) \
+	$(BIN)/.stamps/kubectl-$(KUBE_VERSION) \
+	$(BIN)/.stamps/kwok-$(KWOK_VERSION)
+HELM_BINARY := $(BIN)/.stamps/helm-$(HELM_VERSION)
+
+KIND_VERSION ?= v0.33.0
+KIND_BIN := $(BIN)/kind-$(KIND_VERSION)
+IMAGE ?= spreadguard-webhook:dev
+
+.PHONY: cluster-up
+cluster-up: $(LOCAL_CLUSTER_BINARIES) ## Run the local cluster alone (kwok nodes in 3 zones) until Ctrl-C; `source _output/local-cluster.env` sets KUBECONFIG.
+	hack/local-cluster.sh run
+
+.PHONY: dev
+dev: $(LOCAL_CLUSTER_BINARIES) $(HELM_BINARY) certs ## Local cluster + webhook process + chart + a demo Deployment; prints the placement, stays up until Ctrl-C.
+	hack/dev.sh run
+
+.PHONY: e2e
+e2e: $(LOCAL_CLUSTER_BINARIES) $(HELM_BINARY) certs ## Run the e2e suite on a local cluster started and torn down around it.
+	hack/e2e.sh local
+
+$(KIND_BIN):
+	@mkdir -p $(BIN)
+	GOBIN=$(BIN) $(GO) install sigs.k8s.io/kind@$(KIND_VERSION)
+	mv $(BIN)/kind $@
+
+.PHONY: e2e-kind
+e2e-kind: $(KIND_BIN) $(BIN)/.stamps/kubectl-$(KUBE_VERSION) $(HELM_BINARY) ## Run the e2e suite on kind with cert-manager (needs Docker and internet access).
+	KIND=$(KIND_BIN) hack/e2e.sh kind
+
+.PHONY: image
+image: ## Build the webhook image (IMAGE=spreadguard-webhook:dev) from Dockerfile: FROM scratch + the static binary (needs Docker).
+	hack/e2e.sh image $(IMAGE)
+
+TEST_TARGETS += e2e
