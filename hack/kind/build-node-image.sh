@@ -260,7 +260,10 @@ step_node() {
   docker exec -i "$id" ctr --namespace=k8s.io images import --label=io.cri-containerd.pinned=pinned \
     --all-platforms --no-unpack --digests - <"$STATE/images.tar" >/dev/null
   docker exec "$id" ctr --namespace=k8s.io images list -q >&2
-  docker exec "$id" bash -c 'pkill containerd; while pgrep -x containerd >/dev/null; do sleep 0.2; done; rm -f /var/log/containerd-build.log'
+  # PID 1 is sleep, which reaps no one: containerd stays a zombie once gone.
+  docker exec "$id" bash -c 'pkill -x containerd
+    for i in $(seq 1 100); do ps -C containerd -o stat= | grep -qv "^Z" || break; sleep 0.2; done
+    rm -f /var/log/containerd-build.log'
   docker exec "$id" bash -c "echo -n $KUBE_VERSION >/kind/version"
   docker commit \
     --change 'ENTRYPOINT [ "/usr/local/bin/entrypoint", "/sbin/init" ]' \
