@@ -13,6 +13,10 @@ HELM_BINARY := $(BIN)/.stamps/helm-$(HELM_VERSION)
 
 KIND_VERSION ?= v0.33.0
 KIND_BIN := $(BIN)/kind-$(KIND_VERSION)
+# The node image of `make e2e-kind`; empty means kind's default for its
+# version. Passed explicitly, so that a KIND_NODE_IMAGE exported for another
+# target does not leak into this one.
+E2E_KIND_NODE_IMAGE ?=
 IMAGE ?= spreadguard-webhook:dev
 
 .PHONY: cluster-up
@@ -34,7 +38,7 @@ $(KIND_BIN):
 
 .PHONY: e2e-kind
 e2e-kind: $(KIND_BIN) $(BIN)/.stamps/kubectl-$(KUBE_VERSION) $(HELM_BINARY) ## Run the e2e suite on kind with cert-manager (needs Docker and internet access).
-	KIND=$(KIND_BIN) hack/e2e.sh kind
+	KIND=$(KIND_BIN) KIND_NODE_IMAGE=$(E2E_KIND_NODE_IMAGE) hack/e2e.sh kind
 
 .PHONY: image
 image: ## Build the webhook image (IMAGE=spreadguard-webhook:dev) from Dockerfile: FROM scratch + the static binary (needs Docker).
