@@ -34,11 +34,14 @@ endif
 .PHONY: bench-server
 bench-server: $(BENCHSTAT_STAMP) ## Benchmark the webhook server (HTTPS reviews/s, p50/p99/p99.9, memory) at 50 and 5,000 nodes into bin/bench-server.txt.
 	@mkdir -p $(BIN)
-	@: >$(BENCH_SERVER_OUT)
+	@# Into a file of this run's own, moved into place at the end: a second
+	@# `make bench` started meanwhile must not interleave its lines with these.
+	out=$$(mktemp $(BENCH_SERVER_OUT).XXXXXX); trap 'rm -f "$$out"' EXIT; \
 	$(if $(BENCH_SERVER_ADMISSION),$(GO) test ./test/perf/ -run '^$$' -bench '$(BENCH_SERVER_ADMISSION)' \
-		-benchtime $(BENCH_SERVER_TIME) -count $(BENCH_SERVER_COUNT) -timeout 4h | tee -a $(BENCH_SERVER_OUT))
+		-benchtime $(BENCH_SERVER_TIME) -count $(BENCH_SERVER_COUNT) -timeout 4h | tee -a "$$out";) \
 	$(if $(BENCH_SERVER_MEMORY),$(GO) test ./test/perf/ -run '^$$' -bench '$(BENCH_SERVER_MEMORY)' \
-		-benchtime 1x -count $(BENCH_SERVER_COUNT) -timeout 4h | tee -a $(BENCH_SERVER_OUT))
+		-benchtime 1x -count $(BENCH_SERVER_COUNT) -timeout 4h | tee -a "$$out";) \
+	mv "$$out" $(BENCH_SERVER_OUT)
 	$(BIN)/benchstat $(BENCH_SERVER_OUT)
 
 # `make bench` runs these too.
@@ -54,5 +57,5 @@ BENCH_SCALE_PARALLEL ?= 8
 export BENCH_SCALE_NODES BENCH_SCALE_PODS_PER_NODE BENCH_SCALE_BURST BENCH_SCALE_PARALLEL
 
 .PHONY: bench-scale
-bench-scale: $(LOCAL_CLUSTER_BINARIES) ## Fill a local cluster (5,000 kwok nodes, 150,000 pods) and measure pod creation with and without the webhook, and its RSS.
+bench-scale: $(LOCAL_CLUSTER_BINARIES) $(HELM_BINARY) ## Fill a local cluster (5,000 kwok nodes, 150,000 pods) and measure pod creation with and without the webhook, and its RSS.
 	hack/bench-scale.sh

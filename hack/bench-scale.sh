@@ -1,0 +1,281 @@
+#!/usr/bin/env bash
+# bench-scale.sh is `make bench-scale`: spreadguard's webhook measured against
+# a real control plane holding a large cluster.
+#
+#   hack/bench-scale.sh
+#
+# It starts hack/local-cluster.sh, fills it through the API with the cluster
+# of test/perf/fixture (BENCH_SCALE_NODES kwok nodes in 3 zones, 30 bound pods
+# per node in 30-replica workloads, one Service and one ReplicationController
+# per workload, a ClusterSpreadPolicy with hard zone and hostname spread),
+# starts bin/spreadguard-webhook as a process and waits until its caches have
+# synced. Then it measures bursts of pod creations (BENCH_SCALE_BURST pods from
+# BENCH_SCALE_PARALLEL clients) with the chart's webhook configurations
+# registered and removed, alternately, BENCH_SCALE_ROUNDS times each: the
+# latency of a create call, p50/p90/p99, and what the webhook adds. Last, the
+# webhook's resident memory (VmRSS, VmHWM) and its own decision-time metric.
+#
+# The bursts are dry-run creates (dryRun=All) by default: they pass through
+# every admission plugin and webhook but are not stored, so that neither the
+# scheduler placing them nor kwok running them competes with the measurement
+# (a pod the webhook mutated carries hard constraints, which make the
+# scheduler's work per pod much larger, and that would be charged to the
+# webhook). BENCH_SCALE_DRY_RUN=0 creates them for real and deletes them after
+# each burst.
+#
+# Results go to $BENCH_SCALE_OUT (default _output/bench-scale): summary.txt,
+# bursts.jsonl, and the logs of the webhook and the control plane.
+#
+# Environment (defaults in brackets):
+#   BENCH_SCALE_NODES [5000]  BENCH_SCALE_PODS_PER_NODE [30]
+#   BENCH_SCALE_BURST [1000]  BENCH_SCALE_PARALLEL [8]  BENCH_SCALE_ROUNDS [5]
+#   BENCH_SCALE_DRY_RUN [1]   BENCH_SCALE_WORKERS [32] BENCH_SCALE_QPS [2000]
+#   BENCH_SCALE_SETTLE_TIMEOUT [30m]  how long to wait for kwok to mark every pod Running
+#   BENCH_SCALE_OUT, BIN, and those of hack/local-cluster.sh
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BIN=${BIN:-$ROOT/bin}
+NODES=${BENCH_SCALE_NODES:-5000}
+PODS_PER_NODE=${BENCH_SCALE_PODS_PER_NODE:-30}
+BURST=${BENCH_SCALE_BURST:-1000}
+PARALLEL=${BENCH_SCALE_PARALLEL:-8}
+ROUNDS=${BENCH_SCALE_ROUNDS:-5}
+DRY_RUN=${BENCH_SCALE_DRY_RUN:-1}
+WORKERS=${BENCH_SCALE_WORKERS:-32}
+QPS=${BENCH_SCALE_QPS:-2000}
+SETTLE_TIMEOUT=${BENCH_SCALE_SETTLE_TIMEOUT:-30m}
+OUT=${BENCH_SCALE_OUT:-$ROOT/_output/bench-scale}
+RELEASE=spreadguard
+RELEASE_NAMESPACE=spreadguard-system
+READY_TIMEOUT=${READY_TIMEOUT:-1800}
+export BIN
+
+log() { printf '[bench-scale] %s %s\n' "$(date -u +%T)" "$*" >&2; }
+die() { printf '[bench-scale] error: %s\n' "$*" >&2; exit 1; }
+
+k() { "$BIN/kubectl" --request-timeout=60s "$@"; }
+
+DIR=
+CLUSTER_PID=
+WEBHOOK_PID=
+
+cleanup() {
+  local rc=$?
+  trap - EXIT INT TERM
+  [[ $rc -ne 0 ]] && log "failed (exit status $rc)"
+  if [[ -n $WEBHOOK_PID ]] && kill -0 "$WEBHOOK_PID" 2>/dev/null; then
+    kill -TERM "$WEBHOOK_PID" 2>/dev/null || true
+    wait "$WEBHOOK_PID" 2>/dev/null || true
+  fi
+  if [[ -n $CLUSTER_PID ]] && kill -0 "$CLUSTER_PID" 2>/dev/null; then
+    log "stopping the local cluster"
+    kill -TERM "$CLUSTER_PID" 2>/dev/null || true
+    wait "$CLUSTER_PID" 2>/dev/null || true
+  fi
+  if [[ -n $DIR ]]; then
+    [[ -f $DIR/webhook.log ]] && cp "$DIR/webhook.log" "$OUT/" 2>/dev/null || true
+    [[ -f $DIR/cluster.log ]] && cp "$DIR/cluster.log" "$OUT/" 2>/dev/null || true
+    rm -rf "$DIR"
+  fi
+  exit "$rc"
+}
+
+port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+USED_PORTS=" "
+free_port() {
+  local p
+  for _ in $(seq 1 100); do
+    p=$((20000 + RANDOM % 12000))
+    [[ $USED_PORTS == *" $p "* ]] && continue
+    if ! port_in_use "$p"; then
+      USED_PORTS+="$p "
+      printf -v "$1" '%s' "$p"
+      return
+    fi
+  done
+  die "found no free port on 127.0.0.1"
+}
+
+preflight() {
+  local missing=()
+  for b in etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok helm; do
+    [[ -x $BIN/$b ]] || missing+=("$b")
+  done
+  ((${#missing[@]} == 0)) || die "missing in $BIN: ${missing[*]}; build them with: hack/build-binaries.sh ${missing[*]}"
+  [[ $NODES =~ ^[0-9]+$ && $PODS_PER_NODE =~ ^[0-9]+$ && $BURST =~ ^[0-9]+$ && $ROUNDS =~ ^[0-9]+$ ]] ||
+    die "BENCH_SCALE_NODES, _PODS_PER_NODE, _BURST and _ROUNDS must be numbers"
+}
+
+build() {
+  log "building perfload and spreadguard-webhook"
+  (cd "$ROOT" && go build -o "$DIR/perfload" ./test/perf/cmd/perfload)
+  (cd "$ROOT" && CGO_ENABLED=0 go build -o "$DIR/spreadguard-webhook" ./cmd/webhook)
+  (cd "$ROOT" && go run ./hack/certs -dir "$DIR/certs" >/dev/null)
+}
+
+start_cluster() {
+  export LOCAL_CLUSTER_ENV=$DIR/cluster.env
+  "$ROOT/hack/local-cluster.sh" run >"$DIR/cluster.log" 2>&1 &
+  CLUSTER_PID=$!
+  until [[ -f $LOCAL_CLUSTER_ENV ]]; do
+    kill -0 "$CLUSTER_PID" 2>/dev/null || { tail -n 60 "$DIR/cluster.log" >&2; CLUSTER_PID=; die "the local cluster did not start"; }
+    sleep 1
+  done
+  # shellcheck disable=SC1090
+  source "$LOCAL_CLUSTER_ENV"
+  export KUBECONFIG
+  k apply -f "$ROOT/charts/spreadguard/crds" >/dev/null
+  k wait --for condition=established --timeout=120s -f "$ROOT/charts/spreadguard/crds" >/dev/null
+}
+
+# webhook_configurations prints the chart's two webhook configurations, in
+# external-URL mode, pointing at the local process.
+webhook_configurations() {
+  "$BIN/helm" template "$RELEASE" "$ROOT/charts/spreadguard" --namespace "$RELEASE_NAMESPACE" \
+    --set webhook.url="https://127.0.0.1:$WEBHOOK_PORT" \
+    --set webhook.caBundle="$(base64 <"$DIR/certs/ca.crt" | tr -d '\n')" \
+    --show-only templates/webhook-mutatingwebhookconfiguration.yaml \
+    --show-only templates/webhook-validatingwebhookconfiguration.yaml
+}
+
+# probe prints what the API server answers to a dry-run pod that no node can
+# take (no node has its topology key): denied when the webhook is called.
+probe() {
+  k create --dry-run=server -o name -f - 2>&1 <<'EOF' || true
+apiVersion: v1
+kind: Pod
+metadata: {generateName: spreadguard-probe-, namespace: default, labels: {spreadguard-probe: "true"}}
+spec:
+  containers: [{name: pause, image: registry.k8s.io/pause:3.10}]
+  topologySpreadConstraints:
+  - {maxSkew: 1, topologyKey: spreadguard.io/no-such-label, whenUnsatisfiable: DoNotSchedule, labelSelector: {matchLabels: {spreadguard-probe: "true"}}}
+EOF
+}
+
+register() {
+  webhook_configurations | k apply -f - >/dev/null
+  local deadline=$((SECONDS + 120))
+  until [[ $(probe) == *denied* ]]; do
+    ((SECONDS < deadline)) || die "the API server does not call the webhook 120s after registering it"
+    sleep 1
+  done
+}
+
+unregister() {
+  k delete mutatingwebhookconfiguration,validatingwebhookconfiguration "$RELEASE" --ignore-not-found >/dev/null
+  local deadline=$((SECONDS + 120))
+  while [[ $(probe) == *denied* ]]; do
+    ((SECONDS < deadline)) || die "the API server still calls the webhook 120s after removing it"
+    sleep 1
+  done
+}
+
+start_webhook() {
+  local metrics probe_port
+  free_port WEBHOOK_PORT
+  free_port metrics
+  free_port probe_port
+  METRICS_ADDRESS=127.0.0.1:$metrics
+  PROBE_ADDRESS=127.0.0.1:$probe_port
+  "$DIR/spreadguard-webhook" --kubeconfig "$KUBECONFIG" --port "$WEBHOOK_PORT" --cert-dir "$DIR/certs" \
+    --metrics-bind-address "$METRICS_ADDRESS" --health-probe-bind-address "$PROBE_ADDRESS" \
+    --default-action Deny --log-level info >"$DIR/webhook.log" 2>&1 </dev/null &
+  WEBHOOK_PID=$!
+  local start=$SECONDS
+  until k --server="http://$PROBE_ADDRESS" get --raw /readyz >/dev/null 2>&1; do
+    kill -0 "$WEBHOOK_PID" 2>/dev/null || { tail -n 40 "$DIR/webhook.log" >&2; die "spreadguard-webhook exited"; }
+    ((SECONDS - start < READY_TIMEOUT)) || die "spreadguard-webhook not ready after ${READY_TIMEOUT}s"
+    sleep 1
+  done
+  WEBHOOK_READY_SECONDS=$((SECONDS - start))
+}
+
+# memory prints the webhook's resident set and its high-water mark, in MiB.
+memory() {
+  awk '/^VmRSS:/ { rss = $2 } /^VmHWM:/ { hwm = $2 } END { printf "VmRSS %.0f MiB, VmHWM %.0f MiB", rss / 1024, hwm / 1024 }' \
+    "/proc/$WEBHOOK_PID/status"
+}
+
+# decisions prints the mean of the server's own decision-time histogram.
+decisions() {
+  k --server="http://$METRICS_ADDRESS" get --raw /metrics 2>/dev/null | awk '
+    /^spreadguard_admission_decision_duration_seconds_sum/ { split($1, a, "webhook=\""); split(a[2], b, "\""); sum[b[1]] = $2 }
+    /^spreadguard_admission_decision_duration_seconds_count/ { split($1, a, "webhook=\""); split(a[2], b, "\""); n[b[1]] = $2 }
+    END { for (w in n) if (n[w] > 0) printf "  %s: %d decisions, mean %.3f ms\n", w, n[w], 1000 * sum[w] / n[w] }'
+}
+
+burst() {
+  local tag=$1 expect=$2
+  local args=(--nodes "$NODES" --pods-per-node "$PODS_PER_NODE" --pods "$BURST" --parallel "$PARALLEL" --tag "$tag" --expect-mutated "$expect")
+  [[ $DRY_RUN == 1 ]] && args+=(--dry-run)
+  "$DIR/perfload" burst "${args[@]}" | tee -a "$OUT/bursts.jsonl" >&2
+  if [[ $DRY_RUN != 1 ]]; then
+    # Real pods: remove them, and wait, so that every burst meets the same cluster.
+    k delete pods -A -l spreadguard.io/perf-burst=1 --wait=true --timeout=10m >/dev/null
+  fi
+}
+
+main() {
+  preflight
+  mkdir -p "$OUT"
+  : >"$OUT/bursts.jsonl"
+  DIR=$(mktemp -d "${TMPDIR:-/tmp}/spreadguard-bench-scale.XXXXXX")
+  trap cleanup EXIT
+  trap 'exit 130' INT
+  trap 'exit 143' TERM
+
+  build
+  log "starting the local cluster"
+  start_cluster
+
+  log "filling: $NODES nodes, $((NODES * PODS_PER_NODE)) pods"
+  local t=$SECONDS
+  "$DIR/perfload" fill --nodes "$NODES" --pods-per-node "$PODS_PER_NODE" --workers "$WORKERS" --qps "$QPS"
+  local fill_seconds=$((SECONDS - t))
+  log "waiting for kwok to mark every pod Running (at most $SETTLE_TIMEOUT)"
+  t=$SECONDS
+  local settled=yes
+  "$DIR/perfload" wait-running --timeout "$SETTLE_TIMEOUT" || settled="no, after $SETTLE_TIMEOUT"
+  local settle_seconds=$((SECONDS - t))
+  local ready_nodes
+  ready_nodes=$(k get nodes --no-headers | awk '$2 == "Ready"' | wc -l)
+
+  log "starting spreadguard-webhook"
+  start_webhook
+  log "webhook ready after ${WEBHOOK_READY_SECONDS}s: $(memory)"
+  sleep 30
+  local rss_idle
+  rss_idle=$(memory)
+
+  for r in $(seq 1 "$ROUNDS"); do
+    log "round $r/$ROUNDS: $BURST creates, $PARALLEL parallel, webhook removed"
+    unregister
+    burst webhook=off none
+    log "round $r/$ROUNDS: $BURST creates, $PARALLEL parallel, webhook registered"
+    register
+    burst webhook=on all
+  done
+  unregister
+  local rss_after
+  rss_after=$(memory)
+
+  {
+    echo "spreadguard bench-scale, $(date -u +%FT%TZ), commit $(git -C "$ROOT" rev-parse --short HEAD)"
+    echo "machine: $(nproc) CPUs, $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1), load average $(cut -d' ' -f1-3 /proc/loadavg)"
+    echo "cluster: $NODES nodes ($ready_nodes Ready), $((NODES * PODS_PER_NODE)) pods + the local cluster's own; filled in ${fill_seconds}s, kwok settled: $settled (${settle_seconds}s)"
+    echo "webhook: ready (caches synced) ${WEBHOOK_READY_SECONDS}s after start"
+    echo "webhook memory: idle after sync: $rss_idle; after the bursts: $rss_after"
+    echo "bursts: dry-run=$([[ $DRY_RUN == 1 ]] && echo yes || echo no)"
+    "$DIR/perfload" summarize "$OUT/bursts.jsonl"
+    echo "webhook's own decision time (spreadguard_admission_decision_duration_seconds):"
+    decisions
+  } | tee "$OUT/summary.txt"
+}
+
+case ${1:-run} in
+  run) main ;;
+  -h|--help|help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' ;;
+  *) die "unknown command \"$1\" (want run)" ;;
+esac

@@ -1,0 +1,524 @@
+// Command perfload fills a cluster with the benchmark cluster of
+// test/perf/fixture through the API, and measures bursts of pod creations.
+// hack/bench-scale.sh runs it; it is not part of the webhook.
+//
+//	perfload fill  --nodes 5000 --pods-per-node 30 [--workers 32] [--qps 2000]
+//	perfload burst --pods 1000 --parallel 8 [--dry-run] [--tag webhook=on]
+//	perfload wait-running [--timeout 30m]
+//	perfload summarize bursts.jsonl
+//
+// fill creates the namespaces, the ClusterSpreadPolicy, the nodes (managed by
+// kwok), one Service and one ReplicationController per workload, and every
+// pod already bound to its node, with bounded parallelism and a raised
+// client QPS. The pods are owned by ReplicationControllers because the local
+// cluster runs no controller for them, while its ReplicaSet controller would
+// fight pods created directly. Objects that exist already are left as they
+// are, so an interrupted fill can be resumed.
+//
+// burst creates new replicas of the workloads (spread over the namespaces
+// the way the in-process benchmark spreads them) from several clients at
+// once and prints one JSON line: count, errors, p50/p90/p99/max latency of
+// a create call in milliseconds, and the creates per second. summarize reads
+// those lines and prints, per tag, the median of each figure over the
+// rounds with its range, and the difference between the tags webhook=on and
+// webhook=off.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"os/signal"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
+	"github.com/spreadguard/spreadguard/test/perf/fixture"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "perfload:", err)
+		os.Exit(1)
+	}
+}
+
+// options are the flags every command shares.
+type options struct {
+	kubeconfig  string
+	nodes       int
+	podsPerNode int
+	workers     int
+	qps         float64
+}
+
+func (o *options) bind(fs *flag.FlagSet) {
+	fs.StringVar(&o.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of the cluster")
+	fs.IntVar(&o.nodes, "nodes", 5000, "nodes of the benchmark cluster (in 3 zones)")
+	fs.IntVar(&o.podsPerNode, "pods-per-node", 30, "bound pods per node")
+	fs.IntVar(&o.workers, "workers", 32, "requests in flight at once")
+	fs.Float64Var(&o.qps, "qps", 2000, "client-side rate limit, requests per second")
+}
+
+func (o *options) cluster() (fixture.Cluster, error) {
+	c := fixture.New(o.nodes)
+	c.PodsPerNode = o.podsPerNode
+	c.Owner = fixture.OwnerReplicationController
+	switch {
+	case o.nodes < 1:
+		return c, fmt.Errorf("--nodes %d: at least 1", o.nodes)
+	case o.podsPerNode < 1 || o.nodes*o.podsPerNode%c.Replicas != 0:
+		return c, fmt.Errorf("--nodes %d --pods-per-node %d: the pods must make whole workloads of %d replicas",
+			o.nodes, o.podsPerNode, c.Replicas)
+	}
+	return c, nil
+}
+
+func (o *options) client() (client.Client, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("loading --kubeconfig %q: %w", o.kubeconfig, err)
+	}
+	cfg.QPS = float32(o.qps)
+	cfg.Burst = int(o.qps)
+	return newClient(cfg)
+}
+
+func newClient(cfg *rest.Config) (client.Client, error) {
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	return client.New(cfg, client.Options{Scheme: scheme})
+}
+
+func run(ctx context.Context, args []string) error {
+	if len(args) == 0 {
+		return errors.New("usage: perfload fill|burst|wait-running [flags]")
+	}
+	var o options
+	fs := flag.NewFlagSet("perfload "+args[0], flag.ContinueOnError)
+	o.bind(fs)
+	switch args[0] {
+	case "fill":
+		if err := fs.Parse(args[1:]); err != nil {
+			return err
+		}
+		return fill(ctx, &o)
+	case "burst":
+		var b burstOptions
+		fs.IntVar(&b.pods, "pods", 1000, "pods to create")
+		fs.IntVar(&b.parallel, "parallel", 8, "clients creating at once")
+		fs.BoolVar(&b.dryRun, "dry-run", false, "create with dryRun=All: admitted, not stored")
+		fs.StringVar(&b.label, "label", "spreadguard.io/perf-burst=1", "key=value label on every burst pod, to delete them later")
+		fs.StringVar(&b.tag, "tag", "", "copied into the result line, to tell runs apart")
+		fs.StringVar(&b.expectMutated, "expect-mutated", "", `"all" or "none": fail unless every pod, or none, came back with injected constraints`)
+		if err := fs.Parse(args[1:]); err != nil {
+			return err
+		}
+		return burst(ctx, &o, &b)
+	case "summarize":
+		if len(args) != 2 {
+			return errors.New("usage: perfload summarize FILE")
+		}
+		return summarize(args[1])
+	case "wait-running":
+		timeout := fs.Duration("timeout", 30*time.Minute, "how long to wait")
+		if err := fs.Parse(args[1:]); err != nil {
+			return err
+		}
+		return waitRunning(ctx, &o, *timeout)
+	}
+	return fmt.Errorf("unknown command %q (want fill, burst, wait-running or summarize)", args[0])
+}
+
+// forEach runs fn(i) for i in [0, n) from o.workers goroutines, stopping at
+// the first error.
+func forEach(ctx context.Context, workers, n int, fn func(ctx context.Context, i int) error) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				if err := fn(ctx, i); err != nil {
+					cancel(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return context.Cause(ctx)
+}
+
+// create creates obj, leaving an existing one alone; it returns the stored
+// object's uid.
+func create(ctx context.Context, c client.Client, obj client.Object) (types.UID, error) {
+	err := c.Create(ctx, obj)
+	if apierrors.IsAlreadyExists(err) {
+		err = c.Get(ctx, client.ObjectKeyFromObject(obj), obj)
+	}
+	if err != nil {
+		return "", fmt.Errorf("creating %T %s: %w", obj, client.ObjectKeyFromObject(obj), err)
+	}
+	return obj.GetUID(), nil
+}
+
+// forCreate clears what the apiserver sets itself.
+func forCreate(obj client.Object) client.Object {
+	obj.SetUID("")
+	obj.SetResourceVersion("")
+	obj.SetCreationTimestamp(metav1.Time{})
+	obj.SetManagedFields(nil)
+	obj.SetGeneration(0)
+	return obj
+}
+
+// progress prints a line every few seconds while a phase runs.
+func progress(what string, total int, done *atomic.Int64) func() {
+	start := time.Now()
+	stop := make(chan struct{})
+	go func() {
+		t := time.NewTicker(10 * time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				n := done.Load()
+				fmt.Fprintf(os.Stderr, "[perfload] %s: %d/%d (%.0f/s)\n", what, n, total, float64(n)/time.Since(start).Seconds())
+			}
+		}
+	}()
+	return func() {
+		close(stop)
+		fmt.Fprintf(os.Stderr, "[perfload] %s: %d in %s\n", what, done.Load(), time.Since(start).Round(time.Second))
+	}
+}
+
+func fill(ctx context.Context, o *options) error {
+	c, err := o.cluster()
+	if err != nil {
+		return err
+	}
+	cl, err := o.client()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "[perfload] filling %s: %d workloads of %d replicas\n", c, c.Workloads(), c.Replicas)
+
+	for i, name := range c.NamespaceNames() {
+		if _, err := create(ctx, cl, forCreate(fixture.NamespaceObject(name, i))); err != nil {
+			return err
+		}
+	}
+	if _, err := create(ctx, cl, forCreate(fixture.Policy())); err != nil {
+		return err
+	}
+	// Pods need their namespace's default ServiceAccount, which the
+	// controller-manager creates a moment after the namespace.
+	for _, ns := range c.NamespaceNames() {
+		if err := waitFor(ctx, time.Minute, func() error {
+			return cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: "default"}, &v1.ServiceAccount{})
+		}); err != nil {
+			return fmt.Errorf("waiting for the default ServiceAccount of %s: %w", ns, err)
+		}
+	}
+
+	var done atomic.Int64
+	end := progress("nodes", c.Nodes, &done)
+	err = forEach(ctx, o.workers, c.Nodes, func(ctx context.Context, i int) error {
+		n := forCreate(c.Node(i)).(*v1.Node)
+		// kwok keeps it Ready and renews its lease, as a kubelet would.
+		n.Annotations["kwok.x-k8s.io/node"] = "fake"
+		_, err := create(ctx, cl, n)
+		done.Add(1)
+		return err
+	})
+	end()
+	if err != nil {
+		return err
+	}
+
+	owners := make([]types.UID, c.Workloads())
+	done.Store(0)
+	end = progress("services and replication controllers", 2*c.Workloads(), &done)
+	err = forEach(ctx, o.workers, c.Workloads(), func(ctx context.Context, w int) error {
+		svc := forCreate(c.Service(w)).(*v1.Service)
+		svc.Spec.ClusterIP, svc.Spec.ClusterIPs = "", nil
+		if _, err := create(ctx, cl, svc); err != nil {
+			return err
+		}
+		uid, err := create(ctx, cl, forCreate(c.ReplicationController(w)))
+		owners[w] = uid
+		done.Add(2)
+		return err
+	})
+	end()
+	if err != nil {
+		return err
+	}
+
+	done.Store(0)
+	end = progress("pods", c.Pods(), &done)
+	err = forEach(ctx, o.workers, c.Pods(), func(ctx context.Context, i int) error {
+		w, r := i/c.Replicas, i%c.Replicas
+		p := forCreate(c.Pod(w, r)).(*v1.Pod)
+		p.GenerateName = ""
+		p.OwnerReferences[0].UID = owners[w]
+		// The apiserver resets the status of a created pod; kwok writes
+		// it again. Priority is resolved by the Priority admission plugin.
+		p.Status = v1.PodStatus{}
+		p.Spec.Priority, p.Spec.PreemptionPolicy = nil, nil
+		_, err := create(ctx, cl, p)
+		done.Add(1)
+		return err
+	})
+	end()
+	return err
+}
+
+// waitRunning waits until no pod of the cluster is still to be marked
+// Running by kwok, so that the measurement does not race the status writes.
+func waitRunning(ctx context.Context, o *options, timeout time.Duration) error {
+	cl, err := o.client()
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	return waitFor(ctx, timeout, func() error {
+		var pods v1.PodList
+		// A field selector on the watch cache: no full list crosses the wire.
+		if err := cl.List(ctx, &pods, client.MatchingFields{"status.phase": string(v1.PodPending)}, client.Limit(1)); err != nil {
+			return err
+		}
+		if len(pods.Items) > 0 || pods.Continue != "" {
+			fmt.Fprintf(os.Stderr, "[perfload] pods still Pending after %s, e.g. %s/%s\n",
+				time.Since(start).Round(time.Second), pods.Items[0].Namespace, pods.Items[0].Name)
+			return errors.New("pods are still Pending")
+		}
+		return nil
+	})
+}
+
+func waitFor(ctx context.Context, timeout time.Duration, cond func() error) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		err := cond()
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("after %s: %w", timeout, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(10 * time.Second):
+		}
+	}
+}
+
+type burstOptions struct {
+	pods     int
+	parallel int
+	dryRun   bool
+	label    string
+	tag      string
+	// expectMutated is "all", "none" or "" (no check).
+	expectMutated string
+}
+
+// burstResult is what burst prints.
+type burstResult struct {
+	Tag        string  `json:"tag,omitempty"`
+	Pods       int     `json:"pods"`
+	Parallel   int     `json:"parallel"`
+	DryRun     bool    `json:"dryRun"`
+	Errors     int     `json:"errors"`
+	FirstError string  `json:"firstError,omitempty"`
+	Mutated    int     `json:"mutated"`
+	P50        float64 `json:"p50Ms"`
+	P90        float64 `json:"p90Ms"`
+	P99        float64 `json:"p99Ms"`
+	Max        float64 `json:"maxMs"`
+	PerSecond  float64 `json:"createsPerSecond"`
+}
+
+func burst(ctx context.Context, o *options, b *burstOptions) error {
+	c, err := o.cluster()
+	if err != nil {
+		return err
+	}
+	key, value, ok := strings.Cut(b.label, "=")
+	if !ok {
+		return fmt.Errorf("--label %q: want key=value", b.label)
+	}
+	o.qps = math.Max(o.qps, 10000) // the clients, not a rate limiter, set the pace
+	cl, err := o.client()
+	if err != nil {
+		return err
+	}
+	var opts []client.CreateOption
+	if b.dryRun {
+		opts = append(opts, client.DryRunAll)
+	}
+	// The pods, with their owners' uids (a controller reference the
+	// garbage collector accepts), built before the clock starts.
+	pods := make([]*v1.Pod, b.pods)
+	if err := forEach(ctx, o.workers, b.pods, func(ctx context.Context, k int) error {
+		p := c.IncomingPod(k * 7919 % c.Workloads())
+		p.Status = v1.PodStatus{}
+		p.ManagedFields = nil
+		p.Spec.Priority, p.Spec.PreemptionPolicy = nil, nil
+		p.Labels[key] = value
+		var rc v1.ReplicationController
+		if err := cl.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: p.OwnerReferences[0].Name}, &rc); err != nil {
+			return fmt.Errorf("reading the owner of the burst's pods: %w", err)
+		}
+		p.OwnerReferences[0].UID = rc.UID
+		pods[k] = p
+		return nil
+	}); err != nil {
+		return err
+	}
+	latencies := make([]time.Duration, b.pods)
+	var errs, mutated atomic.Int64
+	var firstErr atomic.Value
+	start := time.Now()
+	_ = forEach(ctx, b.parallel, b.pods, func(ctx context.Context, k int) error {
+		p := pods[k]
+		t0 := time.Now()
+		err := cl.Create(ctx, p, opts...)
+		latencies[k] = time.Since(t0)
+		if err != nil {
+			errs.Add(1)
+			firstErr.CompareAndSwap(nil, err.Error())
+			return nil
+		}
+		if len(p.Spec.TopologySpreadConstraints) > 0 {
+			mutated.Add(1)
+		}
+		return nil
+	})
+	elapsed := time.Since(start)
+	slices.Sort(latencies)
+	ms := func(q float64) float64 {
+		i := max(0, min(int(math.Ceil(q*float64(len(latencies))))-1, len(latencies)-1))
+		return float64(latencies[i]) / float64(time.Millisecond)
+	}
+	res := burstResult{Tag: b.tag, Pods: b.pods, Parallel: b.parallel, DryRun: b.dryRun, Errors: int(errs.Load()), Mutated: int(mutated.Load()),
+		P50: ms(0.5), P90: ms(0.9), P99: ms(0.99), Max: ms(1), PerSecond: float64(b.pods) / elapsed.Seconds()}
+	if e, ok := firstErr.Load().(string); ok {
+		res.FirstError = e
+	}
+	if err := json.NewEncoder(os.Stdout).Encode(res); err != nil {
+		return err
+	}
+	switch {
+	case res.Errors > 0:
+		return fmt.Errorf("%d of %d creates failed; the first: %s", res.Errors, res.Pods, res.FirstError)
+	case b.expectMutated == "all" && res.Mutated != res.Pods:
+		return fmt.Errorf("only %d of %d pods came back with injected constraints: the webhook was not called for every create", res.Mutated, res.Pods)
+	case b.expectMutated == "none" && res.Mutated != 0:
+		return fmt.Errorf("%d of %d pods came back with injected constraints: the webhook is still registered", res.Mutated, res.Pods)
+	}
+	return nil
+}
+
+// summarize prints the median and range of each figure per tag, and what
+// the webhook adds: webhook=on minus webhook=off, median against median.
+func summarize(path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	byTag := map[string][]burstResult{}
+	var tags []string
+	for line := range strings.Lines(string(data)) {
+		var r burstResult
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			return fmt.Errorf("reading %s: %w", path, err)
+		}
+		if _, ok := byTag[r.Tag]; !ok {
+			tags = append(tags, r.Tag)
+		}
+		byTag[r.Tag] = append(byTag[r.Tag], r)
+	}
+	figures := []struct {
+		name string
+		get  func(burstResult) float64
+	}{
+		{"p50 ms", func(r burstResult) float64 { return r.P50 }},
+		{"p90 ms", func(r burstResult) float64 { return r.P90 }},
+		{"p99 ms", func(r burstResult) float64 { return r.P99 }},
+		{"max ms", func(r burstResult) float64 { return r.Max }},
+		{"creates/s", func(r burstResult) float64 { return r.PerSecond }},
+	}
+	median := func(rs []burstResult, get func(burstResult) float64) (med, lo, hi float64) {
+		v := make([]float64, len(rs))
+		for i, r := range rs {
+			v[i] = get(r)
+		}
+		slices.Sort(v)
+		n := len(v)
+		med = v[n/2]
+		if n%2 == 0 {
+			med = (v[n/2-1] + v[n/2]) / 2
+		}
+		return med, v[0], v[n-1]
+	}
+	for _, tag := range tags {
+		rs := byTag[tag]
+		errs := 0
+		for _, r := range rs {
+			errs += r.Errors
+		}
+		fmt.Printf("%s: %d rounds of %d creates, %d parallel, dry-run %t, %d errors\n",
+			tag, len(rs), rs[0].Pods, rs[0].Parallel, rs[0].DryRun, errs)
+		for _, f := range figures {
+			med, lo, hi := median(rs, f.get)
+			fmt.Printf("  %-10s %9.2f  (%.2f .. %.2f)\n", f.name, med, lo, hi)
+		}
+	}
+	on, off := byTag["webhook=on"], byTag["webhook=off"]
+	if len(on) > 0 && len(off) > 0 {
+		fmt.Println("added by the webhook (median on - median off):")
+		for _, f := range figures[:4] {
+			a, _, _ := median(on, f.get)
+			b, _, _ := median(off, f.get)
+			fmt.Printf("  %-10s %+9.2f\n", f.name, a-b)
+		}
+	}
+	return nil
+}
