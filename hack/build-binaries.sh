@@ -143,7 +143,17 @@ build_one() {
   esac
 }
 
-if [[ $# -eq 0 ]]; then
-  set -- etcd kube-apiserver kube-scheduler kube-controller-manager kubectl kwok helm
-fi
-for name in "$@"; do build_one "$name"; done
+main() {
+  if [[ $# -eq 0 ]]; then
+    set -- etcd kube-apiserver kube-scheduler kube-controller-manager kubectl kwok helm
+  fi
+  # One build at a time: concurrent runs (make -j) would share bin/.build.
+  exec 9>"$WORK/.lock"
+  flock 9
+  for name in "$@"; do build_one "$name"; done
+}
+
+# Everything above only defines functions, so editing this file while it
+# runs cannot change a build half-way.
+main "$@"
+exit

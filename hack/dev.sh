@@ -210,7 +210,7 @@ prepare_webhook() {
   # Flags win over the chart's file: the ports and paths of a local process
   # differ from those of a pod.
   local cmd=("$BIN/spreadguard-webhook" --config "$DIR/config.yaml" --kubeconfig "$DIR/webhook.kubeconfig"
-    --port "$WEBHOOK_PORT" --cert-dir "$CERTS"
+    --host 127.0.0.1 --port "$WEBHOOK_PORT" --cert-dir "$CERTS"
     --metrics-bind-address "$metrics" --health-probe-bind-address "$probe")
   {
     declare -p cmd | sed 's/^declare -a cmd=/WEBHOOK_CMD=/'

@@ -46,6 +46,9 @@ const maxVerbosity = 10
 type Config struct {
 	metav1.TypeMeta `json:",inline"`
 
+	// Host is the address the admission endpoints listen on; empty means
+	// every interface (a pod's), 127.0.0.1 suits a process run on a laptop.
+	Host string `json:"host,omitempty"`
 	// Port is the HTTPS port of the admission endpoints.
 	Port int `json:"port"`
 	// CertDir holds tls.crt and tls.key; both are reloaded when they change.
@@ -94,6 +97,7 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 		"Path to a "+ConfigKind+" file ("+ConfigAPIVersion+"). Flags given on the command line win over it.")
 	fs.StringVar(&c.Kubeconfig, "kubeconfig", c.Kubeconfig,
 		"Path to a kubeconfig. Empty: in-cluster configuration, then $KUBECONFIG, then ~/.kube/config.")
+	fs.StringVar(&c.Host, "host", c.Host, "Address the admission webhook endpoints listen on. Empty: every interface.")
 	fs.IntVar(&c.Port, "port", c.Port, "HTTPS port of the admission webhook endpoints.")
 	fs.StringVar(&c.CertDir, "cert-dir", c.CertDir,
 		"Directory holding tls.crt and tls.key; they are reloaded when they change.")
@@ -190,6 +194,9 @@ func LoadConfigFile(path string) (*Config, error) {
 // flag (and config field) that is wrong.
 func (c *Config) Validate() field.ErrorList {
 	var errs field.ErrorList
+	if c.Host != "" && net.ParseIP(c.Host) == nil && !validHostname(c.Host) {
+		errs = append(errs, field.Invalid(field.NewPath("host"), c.Host, "must be an IP address or a host name"))
+	}
 	if c.Port < 1 || c.Port > 65535 {
 		errs = append(errs, field.Invalid(field.NewPath("port"), c.Port, "must be between 1 and 65535"))
 	}
@@ -255,4 +262,9 @@ func ParseLogLevel(s string) (int, error) {
 		return 0, fmt.Errorf("must be error, info, debug or a number from 0 to %d", maxVerbosity)
 	}
 	return n, nil
+}
+
+// validHostname accepts the names net.Listen can resolve, such as localhost.
+func validHostname(h string) bool {
+	return len(validation.IsDNS1123Subdomain(h)) == 0
 }

@@ -197,6 +197,15 @@ func TestValidate(t *testing.T) {
 			cfg:  configWith(func(c *Config) { c.LogLevel = "10" }),
 		},
 		{
+			name: "host 127.0.0.1 -> valid",
+			cfg:  configWith(func(c *Config) { c.Host = "127.0.0.1" }),
+		},
+		{
+			name: "host with a port in it -> host invalid",
+			cfg:  configWith(func(c *Config) { c.Host = "127.0.0.1:9443" }),
+			want: field.ErrorList{field.Invalid(field.NewPath("host"), "127.0.0.1:9443", "")},
+		},
+		{
 			name: "port 0 -> port out of range",
 			cfg:  configWith(func(c *Config) { c.Port = 0 }),
 			want: field.ErrorList{field.Invalid(field.NewPath("port"), 0, "")},

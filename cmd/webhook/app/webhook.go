@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -60,7 +61,7 @@ func WithRESTConfig(cfg *rest.Config) Option {
 	return func(o *options) { o.restConfig = cfg }
 }
 
-// WithHost binds the webhook server to host only (all interfaces by default).
+// WithHost binds the webhook server to host, whatever the configuration says.
 func WithHost(host string) Option {
 	return func(o *options) { o.host = host }
 }
@@ -132,7 +133,7 @@ func Run(ctx context.Context, cfg *Config, opts ...Option) error {
 		Metrics:                metricsserver.Options{BindAddress: cfg.MetricsBindAddress},
 		HealthProbeBindAddress: cfg.HealthProbeBindAddress,
 		WebhookServer: webhook.NewServer(webhook.Options{
-			Host:    o.host,
+			Host:    cmp.Or(o.host, cfg.Host),
 			Port:    cfg.Port,
 			CertDir: cfg.CertDir,
 			TLSOpts: []func(*tls.Config){secureTLS, func(c *tls.Config) { c.GetCertificate = certs.GetCertificate }},
