@@ -44,6 +44,9 @@ log() { printf '[e2e-kind-local] %s\n' "$$*" >&2; }
 t=$$SECONDS
 lap() { log "$$1: $$((SECONDS - t))s"; t=$$SECONDS; }
 
+# dockerd is stopped at the end only if this run started it.
+own_docker=0
+docker info >/dev/null 2>&1 || own_docker=1
 hack/kind/ensure-docker.sh start
 tmp=$$(mktemp -d "$${TMPDIR:-/tmp}/spreadguard-e2e-kind.XXXXXX")
 export KUBECONFIG=$$tmp/kubeconfig
@@ -59,7 +62,7 @@ cleanup() {
   else
     "$$KIND" delete cluster --name "$$KIND_CLUSTER" >/dev/null 2>&1 || true
     rm -rf "$$tmp"
-    hack/kind/ensure-docker.sh stop
+    if [[ $$own_docker == 1 ]]; then hack/kind/ensure-docker.sh stop; fi
   fi
   exit $$rc
 }

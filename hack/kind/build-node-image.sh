@@ -210,7 +210,7 @@ build_image() {
 step_images() {
   local key tar=$STATE/images.tar
   key=$(sum "$BIN"/{kube-apiserver,kube-controller-manager,kube-scheduler,kube-proxy,etcd,pause,coredns} \
-    "$HERE"/images/*/Dockerfile "$STAMPS/rootfs")
+    "$HERE"/images/*/Dockerfile "$HERE/node-image/files/etc/containerd/config.toml" "$STAMPS/rootfs")
   if fresh images "$key" && [[ -f $tar ]]; then return; fi
   local tags=() name tag
   for name in kube-apiserver kube-controller-manager kube-scheduler etcd; do
@@ -220,6 +220,11 @@ step_images() {
   done
   tag=$(image_for kube-proxy); build_image "$tag" "$HERE/images/kube-proxy/Dockerfile" "$BIN/kube-proxy"; tags+=("$tag")
   tag=$(image_for pause); build_image "$tag" "$HERE/images/pause/Dockerfile" "$BIN/pause"; tags+=("$tag")
+  # containerd's sandbox image, as in stock kind, may be another tag of
+  # pause (kind v0.33.0 keeps pause:3.10); the node carries both.
+  local sandbox
+  sandbox=$(sed -n 's/^ *sandbox_image = "\(.*\)"/\1/p' "$HERE/node-image/files/etc/containerd/config.toml")
+  if [[ -n $sandbox && $sandbox != "$tag" ]]; then docker tag "$tag" "$sandbox"; tags+=("$sandbox"); fi
   tag=$(image_for coredns); build_image "$tag" "$HERE/images/coredns/Dockerfile" "$BIN/coredns"; tags+=("$tag")
   log "saving ${#tags[@]} images to $tar"
   docker save -o "$tar.tmp" "${tags[@]}" && mv "$tar.tmp" "$tar"
