@@ -27,6 +27,17 @@ BENCHSTAT_VERSION ?= v0.0.0-20260908200009-22c9c6c9d4da
 # Each make/*.mk fragment adds its part of `make test` to TEST_TARGETS.
 TEST_TARGETS :=
 
+# Targets that need a cluster binary depend on its version stamp; the rules
+# that build them are under "Binaries". Defined before the fragments are
+# included, since prerequisites expand when a rule is read.
+ETCD := $(BIN)/.stamps/etcd-$(ETCD_VERSION)
+KUBE_APISERVER := $(BIN)/.stamps/kube-apiserver-$(KUBE_VERSION)
+KUBE_SCHEDULER := $(BIN)/.stamps/kube-scheduler-$(KUBE_VERSION)
+KUBE_CONTROLLER_MANAGER := $(BIN)/.stamps/kube-controller-manager-$(KUBE_VERSION)
+KUBECTL := $(BIN)/.stamps/kubectl-$(KUBE_VERSION)
+KWOK := $(BIN)/.stamps/kwok-$(KWOK_VERSION)
+HELM := $(BIN)/.stamps/helm-$(HELM_VERSION)
+
 ##@ General
 
 .PHONY: help
@@ -69,11 +80,3 @@ $(BIN)/.stamps/kwok-$(KWOK_VERSION):
 $(BIN)/.stamps/helm-$(HELM_VERSION):
 	hack/build-binaries.sh helm
 
-# Targets that need a binary depend on these names.
-ETCD := $(BIN)/.stamps/etcd-$(ETCD_VERSION)
-KUBE_APISERVER := $(BIN)/.stamps/kube-apiserver-$(KUBE_VERSION)
-KUBE_SCHEDULER := $(BIN)/.stamps/kube-scheduler-$(KUBE_VERSION)
-KUBE_CONTROLLER_MANAGER := $(BIN)/.stamps/kube-controller-manager-$(KUBE_VERSION)
-KUBECTL := $(BIN)/.stamps/kubectl-$(KUBE_VERSION)
-KWOK := $(BIN)/.stamps/kwok-$(KWOK_VERSION)
-HELM := $(BIN)/.stamps/helm-$(HELM_VERSION)
