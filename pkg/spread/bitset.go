@@ -43,6 +43,16 @@ func (b bitset) any() bool {
 	return false
 }
 
+// first is the smallest member, or -1.
+func (b bitset) first() int32 {
+	for i, w := range b {
+		if w != 0 {
+			return int32(i<<6 + bits.TrailingZeros64(w))
+		}
+	}
+	return -1
+}
+
 // copyFrom makes b (full length) equal to src.
 func (b bitset) copyFrom(src bitset) {
 	n := copy(b, src)

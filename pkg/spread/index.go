@@ -76,6 +76,9 @@ type valueIndex struct {
 	serial uint64
 	nodes  bitset
 	count  int
+	// only is the node carrying the value when count is 1, so that a
+	// hostname domain is dropped by clearing one bit.
+	only int32
 }
 
 type taintKey struct {
@@ -274,7 +277,10 @@ func (ix *Index) indexNode(e *nodeEntry) {
 		}
 		ki.nodes.set(e.id)
 		vi.nodes.set(e.id)
-		if vi.count++; vi.count == 2 {
+		switch vi.count++; vi.count {
+		case 1:
+			vi.only = e.id
+		case 2:
 			ki.shared++
 		}
 		for len(ki.valueOf) <= int(e.id) {
@@ -308,6 +314,7 @@ func (ix *Index) unindexNode(e *nodeEntry) {
 		ki.valueOf[e.id] = nil
 		if vi.count--; vi.count == 1 {
 			ki.shared--
+			vi.only = vi.nodes.first()
 		}
 		if vi.count == 0 {
 			delete(ki.values, v)

@@ -168,7 +168,11 @@ func (q *query) evaluate() *evaluation {
 		for _, vc := range counts {
 			// 'existing matching num' + 'if self-match (1 or 0)' - 'global minimum' <= 'maxSkew'
 			if vc.n+c.selfMatch-ev.globalMin[i] > int(c.maxSkew) {
-				feasible.andNot(vc.value.nodes)
+				if vc.value.count == 1 {
+					feasible.clear(vc.value.only)
+				} else {
+					feasible.andNot(vc.value.nodes)
+				}
 			}
 		}
 	}
