@@ -177,7 +177,7 @@ step_rootfs() {
   if ! fresh rootfs "$key" || [[ ! -f $tar ]]; then
     local dir=$WORK/rootfs
     rm -rf "$dir"
-    log "debootstrap $DEBIAN_SUITE (about a minute)"
+    log "debootstrap $DEBIAN_SUITE (minutes: a minute idle, up to 20 under load)"
     debootstrap --variant=minbase --include="$NODE_PACKAGES" "$DEBIAN_SUITE" "$dir" "$DEBIAN_MIRROR" \
       >"$STATE/debootstrap.log" 2>&1 || { tail -20 "$STATE/debootstrap.log" >&2; die "debootstrap failed"; }
     # What an image needs not carry: apt's caches and the package lists.
