@@ -5,7 +5,8 @@
 #   hack/build-binaries.sh [NAME...]
 #
 # NAME is any of: etcd kube-apiserver kube-scheduler kube-controller-manager
-# kubectl kwok helm (default: all). A binary whose version stamp exists in
+# kubectl kwok helm (default: all), and kubelet kubeadm kube-proxy for the kind
+# node image (hack/kind). A binary whose version stamp exists in
 # bin/.stamps is not rebuilt, so a second run is a no-op.
 #
 # Why from source: no prebuilt binary can be downloaded on the machines this
@@ -135,11 +136,11 @@ helm_ldflags() {
 build_one() {
   case $1 in
     etcd) build_etcd ;;
-    kube-apiserver|kube-scheduler|kube-controller-manager|kubectl)
+    kube-apiserver|kube-scheduler|kube-controller-manager|kubectl|kubelet|kubeadm|kube-proxy)
       build_k8s "$1" "k8s.io/kubernetes/cmd/$1" ;;
     kwok) go_install kwok sigs.k8s.io/kwok/cmd/kwok "$KWOK_VERSION" ;;
     helm) go_install helm "helm.sh/helm/v${HELM_VERSION:1:1}/cmd/helm" "$HELM_VERSION" "$(helm_ldflags)" ;;
-    *) echo "build-binaries: unknown binary \"$1\" (want etcd, kube-apiserver, kube-scheduler, kube-controller-manager, kubectl, kwok or helm)" >&2; exit 2 ;;
+    *) echo "build-binaries: unknown binary \"$1\" (want etcd, kube-apiserver, kube-scheduler, kube-controller-manager, kubectl, kubelet, kubeadm, kube-proxy, kwok or helm)" >&2; exit 2 ;;
   esac
 }
 

@@ -56,33 +56,6 @@ module_dir() { go mod download -json "$1" | sed -n 's/.*"Dir": "\(.*\)",/\1/p'; 
 
 # ---------------------------------------------------------------- binaries
 
-# build_k8s builds one command of k8s.io/kubernetes in the module that
-# hack/build-binaries.sh prepares, with the same flags and stamps.
-build_k8s() {
-  local name=$1 dir=$BIN/.build/kubernetes-$KUBE_VERSION minor
-  [[ -x $BIN/$name && -f $BIN/.stamps/$name-$KUBE_VERSION ]] && return
-  [[ -f $dir/.ready ]] || "$ROOT/hack/build-binaries.sh" kubectl # prepares $dir
-  minor=${KUBE_VERSION#v1.}; minor=${minor%%.*}
-  log "building $name $KUBE_VERSION (several minutes when cold)"
-  (
-    cd "$dir"
-    go get "k8s.io/kubernetes/cmd/$name@$KUBE_VERSION" >/dev/null 2>&1 || true
-    CGO_ENABLED=0 go build -trimpath -o "$BIN/$name" \
-      -ldflags "-s -w \
-        -X k8s.io/component-base/version.gitVersion=$KUBE_VERSION \
-        -X k8s.io/component-base/version.gitMajor=1 \
-        -X k8s.io/component-base/version.gitMinor=$minor \
-        -X k8s.io/component-base/version.gitTreeState=clean \
-        -X k8s.io/client-go/pkg/version.gitVersion=$KUBE_VERSION \
-        -X k8s.io/client-go/pkg/version.gitMajor=1 \
-        -X k8s.io/client-go/pkg/version.gitMinor=$minor" \
-      "k8s.io/kubernetes/cmd/$name"
-  )
-  mkdir -p "$BIN/.stamps"
-  rm -f "$BIN/.stamps/$name"-*
-  touch "$BIN/.stamps/$name-$KUBE_VERSION"
-}
-
 # coredns_version is the CoreDNS tag kubeadm deploys.
 coredns_version() { image_for coredns | sed 's/.*://'; }
 
@@ -151,14 +124,14 @@ build_pause() {
 step_binaries() {
   "$ROOT/hack/build-binaries.sh" etcd kube-apiserver kube-controller-manager kube-scheduler kubectl
   local name
-  for name in kubeadm kubelet kube-proxy; do build_k8s "$name"; done
+  "$ROOT/hack/build-binaries.sh" kubeadm kubelet kube-proxy
   build_pause
   build_coredns "$(coredns_version)"
 }
 
 # image_for NAME: the image kubeadm asks for whose repository ends in NAME.
 image_for() {
-  [[ -x $BIN/kubeadm ]] || build_k8s kubeadm
+  [[ -x $BIN/kubeadm ]] || "$ROOT/hack/build-binaries.sh" kubeadm
   local list
   list=$("$BIN/kubeadm" config images list --kubernetes-version "$KUBE_VERSION" 2>/dev/null)
   grep -E "/$1:" <<<"$list" || die "kubeadm config images list names no $1 image: $list"
