@@ -57,6 +57,7 @@ die() { printf '[bench-scale] error: %s\n' "$*" >&2; exit 1; }
 k() { "$BIN/kubectl" --request-timeout=60s "$@"; }
 
 DIR=
+COMMIT=
 CLUSTER_PID=
 WEBHOOK_PID=
 
@@ -109,7 +110,8 @@ preflight() {
 }
 
 build() {
-  log "building perfload and spreadguard-webhook"
+  COMMIT=$(git -C "$ROOT" describe --always --dirty 2>/dev/null || echo unknown)
+  log "building perfload and spreadguard-webhook at $COMMIT"
   (cd "$ROOT" && go build -o "$DIR/perfload" ./test/perf/cmd/perfload)
   (cd "$ROOT" && CGO_ENABLED=0 go build -o "$DIR/spreadguard-webhook" ./cmd/webhook)
   (cd "$ROOT" && go run ./hack/certs -dir "$DIR/certs" >/dev/null)
@@ -262,7 +264,7 @@ main() {
   rss_after=$(memory)
 
   {
-    echo "spreadguard bench-scale, $(date -u +%FT%TZ), commit $(git -C "$ROOT" rev-parse --short HEAD)"
+    echo "spreadguard bench-scale, $(date -u +%FT%TZ), commit $COMMIT"
     echo "machine: $(nproc) CPUs, $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1), load average $(cut -d' ' -f1-3 /proc/loadavg)"
     echo "cluster: $NODES nodes ($ready_nodes Ready), $((NODES * PODS_PER_NODE)) pods + the local cluster's own; filled in ${fill_seconds}s, kwok settled: $settled (${settle_seconds}s)"
     echo "webhook: ready (caches synced) ${WEBHOOK_READY_SECONDS}s after start"

@@ -25,7 +25,7 @@ const workers = 4
 // BenchmarkAdmissionHTTPS measures the webhook server end to end: the
 // composition root of cmd/webhook with its informer caches and index
 // filled, TLS with the production settings, and AdmissionReview v1 bodies
-// of new Deployment replicas (about 7 KiB each) sent by a client process.
+// of new Deployment replicas (about 9.5 KiB each) sent by a client process.
 // The mutating webhook injects the cluster policy's zone and hostname
 // constraints; the validating one counts them over every node. Each op is
 // one review. The baseline is the same client against a server that

@@ -10,7 +10,7 @@
 // event handlers. The HTTPS client runs in a child process (the test binary
 // re-executed), so the benchmark process's CPU time is the server's alone.
 //
-//	go test ./test/perf/ -run '^$' -bench . -benchtime 20000x
+//	go test ./test/perf/ -run '^$' -bench . -benchtime 10s
 //	make bench-server          # -count 6 and benchstat into bin/bench-server.txt
 //
 // The algorithm's own benchmarks live beside it, in pkg/spread.
