@@ -36,6 +36,17 @@ type SelectorSources interface {
 	StatefulSet(namespace, name string) (*appsv1.StatefulSet, error)
 }
 
+// ServiceCandidates is implemented by SelectorSources that can narrow a
+// namespace's Services to those that may select a pod. DefaultSelector uses
+// it when it is there, so that its cost follows the pod's labels instead of
+// the number of Services in the namespace.
+type ServiceCandidates interface {
+	// ServicesSelecting returns every Service of namespace that selects a
+	// pod labelled podLabels, and may return others: DefaultSelector
+	// matches each one. The Services must not be modified.
+	ServicesSelecting(namespace string, podLabels map[string]string) ([]*v1.Service, error)
+}
+
 // Snapshot is a plain, complete view of the nodes and pods of a cluster, as
 // the scheduler's cache would hold them. Pods that are Succeeded or Failed are
 // ignored wherever they appear, as the scheduler's pod informer filters them

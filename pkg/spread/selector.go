@@ -45,7 +45,13 @@ func DefaultSelector(pod *v1.Pod, src SelectorSources) (labels.Selector, error) 
 	if src == nil {
 		return nil, errors.New("default selector: nil selector sources")
 	}
-	services, err := src.Services(pod.Namespace)
+	var services []*v1.Service
+	var err error
+	if c, ok := src.(ServiceCandidates); ok {
+		services, err = c.ServicesSelecting(pod.Namespace, pod.Labels)
+	} else {
+		services, err = src.Services(pod.Namespace)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("listing services in namespace %q: %w", pod.Namespace, err)
 	}

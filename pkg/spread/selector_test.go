@@ -174,22 +174,46 @@ func TestDefaultSelector(t *testing.T) {
 		},
 	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			sel, err := spread.DefaultSelector(tc.pod, tc.src)
-			if tc.wantErr != nil {
-				if !errors.Is(err, tc.wantErr) {
-					t.Fatalf("DefaultSelector() error = %v, want %v", err, tc.wantErr)
+		for _, viaCandidates := range []bool{false, true} {
+			name := tc.name
+			var src spread.SelectorSources = tc.src
+			if viaCandidates {
+				name += " (sources offering candidates)"
+				src = &narrowed{FakeSources: tc.src}
+			}
+			t.Run(name, func(t *testing.T) {
+				sel, err := spread.DefaultSelector(tc.pod, src)
+				if tc.wantErr != nil {
+					if !errors.Is(err, tc.wantErr) {
+						t.Fatalf("DefaultSelector() error = %v, want %v", err, tc.wantErr)
+					}
+					return
 				}
-				return
-			}
-			if err != nil {
-				t.Fatalf("DefaultSelector() error = %v", err)
-			}
-			if diff := cmp.Diff(tc.want, requirementStrings(t, sel)); diff != "" {
-				t.Errorf("DefaultSelector() requirements (-want +got):\n%s", diff)
-			}
-		})
+				if err != nil {
+					t.Fatalf("DefaultSelector() error = %v", err)
+				}
+				if diff := cmp.Diff(tc.want, requirementStrings(t, sel)); diff != "" {
+					t.Errorf("DefaultSelector() requirements (-want +got):\n%s", diff)
+				}
+			})
+		}
 	}
+}
+
+// narrowed offers spread.ServiceCandidates: every Service of the namespace,
+// a superset as the interface allows, so DefaultSelector must still match
+// each one. Its plain Services fails: a test through it shows that
+// DefaultSelector takes the candidates when they are offered.
+type narrowed struct{ *st.FakeSources }
+
+var _ spread.ServiceCandidates = (*narrowed)(nil)
+
+func (n *narrowed) Services(string) ([]*v1.Service, error) {
+	return nil, errors.New("listed every Service although candidates were offered")
+}
+
+func (n *narrowed) ServicesSelecting(namespace string, _ map[string]string) ([]*v1.Service, error) {
+	return n.FakeSources.Services(namespace)
 }
 
 func TestDefaultSelectorRejectsNilInput(t *testing.T) {
