@@ -4,16 +4,20 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/go-logr/logr"
+	"github.com/google/go-cmp/cmp"
 	admissionv1 "k8s.io/api/admission/v1"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+	sigsjson "sigs.k8s.io/json"
 
 	"github.com/spreadguard/spreadguard/pkg/engine"
 	"github.com/spreadguard/spreadguard/pkg/spread"
@@ -72,10 +76,136 @@ func oracleDenies(body []byte, src engine.Sources, checker spread.Checker) bool 
 	return err == nil && !v.Allowed
 }
 
+// sentRequest decodes body as readReview does, or returns nil.
+func sentRequest(body []byte) *admission.Request {
+	review := &admissionv1.AdmissionReview{}
+	if sigsjson.UnmarshalCaseSensitivePreserveInts(body, review) != nil || review.Request == nil {
+		return nil
+	}
+	return &admission.Request{AdmissionRequest: *review.Request}
+}
+
+// hasDuplicateKeys reports whether an object in the JSON document b names a
+// member twice, or whether b is not JSON. Decoders disagree on such objects
+// (the last member wins, or a null second member is ignored), and the
+// apiserver never sends one.
+func hasDuplicateKeys(b []byte) bool {
+	type object struct {
+		keys    map[string]bool
+		wantKey bool
+	}
+	var stack []*object // nil entries are arrays
+	d := json.NewDecoder(bytes.NewReader(b))
+	for {
+		tok, err := d.Token()
+		if err == io.EOF {
+			return len(stack) > 0 // cut off inside an object or a list
+		}
+		if err != nil {
+			return true
+		}
+		var top *object
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		switch tok {
+		case json.Delim('}'), json.Delim(']'):
+			stack = stack[:len(stack)-1]
+			continue
+		}
+		if key, ok := tok.(string); ok && top != nil && top.wantKey {
+			if top.keys[key] {
+				return true
+			}
+			top.keys[key] = true
+			top.wantKey = false
+			continue
+		}
+		if top != nil {
+			top.wantKey = true // the value of a member: a key comes next
+		}
+		switch tok {
+		case json.Delim('{'):
+			stack = append(stack, &object{keys: map[string]bool{}, wantKey: true})
+		case json.Delim('['):
+			stack = append(stack, nil)
+		}
+	}
+}
+
+// checkDecode fails when decodePod refuses a pod that controller-runtime's
+// decoder accepts, or decodes it differently.
+func checkDecode(t *testing.T, req *admission.Request) {
+	t.Helper()
+	if req == nil || req.Kind != podKind || hasDuplicateKeys(req.Object.Raw) {
+		return
+	}
+	want, wantErr := oracleDecodePod(*req)
+	got, _, err := decodePod(*req)
+	switch {
+	case wantErr != nil:
+		// The old decoder also refused an object whose kind it read in
+		// another case ("KIND"); the apiserver reads kinds case-sensitively.
+		return
+	case err != nil && (want.APIVersion == "" || want.APIVersion == "v1") && (want.Kind == "" || want.Kind == "Pod"):
+		t.Fatalf("decodePod refuses a pod controller-runtime's decoder accepts: %v: %q", err, req.Object.Raw)
+	case err != nil:
+		// The old decoder read a v1 Pod from members named in another case
+		// ("ApiVersion"), then decoded apiVersion or kind as something else.
+		return
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("pod (-controller-runtime's decoder +decodePod):\n%s\nobject %q", diff, req.Object.Raw)
+	}
+}
+
+// checkPatch fails when the mutating endpoint's answer, applied to the sent
+// object, stores anything else than the old merge of the whole mutated pod.
+func checkPatch(t *testing.T, req *admission.Request, resp *admissionv1.AdmissionResponse, src engine.Sources) {
+	t.Helper()
+	if req == nil {
+		t.Fatalf("the mutating endpoint answered a body readReview refuses")
+	}
+	raw := req.Object.Raw
+	if notPodCreate(*req) != "" {
+		if len(resp.Patch) > 0 {
+			t.Fatalf("patched a request that is not the CREATE of a pod: %s", resp.Patch)
+		}
+		return
+	}
+	if hasDuplicateKeys(raw) {
+		return
+	}
+	decoded, err := oracleDecodePod(*req)
+	if err != nil {
+		return // see checkDecode
+	}
+	m, err := engine.Mutate(decoded, src, testEngineConfig)
+	if err != nil {
+		t.Fatalf("the engine fails on a pod the endpoint allowed: %v", err)
+	}
+	want := raw
+	if m.Pod != nil {
+		want = oracleStored(t, raw, decoded, m.Pod)
+	}
+	got := raw
+	if len(resp.Patch) > 0 {
+		if resp.PatchType == nil || *resp.PatchType != admissionv1.PatchTypeJSONPatch {
+			t.Fatalf("patch type %v, want %s", resp.PatchType, admissionv1.PatchTypeJSONPatch)
+		}
+		got = applyPatch(t, raw, resp.Patch)
+	}
+	if diff := diffJSON(t, want, got); diff != "" {
+		t.Fatalf("stored object (-old merge of the whole pod +patch):\n%s\nobject %q", diff, raw)
+	}
+}
+
 // FuzzPodEndpoints sends arbitrary bodies to the pod endpoints. Whatever the
 // body: no panic; the answer is a well-formed AdmissionReview for the same
-// uid, or a 4xx with a one-line reason; and the validating endpoint never
-// allows a pod that a correct decode of the same body would deny.
+// uid, or a 4xx with a one-line reason; the validating endpoint never allows
+// a pod that a correct decode of the same body would deny; the pod is
+// decoded as controller-runtime's decoder did; and the mutating endpoint's
+// patch stores exactly what the merge of the whole mutated pod stored.
 func FuzzPodEndpoints(f *testing.F) {
 	hard := spreadtest.Constraint(1, v1.LabelTopologyZone).DoNotSchedule().MatchLabel("app", "web").
 		NodeTaintsPolicy(v1.NodeInclusionPolicyIgnore).Obj()
@@ -88,18 +218,23 @@ func FuzzPodEndpoints(f *testing.F) {
 	} {
 		f.Add(reviewBody(req.Obj()))
 	}
+	for _, c := range mutatorShapeCases() {
+		f.Add(reviewBody(makeRequest().Pod(webPod().Obj()).Raw(c.raw(f)).Obj()))
+	}
 	f.Add([]byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","operation":"CREATE","kind":{"version":"v1","kind":"Pod"},"object":null}}`))
 	f.Add([]byte(`{}`))
 	f.Add([]byte(`null`))
 
 	snap := fuzzCluster()
 	src := shopSources()
-	validator := NewEndpoint(&PodValidator{Decoder: testDecoder, Sources: staticSources(src), Checker: snap,
+	validator := NewEndpoint(&PodValidator{Sources: staticSources(src), Checker: snap,
 		Config: testEngineConfig, Synced: func() bool { return true }}, logr.Discard())
-	mutator := NewEndpoint(&PodMutator{Decoder: testDecoder, Sources: staticSources(src), Config: testEngineConfig},
+	mutator := NewEndpoint(&PodMutator{Sources: staticSources(src), Config: testEngineConfig},
 		logr.Discard())
 
 	f.Fuzz(func(t *testing.T, body []byte) {
+		sent := sentRequest(body)
+		checkDecode(t, sent)
 		for _, e := range []struct {
 			name string
 			h    http.Handler
@@ -127,6 +262,31 @@ func FuzzPodEndpoints(f *testing.F) {
 			if e.name == "validate" && review.Response.Allowed && oracleDenies(body, src, snap) {
 				t.Fatalf("validate: allowed a pod that a correct decode denies: %q", body)
 			}
+			if e.name == "mutate" && review.Response.Allowed {
+				checkPatch(t, sent, review.Response, src)
+			}
 		}
 	})
+}
+
+func TestHasDuplicateKeys(t *testing.T) {
+	tests := []struct {
+		name string
+		doc  string
+		want bool
+	}{
+		{name: "distinct members -> false", doc: `{"a":1,"b":{"a":2},"c":[{"a":3},{"a":4}]}`, want: false},
+		{name: "string values equal to member names -> false", doc: `{"a":"a","b":"a","c":["c","c"]}`, want: false},
+		{name: "member repeated at the top -> true", doc: `{"spec":{},"spec":null}`, want: true},
+		{name: "member repeated after a nested object -> true", doc: `{"a":{"b":{"c":1}},"a":2}`, want: true},
+		{name: "member repeated in an object inside a list -> true", doc: `{"a":[1,{"b":1,"b":2}]}`, want: true},
+		{name: "not JSON -> true", doc: `{"a":`, want: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := hasDuplicateKeys([]byte(tt.doc)); got != tt.want {
+				t.Errorf("hasDuplicateKeys(%s) = %v, want %v", tt.doc, got, tt.want)
+			}
+		})
+	}
 }

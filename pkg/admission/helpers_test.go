@@ -1,11 +1,13 @@
 package admission
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"testing"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
+	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 	admissionv1 "k8s.io/api/admission/v1"
 	v1 "k8s.io/api/core/v1"
@@ -32,6 +34,7 @@ func testScheme() *runtime.Scheme {
 	return s
 }
 
+// testDecoder decodes the policies, and the pods of the oracle.
 var testDecoder = admission.NewDecoder(testScheme())
 
 func newTestMetrics(t *testing.T) *Metrics {
@@ -112,19 +115,83 @@ func patchedPod(t *testing.T, req admission.Request, resp admission.Response) *v
 	t.Helper()
 	raw := req.Object.Raw
 	if len(resp.Patches) > 0 {
-		patch, err := jsonpatch.DecodePatch(mustJSON(resp.Patches))
-		if err != nil {
-			t.Fatalf("decoding the patch: %v", err)
-		}
-		if raw, err = patch.Apply(raw); err != nil {
-			t.Fatalf("applying the patch: %v", err)
-		}
+		raw = applyPatch(t, raw, mustJSON(resp.Patches))
 	}
 	pod := &v1.Pod{}
 	if err := json.Unmarshal(raw, pod); err != nil {
 		t.Fatalf("decoding the patched pod: %v", err)
 	}
 	return pod
+}
+
+// applyPatch applies an encoded JSON Patch to raw, failing where the
+// apiserver would refuse it (an add into a parent that is not there).
+func applyPatch(t testing.TB, raw, patch []byte) []byte {
+	t.Helper()
+	p, err := jsonpatch.DecodePatch(patch)
+	if err != nil {
+		t.Fatalf("decoding the patch %s: %v", patch, err)
+	}
+	out, err := p.Apply(raw)
+	if err != nil {
+		t.Fatalf("applying the patch %s to %s: %v", patch, raw, err)
+	}
+	return out
+}
+
+// diffJSON compares two JSON documents as values, so that neither the order
+// of members nor spacing counts; it returns "" when they are the same.
+func diffJSON(t *testing.T, want, got []byte) string {
+	t.Helper()
+	decode := func(b []byte) any {
+		d := json.NewDecoder(bytes.NewReader(b))
+		d.UseNumber()
+		var v any
+		if err := d.Decode(&v); err != nil {
+			t.Fatalf("decoding %s: %v", b, err)
+		}
+		return v
+	}
+	return cmp.Diff(decode(want), decode(got))
+}
+
+// oracleDecodePod decodes the pod as the handlers did before they parsed
+// it once: through controller-runtime's decoder, whose serializer finds the
+// kind in a first parse.
+func oracleDecodePod(req admission.Request) (*v1.Pod, error) {
+	pod := &v1.Pod{}
+	if err := testDecoder.Decode(req, pod); err != nil {
+		return nil, err
+	}
+	if pod.Namespace == "" {
+		pod.Namespace = req.Namespace
+	}
+	return pod, nil
+}
+
+// oracleStored returns the object the apiserver stored with the patch the
+// mutator used to build: the engine's changes (decoded to mutated) carried
+// over to raw by a JSON merge patch of the whole typed pod, then
+// PatchResponseFromRaw's patch from raw to that, applied to raw. It depends
+// on nothing the engine changes, so any change shows.
+func oracleStored(t *testing.T, raw []byte, decoded, mutated *v1.Pod) []byte {
+	t.Helper()
+	changes, err := jsonpatch.CreateMergePatch(mustJSON(decoded), mustJSON(mutated))
+	if err != nil {
+		t.Fatalf("diffing the mutated pod: %v", err)
+	}
+	merged, err := jsonpatch.MergePatch(raw, changes)
+	if err != nil {
+		t.Fatalf("merging %s into %s: %v", changes, raw, err)
+	}
+	resp := admission.PatchResponseFromRaw(raw, merged)
+	if !resp.Allowed {
+		t.Fatalf("PatchResponseFromRaw: %v", resp.Result)
+	}
+	if len(resp.Patches) == 0 {
+		return raw
+	}
+	return applyPatch(t, raw, mustJSON(resp.Patches))
 }
 
 // fakeSources joins the selector lookups of spreadtest and the policy

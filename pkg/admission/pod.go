@@ -1,19 +1,21 @@
 package admission
 
 import (
+	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
-	jsonpatch "github.com/evanphx/json-patch/v5"
+	"gomodules.xyz/jsonpatch/v2"
 	admissionv1 "k8s.io/api/admission/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+	sigsjson "sigs.k8s.io/json"
 
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
 	"github.com/spreadguard/spreadguard/pkg/engine"
@@ -48,7 +50,6 @@ var (
 // PodMutator injects the default topology spread constraints of a pod's
 // namespace into the pod, on CREATE.
 type PodMutator struct {
-	Decoder admission.Decoder
 	Sources SourcesFunc
 	Config  engine.Config
 	Metrics *Metrics
@@ -67,7 +68,7 @@ func (h *PodMutator) handle(ctx context.Context, req admission.Request) (admissi
 	if reason := notPodCreate(req); reason != "" {
 		return admission.Allowed(reason), ResultSkipped
 	}
-	pod, err := decodePod(h.Decoder, req)
+	pod, shape, err := decodePod(req)
 	if err != nil {
 		return admission.Errored(http.StatusBadRequest, err), ResultInvalid
 	}
@@ -81,15 +82,10 @@ func (h *PodMutator) handle(ctx context.Context, req admission.Request) (admissi
 		log.V(1).Info("pod left unchanged", "reason", m.Skipped)
 		return admission.Allowed(m.Skipped), ResultSkipped
 	}
-	mutated, err := applyToRaw(req.Object.Raw, pod, m.Pod)
-	if err != nil {
-		log.Error(err, "building the patch failed")
-		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("building the patch: %w", err)), ResultErrored
-	}
-	resp := admission.PatchResponseFromRaw(req.Object.Raw, mutated)
-	if !resp.Allowed {
-		// PatchResponseFromRaw reports its own failure as Errored(500).
-		return resp, ResultErrored
+	jsonPatch := admissionv1.PatchTypeJSONPatch
+	resp := admission.Response{
+		Patches:           mutationPatch(shape, m.Pod),
+		AdmissionResponse: admissionv1.AdmissionResponse{Allowed: true, PatchType: &jsonPatch},
 	}
 	if h.Metrics != nil {
 		h.Metrics.Injected.Add(float64(len(m.Injected)))
@@ -98,30 +94,48 @@ func (h *PodMutator) handle(ctx context.Context, req admission.Request) (admissi
 	return resp, ResultPatched
 }
 
-// applyToRaw carries the engine's changes (from decoded to mutated) over to
-// the raw object the apiserver sent. A patch computed from the typed pod
-// alone would remove every field these Go types do not know; this one
-// touches only what the engine changed.
-func applyToRaw(raw []byte, decoded, mutated *v1.Pod) ([]byte, error) {
-	before, err := json.Marshal(decoded)
-	if err != nil {
-		return nil, fmt.Errorf("encoding the pod: %w", err)
+// mutationPatch returns the JSON Patch that turns the raw object, whose
+// parts shape records, into mutated. engine.Mutate changes two members only:
+// it sets spec.topologySpreadConstraints of a pod that had none (absent,
+// null or []), and the annotation spreadguard.io/policy. The patch adds just
+// those, so every other byte of the raw object stays as the apiserver sent
+// it, including fields these Go types do not know, which a patch computed
+// from the typed pod would remove. An add replaces a member that is there
+// (null, [] or an older value) and creates one that is not; a missing or null
+// parent is added whole, as JSON Patch cannot add into it. The tests apply
+// this patch and compare the result with a merge of the whole mutated pod,
+// so a change of engine.Mutate that touches anything else fails them.
+func mutationPatch(shape rawShape, mutated *v1.Pod) []jsonpatch.Operation {
+	constraints := mutated.Spec.TopologySpreadConstraints
+	policyName := mutated.Annotations[v1alpha1.AnnotationPolicy]
+	patch := make([]jsonpatch.Operation, 0, 2)
+	switch {
+	case !shape.metadata:
+		patch = append(patch, jsonpatch.NewOperation("add", "/metadata",
+			map[string]any{"annotations": map[string]string{v1alpha1.AnnotationPolicy: policyName}}))
+	case !shape.annotations:
+		patch = append(patch, jsonpatch.NewOperation("add", "/metadata/annotations",
+			map[string]string{v1alpha1.AnnotationPolicy: policyName}))
+	default:
+		patch = append(patch, jsonpatch.NewOperation("add", policyAnnotationPath, policyName))
 	}
-	after, err := json.Marshal(mutated)
-	if err != nil {
-		return nil, fmt.Errorf("encoding the mutated pod: %w", err)
+	if shape.spec {
+		patch = append(patch, jsonpatch.NewOperation("add", "/spec/topologySpreadConstraints", constraints))
+	} else {
+		patch = append(patch, jsonpatch.NewOperation("add", "/spec",
+			map[string]any{"topologySpreadConstraints": constraints}))
 	}
-	changes, err := jsonpatch.CreateMergePatch(before, after)
-	if err != nil {
-		return nil, fmt.Errorf("diffing the mutated pod: %w", err)
-	}
-	return jsonpatch.MergePatch(raw, changes)
+	return patch
 }
+
+// policyAnnotationPath points at the policy annotation, its key escaped as
+// a JSON Pointer's reference token (RFC 6901): "/" is "~1" and "~" is "~0".
+var policyAnnotationPath = "/metadata/annotations/" +
+	strings.NewReplacer("~", "~0", "/", "~1").Replace(v1alpha1.AnnotationPolicy)
 
 // PodValidator refuses, warns about or audits a pod whose hard topology
 // spread constraints cannot be met on any node, on CREATE.
 type PodValidator struct {
-	Decoder admission.Decoder
 	Sources SourcesFunc
 	// Checker holds the cluster's node and pod counts (the informer-fed
 	// spread.Index).
@@ -165,7 +179,7 @@ func (h *PodValidator) handle(ctx context.Context, req admission.Request) (admis
 	if reason := notPodCreate(req); reason != "" {
 		return admission.Allowed(reason), ResultSkipped
 	}
-	pod, err := decodePod(h.Decoder, req)
+	pod, _, err := decodePod(req)
 	if err != nil {
 		return admission.Errored(http.StatusBadRequest, err), ResultInvalid
 	}
@@ -225,20 +239,61 @@ func notPodCreate(req admission.Request) string {
 
 var podKind = metav1.GroupVersionKind{Version: "v1", Kind: "Pod"}
 
-// decodePod decodes the pod under review. The namespace comes from the
+// rawObject is the pod as the apiserver sends it, its parts behind pointers
+// so that a part the object lacks, or holds as null, stays nil.
+type rawObject struct {
+	APIVersion string             `json:"apiVersion"`
+	Kind       string             `json:"kind"`
+	Metadata   *metav1.ObjectMeta `json:"metadata"`
+	Spec       *v1.PodSpec        `json:"spec"`
+	Status     *v1.PodStatus      `json:"status"`
+}
+
+// rawShape records which objects the raw pod holds (neither absent nor
+// null): a JSON Patch can add a member only to an object that is there.
+type rawShape struct {
+	metadata, annotations, spec bool
+}
+
+// decodePod decodes the pod under review, parsing its JSON once: the
+// serializer behind admission.Decoder parses it a first time only to find
+// its kind, which the request already names. The decode is case-sensitive
+// and keeps integers, as the apiserver's own. The namespace comes from the
 // request when the object does not carry it.
-func decodePod(d admission.Decoder, req admission.Request) (*v1.Pod, error) {
+func decodePod(req admission.Request) (*v1.Pod, rawShape, error) {
 	if req.Kind != podKind {
-		return nil, fmt.Errorf("expected a v1 Pod, got %s", gvkString(req.Kind))
+		return nil, rawShape{}, fmt.Errorf("expected a v1 Pod, got %s", gvkString(req.Kind))
 	}
-	pod := &v1.Pod{}
-	if err := d.Decode(req, pod); err != nil {
-		return nil, fmt.Errorf("decoding the pod: %w", err)
+	raw := bytes.TrimSpace(req.Object.Raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return nil, rawShape{}, errors.New("decoding the pod: the request carries no object")
+	}
+	var obj rawObject
+	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(raw, &obj); err != nil {
+		return nil, rawShape{}, fmt.Errorf("decoding the pod: %w", err)
+	}
+	if (obj.APIVersion != "" && obj.APIVersion != "v1") || (obj.Kind != "" && obj.Kind != "Pod") {
+		return nil, rawShape{}, fmt.Errorf("decoding the pod: the object is apiVersion %q, kind %q, not a v1 Pod",
+			obj.APIVersion, obj.Kind)
+	}
+	pod := &v1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: obj.APIVersion, Kind: obj.Kind}}
+	shape := rawShape{metadata: obj.Metadata != nil, spec: obj.Spec != nil}
+	if obj.Metadata != nil {
+		pod.ObjectMeta = *obj.Metadata
+		// Unmarshalling {} makes an empty map; only an absent or null
+		// member leaves it nil.
+		shape.annotations = pod.Annotations != nil
+	}
+	if obj.Spec != nil {
+		pod.Spec = *obj.Spec
+	}
+	if obj.Status != nil {
+		pod.Status = *obj.Status
 	}
 	if pod.Namespace == "" {
 		pod.Namespace = req.Namespace
 	}
-	return pod, nil
+	return pod, shape, nil
 }
 
 func gvkString(k metav1.GroupVersionKind) string {

@@ -11,8 +11,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	admissionv1 "k8s.io/api/admission/v1"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+	sigsjson "sigs.k8s.io/json"
 
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
 	"github.com/spreadguard/spreadguard/pkg/engine"
@@ -160,7 +163,7 @@ func TestPodMutator(t *testing.T) {
 				src = shopSources()
 			}
 			m := newTestMetrics(t)
-			h := &PodMutator{Decoder: testDecoder, Sources: staticSources(src), Config: testEngineConfig, Metrics: m}
+			h := &PodMutator{Sources: staticSources(src), Config: testEngineConfig, Metrics: m}
 			resp := h.Handle(t.Context(), tt.req)
 			if err := resp.Complete(tt.req); err != nil {
 				t.Fatal(err)
@@ -208,7 +211,7 @@ func TestPodMutatorKeepsFieldsUnknownToItsTypes(t *testing.T) {
 	}
 	req.Object.Raw = []byte(withFuture)
 
-	h := &PodMutator{Decoder: testDecoder, Sources: staticSources(shopSources()), Config: testEngineConfig}
+	h := &PodMutator{Sources: staticSources(shopSources()), Config: testEngineConfig}
 	resp := h.Handle(t.Context(), req)
 	if !resp.Allowed || len(resp.Patches) == 0 {
 		t.Fatalf("want an allowed patch, got allowed=%v patches=%v result=%v", resp.Allowed, resp.Patches, resp.Result)
@@ -409,7 +412,7 @@ func TestPodValidator(t *testing.T) {
 			}
 			m := newTestMetrics(t)
 			h := &PodValidator{
-				Decoder: testDecoder, Sources: staticSources(src), Checker: tt.checker, Config: testEngineConfig,
+				Sources: staticSources(src), Checker: tt.checker, Config: testEngineConfig,
 				Synced: func() bool { return !tt.unsynced }, RefuseUntilSynced: tt.refuse, Metrics: m,
 			}
 			resp := h.Handle(t.Context(), tt.req)
@@ -469,7 +472,7 @@ func TestPodValidatorWithTheRealCheck(t *testing.T) {
 	snap := spread.Snapshot{Nodes: nodes, Pods: pods}
 
 	h := &PodValidator{
-		Decoder: testDecoder, Sources: staticSources(shopSources()), Checker: snap, Config: testEngineConfig,
+		Sources: staticSources(shopSources()), Checker: snap, Config: testEngineConfig,
 		Synced: func() bool { return true },
 	}
 	req := makeRequest().Pod(webPod().SpreadConstraint(hard).Obj()).Obj()
@@ -491,5 +494,428 @@ func TestPodValidatorWithTheRealCheck(t *testing.T) {
 		if !strings.Contains(resp.Result.Message, s) {
 			t.Errorf("message %q does not name %s", resp.Result.Message, s)
 		}
+	}
+}
+
+// benchPod is a Deployment's pod of about 8 KiB once encoded, the size the
+// apiserver sends for a typical workload: two containers with environment,
+// probes and mounts, projected and ConfigMap volumes, and the managedFields
+// the apiserver has added by the time the webhook sees the pod.
+func benchPod(tb testing.TB) *v1.Pod {
+	tb.Helper()
+	pod := webPod().Label("pod-template-hash", "7d9f8c6b5").Label("app.kubernetes.io/version", "1.42.0").
+		Annotation("kubectl.kubernetes.io/restartedAt", "2026-01-02T03:04:05Z").
+		Annotation("prometheus.io/scrape", "true").Obj()
+	pod.GenerateName = "web-7d-"
+	var env []v1.EnvVar
+	for i := range 24 {
+		env = append(env, v1.EnvVar{Name: fmt.Sprintf("WEB_SETTING_%02d", i), Value: fmt.Sprintf("value-of-setting-%02d", i)})
+	}
+	env = append(env, v1.EnvVar{Name: "POD_IP", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "status.podIP"}}})
+	probe := &v1.Probe{ProbeHandler: v1.ProbeHandler{HTTPGet: &v1.HTTPGetAction{Path: "/healthz", Port: intstr.FromString("http")}},
+		PeriodSeconds: 10, TimeoutSeconds: 1, SuccessThreshold: 1, FailureThreshold: 3}
+	container := func(name, image string) v1.Container {
+		return v1.Container{
+			Name: name, Image: image, Args: []string{"--port=8080", "--log-format=json"},
+			Ports: []v1.ContainerPort{{Name: "http", ContainerPort: 8080, Protocol: v1.ProtocolTCP}},
+			Env:   env,
+			Resources: v1.ResourceRequirements{
+				Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("250m"), v1.ResourceMemory: resource.MustParse("256Mi")},
+				Limits:   v1.ResourceList{v1.ResourceMemory: resource.MustParse("512Mi")},
+			},
+			VolumeMounts: []v1.VolumeMount{
+				{Name: "config", MountPath: "/etc/web", ReadOnly: true},
+				{Name: "kube-api-access-x7k2p", MountPath: "/var/run/secrets/kubernetes.io/serviceaccount", ReadOnly: true},
+			},
+			LivenessProbe: probe, ReadinessProbe: probe,
+			TerminationMessagePath: v1.TerminationMessagePathDefault, TerminationMessagePolicy: v1.TerminationMessageReadFile,
+			ImagePullPolicy: v1.PullIfNotPresent,
+		}
+	}
+	pod.Spec.InitContainers = []v1.Container{container("migrate", "registry.example.com/shop/migrate:1.42.0")}
+	pod.Spec.InitContainers[0].LivenessProbe, pod.Spec.InitContainers[0].ReadinessProbe = nil, nil
+	pod.Spec.Containers = []v1.Container{container("web", "registry.example.com/shop/web:1.42.0"),
+		container("sidecar", "registry.example.com/shop/sidecar:3.1.4")}
+	expiry := int64(3607)
+	pod.Spec.Volumes = []v1.Volume{
+		{Name: "config", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{
+			LocalObjectReference: v1.LocalObjectReference{Name: "web-config"}}}},
+		{Name: "kube-api-access-x7k2p", VolumeSource: v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{Sources: []v1.VolumeProjection{
+			{ServiceAccountToken: &v1.ServiceAccountTokenProjection{Path: "token", ExpirationSeconds: &expiry}},
+			{ConfigMap: &v1.ConfigMapProjection{LocalObjectReference: v1.LocalObjectReference{Name: "kube-root-ca.crt"},
+				Items: []v1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}}},
+			{DownwardAPI: &v1.DownwardAPIProjection{Items: []v1.DownwardAPIVolumeFile{
+				{Path: "namespace", FieldRef: &v1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.namespace"}}}}},
+		}}}},
+	}
+	pod.Spec.ServiceAccountName = "web"
+	pod.Spec.Tolerations = []v1.Toleration{
+		{Key: v1.TaintNodeNotReady, Operator: v1.TolerationOpExists, Effect: v1.TaintEffectNoExecute},
+		{Key: v1.TaintNodeUnreachable, Operator: v1.TolerationOpExists, Effect: v1.TaintEffectNoExecute},
+	}
+	pod.ManagedFields = []metav1.ManagedFieldsEntry{{
+		Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1",
+		FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:generateName":{},"f:labels":{".":{},` +
+			`"f:app":{},"f:pod-template-hash":{}},"f:ownerReferences":{".":{},"k:{\"uid\":\"\"}":{}}},"f:spec":{"f:containers":` +
+			`{"k:{\"name\":\"web\"}":{".":{},"f:args":{},"f:env":{".":{}},"f:image":{},"f:imagePullPolicy":{},"f:livenessProbe":{},` +
+			`"f:name":{},"f:ports":{},"f:readinessProbe":{},"f:resources":{},"f:volumeMounts":{}},"k:{\"name\":\"sidecar\"}":{".":{},` +
+			`"f:image":{},"f:name":{}}},"f:serviceAccountName":{},"f:volumes":{".":{},"k:{\"name\":\"config\"}":{}}}}`)},
+	}}
+	if size := len(mustJSON(pod)); size < 7<<10 || size > 9<<10 {
+		tb.Fatalf("test setup: the pod is %d bytes, want about 8 KiB", size)
+	}
+	return pod
+}
+
+func BenchmarkPodMutatorHandle(b *testing.B) {
+	b.Run("pod=8KiB", func(b *testing.B) {
+		req := makeRequest().Pod(benchPod(b)).Obj()
+		h := &PodMutator{Sources: staticSources(shopSources()), Config: testEngineConfig}
+		b.ReportAllocs()
+		for b.Loop() {
+			resp := h.Handle(b.Context(), req)
+			if err := resp.Complete(req); err != nil || len(resp.Patch) == 0 {
+				b.Fatalf("want a patch, got allowed=%v result=%v err=%v", resp.Allowed, resp.Result, err)
+			}
+		}
+	})
+}
+
+func BenchmarkPodValidatorHandle(b *testing.B) {
+	b.Run("pod=8KiB", func(b *testing.B) {
+		hard := spreadtest.Constraint(1, v1.LabelTopologyZone).DoNotSchedule().MatchLabel("app", "web").Obj()
+		pod := benchPod(b)
+		pod.Spec.TopologySpreadConstraints = []v1.TopologySpreadConstraint{hard}
+		req := makeRequest().Pod(pod).Obj()
+		// The check itself is measured by pkg/spread's benchmarks; a fixed
+		// answer leaves the handler's own cost.
+		h := &PodValidator{Sources: staticSources(shopSources()), Config: testEngineConfig,
+			Checker: &fakeChecker{result: &spread.Result{Verdict: spread.VerdictFeasible, FeasibleCount: 1}},
+			Synced:  func() bool { return true }}
+		b.ReportAllocs()
+		for b.Loop() {
+			resp := h.Handle(b.Context(), req)
+			if err := resp.Complete(req); err != nil || !resp.Allowed {
+				b.Fatalf("want an allowance, got allowed=%v result=%v err=%v", resp.Allowed, resp.Result, err)
+			}
+		}
+	})
+}
+
+// BenchmarkUnmarshalPodBaseline is the floor for both handlers: one decode
+// of the same pod into its Go type, nothing else.
+func BenchmarkUnmarshalPodBaseline(b *testing.B) {
+	b.Run("pod=8KiB", func(b *testing.B) {
+		req := makeRequest().Pod(benchPod(b)).Obj()
+		b.ReportAllocs()
+		for b.Loop() {
+			pod := &v1.Pod{}
+			if err := sigsjson.UnmarshalCaseSensitivePreserveInts(req.Object.Raw, pod); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// mutatorShapeCase is a web pod's raw object, edited into one of the shapes
+// the apiserver may send, and the patch the mutator answers it with.
+type mutatorShapeCase struct {
+	name string
+	// edit is a JSON Patch turning the web pod into this shape.
+	edit string
+	// wantOps lists the patch's operations as "op path"; none for no patch.
+	wantOps []string
+	// wantKept is a JSON Patch of tests the stored object must pass.
+	wantKept string
+}
+
+func mutatorShapeCases() []mutatorShapeCase {
+	annotation := "add " + policyAnnotationPath
+	return []mutatorShapeCase{
+		{
+			name:     "pod with annotations -> the policy annotation added beside them, constraints added",
+			edit:     `[{"op":"add","path":"/metadata/annotations","value":{"team":"shop","a/b~c":"d"}}]`,
+			wantOps:  []string{annotation, "add /spec/topologySpreadConstraints"},
+			wantKept: `[{"op":"test","path":"/metadata/annotations/a~1b~0c","value":"d"}]`,
+		},
+		{
+			name:    "pod without annotations -> an annotations map added",
+			wantOps: []string{"add /metadata/annotations", "add /spec/topologySpreadConstraints"},
+		},
+		{
+			name:    `pod with "annotations": null -> the null replaced by a map`,
+			edit:    `[{"op":"add","path":"/metadata/annotations","value":null}]`,
+			wantOps: []string{"add /metadata/annotations", "add /spec/topologySpreadConstraints"},
+		},
+		{
+			name:    `pod with "annotations": {} -> the policy annotation added into it`,
+			edit:    `[{"op":"add","path":"/metadata/annotations","value":{}}]`,
+			wantOps: []string{annotation, "add /spec/topologySpreadConstraints"},
+		},
+		{
+			name:    "pod annotated with another policy's name -> the annotation replaced",
+			edit:    `[{"op":"add","path":"/metadata/annotations","value":{"spreadguard.io/policy":"shop/old"}}]`,
+			wantOps: []string{annotation, "add /spec/topologySpreadConstraints"},
+		},
+		{
+			name:    `pod with "topologySpreadConstraints": [] -> the empty list replaced`,
+			edit:    `[{"op":"add","path":"/spec/topologySpreadConstraints","value":[]}]`,
+			wantOps: []string{"add /metadata/annotations", "add /spec/topologySpreadConstraints"},
+		},
+		{
+			name:    `pod with "topologySpreadConstraints": null -> the null replaced`,
+			edit:    `[{"op":"add","path":"/spec/topologySpreadConstraints","value":null}]`,
+			wantOps: []string{"add /metadata/annotations", "add /spec/topologySpreadConstraints"},
+		},
+		{
+			name: "pod with fields unknown to these types in metadata, spec and at the top -> all kept",
+			edit: `[{"op":"add","path":"/metadata/futureMeta","value":{"keep":["me",1.50]}},` +
+				`{"op":"add","path":"/spec/futureField","value":{"keep":"me"}},` +
+				`{"op":"add","path":"/spec/containers","value":[{"name":"web","image":"web:1","futureContainerField":true}]},` +
+				`{"op":"add","path":"/futureTop","value":12345678901234567890}]`,
+			wantOps: []string{"add /metadata/annotations", "add /spec/topologySpreadConstraints"},
+			wantKept: `[{"op":"test","path":"/metadata/futureMeta","value":{"keep":["me",1.50]}},` +
+				`{"op":"test","path":"/spec/futureField","value":{"keep":"me"}},` +
+				`{"op":"test","path":"/spec/containers/0/futureContainerField","value":true},` +
+				`{"op":"test","path":"/futureTop","value":12345678901234567890}]`,
+		},
+		{
+			name:    "pod without spec -> a spec holding the constraints added",
+			edit:    `[{"op":"remove","path":"/spec"}]`,
+			wantOps: []string{"add /metadata/annotations", "add /spec"},
+		},
+		{
+			name:    `pod with "spec": null -> the null replaced by a spec holding the constraints`,
+			edit:    `[{"op":"replace","path":"/spec","value":null}]`,
+			wantOps: []string{"add /metadata/annotations", "add /spec"},
+		},
+		{
+			name:    "pod without apiVersion and kind -> patched like any other",
+			edit:    `[{"op":"remove","path":"/apiVersion"},{"op":"remove","path":"/kind"}]`,
+			wantOps: []string{"add /metadata/annotations", "add /spec/topologySpreadConstraints"},
+		},
+		{
+			// Without labels and owner no selector exists; TestMutationPatch
+			// covers the patch such a pod would need.
+			name: "pod without metadata (no name, generateName, labels nor owner) -> left unchanged",
+			edit: `[{"op":"remove","path":"/metadata"}]`,
+		},
+		{
+			name: `pod with "metadata": null -> left unchanged`,
+			edit: `[{"op":"replace","path":"/metadata","value":null}]`,
+		},
+	}
+}
+
+// raw returns the web pod's object edited into the case's shape.
+func (c mutatorShapeCase) raw(tb testing.TB) []byte {
+	tb.Helper()
+	raw := makeRequest().Pod(webPod().Obj()).Obj().Object.Raw
+	if c.edit == "" {
+		return raw
+	}
+	return applyPatch(tb, raw, []byte(c.edit))
+}
+
+func TestPodMutatorPatchStoresWhatTheMergeOfTheWholePodStored(t *testing.T) {
+	for _, tt := range mutatorShapeCases() {
+		t.Run(tt.name, func(t *testing.T) {
+			raw := tt.raw(t)
+			req := makeRequest().Pod(webPod().Obj()).Raw(raw).Obj()
+			h := &PodMutator{Sources: staticSources(shopSources()), Config: testEngineConfig}
+			resp := h.Handle(t.Context(), req)
+			if err := resp.Complete(req); err != nil {
+				t.Fatal(err)
+			}
+			if !resp.Allowed {
+				t.Fatalf("not allowed: %v", resp.Result)
+			}
+
+			decoded, err := oracleDecodePod(req)
+			if err != nil {
+				t.Fatalf("the old decoder refuses the pod: %v", err)
+			}
+			m, err := engine.Mutate(decoded, shopSources(), testEngineConfig)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := raw
+			if m.Pod != nil {
+				want = oracleStored(t, raw, decoded, m.Pod)
+			}
+			got := raw
+			if len(resp.Patch) > 0 {
+				if resp.PatchType == nil || *resp.PatchType != admissionv1.PatchTypeJSONPatch {
+					t.Errorf("patch type = %v, want %s", resp.PatchType, admissionv1.PatchTypeJSONPatch)
+				}
+				got = applyPatch(t, raw, resp.Patch)
+			}
+			if diff := diffJSON(t, want, got); diff != "" {
+				t.Errorf("stored object (-want +got):\n%s", diff)
+			}
+
+			var ops []string
+			for _, p := range resp.Patches {
+				ops = append(ops, p.Operation+" "+p.Path)
+			}
+			if diff := cmp.Diff(tt.wantOps, ops); diff != "" {
+				t.Errorf("patch operations (-want +got):\n%s", diff)
+			}
+			if tt.wantKept != "" {
+				applyPatch(t, got, []byte(tt.wantKept))
+			}
+		})
+	}
+}
+
+func TestMutationPatch(t *testing.T) {
+	// engine.Mutate needs labels or an owner, so it never mutates a pod
+	// without metadata today; the patch must still be right if it does.
+	constraint := spreadtest.Constraint(1, v1.LabelTopologyZone).DoNotSchedule().MatchLabel("app", "web").Obj()
+	tests := []struct {
+		name    string
+		raw     string
+		wantOps []string
+	}{
+		{
+			name:    "object without metadata -> metadata added with the annotation",
+			raw:     `{"apiVersion":"v1","kind":"Pod","spec":{"containers":[{"name":"a","image":"a"}]}}`,
+			wantOps: []string{"add /metadata", "add /spec/topologySpreadConstraints"},
+		},
+		{
+			name:    `object with "metadata": null -> the null replaced`,
+			raw:     `{"apiVersion":"v1","kind":"Pod","metadata":null,"spec":{}}`,
+			wantOps: []string{"add /metadata", "add /spec/topologySpreadConstraints"},
+		},
+		{
+			name:    "empty object -> metadata and spec added",
+			raw:     `{}`,
+			wantOps: []string{"add /metadata", "add /spec"},
+		},
+		{
+			name:    "object with metadata holding only a field these types do not know -> annotations added beside it",
+			raw:     `{"metadata":{"future":1},"spec":null}`,
+			wantOps: []string{"add /metadata/annotations", "add /spec"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := makeRequest().Pod(webPod().Obj()).Raw([]byte(tt.raw)).Obj()
+			decoded, shape, err := decodePod(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// What engine.Mutate does to a pod it mutates.
+			mutated := decoded.DeepCopy()
+			mutated.Spec.TopologySpreadConstraints = []v1.TopologySpreadConstraint{constraint}
+			mutated.Annotations = map[string]string{v1alpha1.AnnotationPolicy: "shop/zones"}
+
+			patch := mutationPatch(shape, mutated)
+			got := applyPatch(t, req.Object.Raw, mustJSON(patch))
+			if diff := diffJSON(t, oracleStored(t, req.Object.Raw, decoded, mutated), got); diff != "" {
+				t.Errorf("stored object (-want +got):\n%s", diff)
+			}
+			var ops []string
+			for _, p := range patch {
+				ops = append(ops, p.Operation+" "+p.Path)
+			}
+			if diff := cmp.Diff(tt.wantOps, ops); diff != "" {
+				t.Errorf("patch operations (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestDecodePod(t *testing.T) {
+	full := `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web-1","namespace":"shop","labels":{"app":"web"},` +
+		`"annotations":{"a":"b"}},"spec":{"containers":[{"name":"web","image":"web:1",` +
+		`"resources":{"requests":{"cpu":"250m"}}}],"activeDeadlineSeconds":9007199254740993},"status":{"phase":"Pending"}}`
+	tests := []struct {
+		name      string
+		req       *RequestWrapper
+		wantShape rawShape
+		// wantErr is the start of the error; "" for a pod.
+		wantErr string
+	}{
+		{
+			name:      "pod with metadata, annotations, spec and status -> the decoder's pod, every part present",
+			req:       makeRequest().Pod(webPod().Obj()).Raw([]byte(full)),
+			wantShape: rawShape{metadata: true, annotations: true, spec: true},
+		},
+		{
+			name:      "pod without a namespace -> the request's namespace",
+			req:       makeRequest().Pod(webPod().Obj()).Raw([]byte(`{"metadata":{"name":"web-1"},"spec":{}}`)),
+			wantShape: rawShape{metadata: true, spec: true},
+		},
+		{
+			name:      `pod with "annotations": {} -> annotations present`,
+			req:       makeRequest().Pod(webPod().Obj()).Raw([]byte(`{"metadata":{"annotations":{}},"spec":null}`)),
+			wantShape: rawShape{metadata: true, annotations: true},
+		},
+		{
+			name: `pod with "metadata": null and no spec -> nothing present, namespace from the request`,
+			req:  makeRequest().Pod(webPod().Obj()).Raw([]byte(`{"apiVersion":"v1","kind":"Pod","metadata":null}`)),
+		},
+		{
+			name:    "request for a Service -> refused before decoding",
+			req:     makeRequest().Pod(webPod().Obj()).Kind("", "v1", "Service"),
+			wantErr: "expected a v1 Pod, got v1 Service",
+		},
+		{
+			name:    "request without an object -> refused",
+			req:     makeRequest().Pod(webPod().Obj()).Raw(nil),
+			wantErr: "decoding the pod: the request carries no object",
+		},
+		{
+			name:    "object of kind Service -> refused, naming it",
+			req:     makeRequest().Pod(webPod().Obj()).Raw([]byte(`{"apiVersion":"v1","kind":"Service","spec":{}}`)),
+			wantErr: `decoding the pod: the object is apiVersion "v1", kind "Service", not a v1 Pod`,
+		},
+		{
+			name:    "object of apiVersion apps/v1 -> refused, naming it",
+			req:     makeRequest().Pod(webPod().Obj()).Raw([]byte(`{"apiVersion":"apps/v1","metadata":{}}`)),
+			wantErr: `decoding the pod: the object is apiVersion "apps/v1", kind "", not a v1 Pod`,
+		},
+		{
+			name:    "object that is a JSON list -> refused",
+			req:     makeRequest().Pod(webPod().Obj()).Raw([]byte(`[{"kind":"Pod"}]`)),
+			wantErr: "decoding the pod: ",
+		},
+		{
+			name:    "object whose containers are a string -> refused",
+			req:     makeRequest().Pod(webPod().Obj()).Raw([]byte(`{"apiVersion":"v1","kind":"Pod","spec":{"containers":"many"}}`)),
+			wantErr: "decoding the pod: ",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := tt.req.Obj()
+			pod, shape, err := decodePod(req)
+			want, oracleErr := oracleDecodePod(req)
+			if tt.wantErr != "" {
+				if err == nil || !strings.HasPrefix(err.Error(), tt.wantErr) {
+					t.Fatalf("error = %v, want one starting with %q", err, tt.wantErr)
+				}
+				if oracleErr == nil && req.Kind == podKind {
+					t.Errorf("controller-runtime's decoder accepts what decodePod refuses: %s", req.Object.Raw)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if oracleErr != nil {
+				t.Fatalf("test setup: controller-runtime's decoder refuses the pod: %v", oracleErr)
+			}
+			if diff := cmp.Diff(want, pod); diff != "" {
+				t.Errorf("pod (-controller-runtime's decoder +decodePod):\n%s", diff)
+			}
+			if pod.Namespace == "" {
+				t.Errorf("pod has no namespace")
+			}
+			if diff := cmp.Diff(tt.wantShape, shape, cmp.AllowUnexported(rawShape{})); diff != "" {
+				t.Errorf("shape (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
