@@ -151,7 +151,8 @@ func Run(ctx context.Context, cfg *Config, opts ...Option) error {
 		return err
 	}
 	ix := spread.NewIndex()
-	tracker, err := cache.NewTracker(ctx, mgr.GetCache(), ix, func() { metrics.CacheSynced.Set(1) })
+	services := cache.NewServiceIndex()
+	tracker, err := cache.NewTracker(ctx, mgr.GetCache(), ix, services, func() { metrics.CacheSynced.Set(1) })
 	if err != nil {
 		return err
 	}
@@ -159,16 +160,16 @@ func Run(ctx context.Context, cfg *Config, opts ...Option) error {
 		return fmt.Errorf("adding the cache tracker: %w", err)
 	}
 
-	sources := cache.NewSources(mgr.GetCache(), mgr.GetAPIReader(), tracker.Synced)
+	sources := cache.NewSources(mgr.GetCache(), mgr.GetAPIReader(), tracker.Synced).WithServiceIndex(services)
 	sourcesFor := func(ctx context.Context) engine.Sources { return sources.WithContext(ctx) }
 	engineCfg := engine.Config{DefaultAction: cfg.DefaultAction, ExcludedNamespaces: cfg.ExcludedNamespaceSet()}
 	decoder := ctrladmission.NewDecoder(scheme)
 	handlers := map[string]ctrladmission.Handler{
 		PathMutatePod: &admission.PodMutator{
-			Decoder: decoder, Sources: sourcesFor, Config: engineCfg, Metrics: metrics,
+			Sources: sourcesFor, Config: engineCfg, Metrics: metrics,
 		},
 		PathValidatePod: &admission.PodValidator{
-			Decoder: decoder, Sources: sourcesFor, Checker: ix, Config: engineCfg,
+			Sources: sourcesFor, Checker: ix, Config: engineCfg,
 			Synced: tracker.Synced, RefuseUntilSynced: cfg.RefuseUntilSynced, Metrics: metrics,
 		},
 		PathValidateSpreadPolicy:        admission.NewSpreadPolicyValidator(decoder, metrics),
