@@ -49,27 +49,40 @@ func NodeHandler(ix IndexSink) toolscache.ResourceEventHandler {
 	}
 }
 
-// PodHandler feeds pod events to ix.
+// PodHandler feeds pod events to ix. The informer holds Pods (StripPod);
+// a *v1.Pod is taken as well.
 func PodHandler(ix IndexSink) toolscache.ResourceEventHandler {
 	return toolscache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
-			if p, ok := obj.(*v1.Pod); ok {
+			if p, ok := podOf(obj); ok {
 				ix.AddPod(p)
 			}
 		},
 		UpdateFunc: func(oldObj, newObj any) {
-			o, ok1 := oldObj.(*v1.Pod)
-			n, ok2 := newObj.(*v1.Pod)
+			o, ok1 := podOf(oldObj)
+			n, ok2 := podOf(newObj)
 			if ok1 && ok2 {
 				ix.UpdatePod(o, n)
 			}
 		},
 		DeleteFunc: func(obj any) {
-			if p, ok := untombstone(obj).(*v1.Pod); ok {
+			if p, ok := podOf(untombstone(obj)); ok {
 				ix.DeletePod(p)
 			}
 		},
 	}
+}
+
+func podOf(obj any) (*v1.Pod, bool) {
+	switch p := obj.(type) {
+	case *Pod:
+		if p != nil {
+			return p.V1(), true
+		}
+	case *v1.Pod:
+		return p, p != nil
+	}
+	return nil, false
 }
 
 // untombstone returns the last known state of an object whose deletion the
@@ -92,9 +105,10 @@ type Tracker struct {
 }
 
 // NewTracker gets (and so registers for starting) an informer for every
-// type in Watched, and adds the index's handlers to the pod and node
-// informers. onSynced, if not nil, runs once when everything has synced.
-func NewTracker(ctx context.Context, c crcache.Cache, ix IndexSink, onSynced func()) (*Tracker, error) {
+// type in Watched, adds the index's handlers to the pod and node informers
+// and the Service index's to the Service informer. onSynced, if not nil,
+// runs once when everything has synced.
+func NewTracker(ctx context.Context, c crcache.Cache, ix IndexSink, services *ServiceIndex, onSynced func()) (*Tracker, error) {
 	t := &Tracker{cache: c, onSynced: onSynced}
 	for _, obj := range Watched() {
 		inf, err := c.GetInformer(ctx, obj)
@@ -107,6 +121,8 @@ func NewTracker(ctx context.Context, c crcache.Cache, ix IndexSink, onSynced fun
 			h = PodHandler(ix)
 		case *v1.Node:
 			h = NodeHandler(ix)
+		case *v1.Service:
+			h = services.Handler()
 		default:
 			continue
 		}

@@ -21,10 +21,11 @@ var _ engine.Sources = (*Sources)(nil)
 // The live reader is the one that bypasses every cache
 // (manager.GetAPIReader()).
 type Sources struct {
-	ctx    context.Context
-	cached client.Reader
-	live   client.Reader
-	synced func() bool
+	ctx      context.Context
+	cached   client.Reader
+	live     client.Reader
+	synced   func() bool
+	services *ServiceIndex
 }
 
 // NewSources returns lookups over cached, falling back to live. synced
@@ -41,8 +42,18 @@ func (s *Sources) WithContext(ctx context.Context) *Sources {
 	return &c
 }
 
+// WithServiceIndex returns a copy that answers ServicesSelecting from x
+// once synced reports true; x must be fed by the same informers as cached.
+func (s *Sources) WithServiceIndex(x *ServiceIndex) *Sources {
+	c := *s
+	c.services = x
+	return &c
+}
+
+func (s *Sources) isSynced() bool { return s.synced == nil || s.synced() }
+
 func (s *Sources) reader() client.Reader {
-	if s.synced != nil && !s.synced() {
+	if !s.isSynced() {
 		return s.live
 	}
 	return s.cached
@@ -94,6 +105,17 @@ func (s *Sources) Services(namespace string) ([]*v1.Service, error) {
 		return nil, err
 	}
 	return pointers(list.Items), nil
+}
+
+// ServicesSelecting returns the Services of namespace that may select a pod
+// labelled podLabels (spread.ServiceCandidates): from the Service index
+// once the caches have synced, without copying a Service; all the
+// namespace's Services before that.
+func (s *Sources) ServicesSelecting(namespace string, podLabels map[string]string) ([]*v1.Service, error) {
+	if s.services != nil && s.isSynced() {
+		return s.services.Selecting(namespace, podLabels), nil
+	}
+	return s.Services(namespace)
 }
 
 // ReplicationController returns namespace/name, or nil if there is none.

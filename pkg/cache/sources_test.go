@@ -194,3 +194,36 @@ func check[T any](t *testing.T, what string, err error, want, got T, opts ...cmp
 		t.Errorf("%s (-want +got):\n%s", what, diff)
 	}
 }
+
+func TestServicesSelectingUsesTheIndexOnceSynced(t *testing.T) {
+	web := spreadtest.MakeService().Namespace("shop").Name("web").Selector("app", "web").Obj()
+	db := spreadtest.MakeService().Namespace("shop").Name("db").Selector("app", "db").Obj()
+	// The index knows only web: answers from it are told apart from a list.
+	x := NewServiceIndex()
+	x.Set(web)
+	tests := []struct {
+		name      string
+		synced    bool
+		want      []string
+		wantLists [2]int // [cache, live]
+	}{
+		{name: "caches synced -> the index's candidates, no list", synced: true, want: []string{"shop/web"}},
+		{name: "caches not synced -> every Service of the namespace, listed live", want: []string{"shop/db", "shop/web"}, wantLists: [2]int{0, 1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cached, live := reader(t, web, db), reader(t, web, db)
+			s := NewSources(cached, live, func() bool { return tt.synced }).WithServiceIndex(x).WithContext(t.Context())
+			got, err := s.ServicesSelecting("shop", map[string]string{"app": "web"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, names(got)); diff != "" {
+				t.Errorf("Services (-want +got):\n%s", diff)
+			}
+			if lists := [2]int{cached.lists, live.lists}; lists != tt.wantLists {
+				t.Errorf("lists [cache, live] = %v, want %v", lists, tt.wantLists)
+			}
+		})
+	}
+}

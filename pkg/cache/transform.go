@@ -56,23 +56,16 @@ func meta(m *metav1.ObjectMeta) metav1.ObjectMeta {
 	}
 }
 
-// StripPod keeps what counting reads: identity, labels, owners, whether the
-// pod is terminating, where it is bound, which scheduler places it and its
-// phase. Anything that is not a *v1.Pod (a tombstone) passes unchanged.
+// StripPod turns a pod into the Pod the cache keeps: what counting reads
+// (namespace, name, labels, node, phase, whether it is terminating). A Pod
+// passes unchanged, as anything else does (a tombstone): client-go may
+// transform an object twice.
 var StripPod toolscache.TransformFunc = func(obj any) (any, error) {
 	p, ok := obj.(*v1.Pod)
 	if !ok {
 		return obj, nil
 	}
-	m := meta(&p.ObjectMeta)
-	m.Labels = p.Labels
-	m.OwnerReferences = p.OwnerReferences
-	m.DeletionTimestamp = p.DeletionTimestamp
-	return &v1.Pod{
-		ObjectMeta: m,
-		Spec:       v1.PodSpec{NodeName: p.Spec.NodeName, SchedulerName: p.Spec.SchedulerName},
-		Status:     v1.PodStatus{Phase: p.Status.Phase},
-	}, nil
+	return CompactPod(p), nil
 }
 
 // StripNode keeps the labels (topology domains, node affinity), the taints

@@ -31,7 +31,6 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
-	"k8s.io/utils/ptr"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 
 	"github.com/spreadguard/spreadguard/cmd/webhook/app"
@@ -265,21 +264,6 @@ func restMapper() meta.RESTMapper {
 	return m
 }
 
-// envServicesWithoutDeepCopy, when set, runs the servers with the Service
-// cache handing out shallow copies: an experiment that measures a proposed
-// change to pkg/cache (the Services lookup deep-copies every Service of the
-// pod's namespace for each pod). Not the production configuration.
-const envServicesWithoutDeepCopy = "SPREADGUARD_PERF_SERVICES_WITHOUT_DEEPCOPY"
-
-func servicesWithoutDeepCopy(o *crcache.Options) {
-	for obj, by := range o.ByObject {
-		if _, ok := obj.(*v1.Service); ok {
-			by.UnsafeDisableDeepCopy = ptr.To(true)
-			o.ByObject[obj] = by
-		}
-	}
-}
-
 // server is the production webhook server, running in this process over a
 // memorySource.
 type server struct {
@@ -314,9 +298,6 @@ func startServer(ctx context.Context, c fixture.Cluster, dir string) (*server, e
 	reg := prometheus.NewRegistry()
 	src := newMemorySource(c)
 	cacheOpts := []app.Option{app.WithCacheOptions(src.install)}
-	if os.Getenv(envServicesWithoutDeepCopy) != "" {
-		cacheOpts = append(cacheOpts, app.WithCacheOptions(servicesWithoutDeepCopy))
-	}
 	ctx, cancel := context.WithCancel(ctx)
 	s := &server{cluster: c, source: src, url: fmt.Sprintf("https://127.0.0.1:%d", port), caFile: caFile,
 		cancel: cancel, done: make(chan error, 1)}

@@ -1,0 +1,162 @@
+package cache
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	toolscache "k8s.io/client-go/tools/cache"
+)
+
+func service(ns, name string, selector map[string]string) *v1.Service {
+	return &v1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: v1.ServiceSpec{Selector: selector}}
+}
+
+func names(svcs []*v1.Service) []string {
+	out := []string{}
+	for _, s := range svcs {
+		out = append(out, s.Namespace+"/"+s.Name)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func TestServiceIndexCandidates(t *testing.T) {
+	shop := []*v1.Service{
+		service("shop", "web", map[string]string{"app": "web"}),
+		service("shop", "web-fe", map[string]string{"app": "web", "tier": "fe"}),
+		service("shop", "db", map[string]string{"app": "db"}),
+		service("shop", "everything", map[string]string{}),
+		service("shop", "headless", nil),
+		service("other", "web", map[string]string{"app": "web"}),
+	}
+	tests := []struct {
+		name      string
+		events    func(h toolscache.ResourceEventHandler)
+		namespace string
+		podLabels map[string]string
+		want      []string
+	}{
+		{
+			name:      "pod app=web,tier=fe in shop -> web, web-fe and the empty selector; not db, not the nil selector, not other/web",
+			namespace: "shop", podLabels: map[string]string{"app": "web", "tier": "fe"},
+			want: []string{"shop/everything", "shop/web", "shop/web-fe"},
+		},
+		{
+			name:      "pod app=web in shop -> web-fe is a candidate (filed under app=web) though it does not select the pod",
+			namespace: "shop", podLabels: map[string]string{"app": "web"},
+			want: []string{"shop/everything", "shop/web", "shop/web-fe"},
+		},
+		{
+			name:      "pod without labels in shop -> only the empty selector",
+			namespace: "shop",
+			want:      []string{"shop/everything"},
+		},
+		{
+			name:      "namespace without Services -> none",
+			namespace: "empty", podLabels: map[string]string{"app": "web"},
+			want: []string{},
+		},
+		{
+			name: "web's selector changed to app=api -> no longer a candidate for app=web",
+			events: func(h toolscache.ResourceEventHandler) {
+				h.OnUpdate(shop[0], service("shop", "web", map[string]string{"app": "api"}))
+			},
+			namespace: "shop", podLabels: map[string]string{"app": "web"},
+			want: []string{"shop/everything", "shop/web-fe"},
+		},
+		{
+			name: "everything's selector set to nil, web deleted, web-fe deleted through a tombstone -> none",
+			events: func(h toolscache.ResourceEventHandler) {
+				h.OnUpdate(shop[3], service("shop", "everything", nil))
+				h.OnDelete(shop[0])
+				h.OnDelete(toolscache.DeletedFinalStateUnknown{Key: "shop/web-fe", Obj: shop[1]})
+			},
+			namespace: "shop", podLabels: map[string]string{"app": "web", "tier": "fe"},
+			want: []string{},
+		},
+		{
+			name: "a pod and a tombstone without object -> ignored",
+			events: func(h toolscache.ResourceEventHandler) {
+				h.OnAdd(&v1.Pod{}, false)
+				h.OnDelete(toolscache.DeletedFinalStateUnknown{Key: "shop/web"})
+			},
+			namespace: "shop", podLabels: map[string]string{"app": "db"},
+			want: []string{"shop/db", "shop/everything"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			x := NewServiceIndex()
+			h := x.Handler()
+			for _, s := range shop {
+				h.OnAdd(s, true)
+			}
+			if tt.events != nil {
+				tt.events(h)
+			}
+			if diff := cmp.Diff(tt.want, names(x.Selecting(tt.namespace, tt.podLabels))); diff != "" {
+				t.Errorf("candidates (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestServiceIndexSelectsWhatAScanSelects checks, over random Services,
+// updates and pods, that the candidates hold every Service that selects the
+// pod, and that matching the candidates gives what matching every Service
+// of the namespace gives.
+func TestServiceIndexSelectsWhatAScanSelects(t *testing.T) {
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	r := rand.New(rand.NewPCG(seed, 0))
+	randomLabels := func(max int) map[string]string {
+		if r.IntN(10) == 0 {
+			return nil
+		}
+		m := map[string]string{}
+		for range r.IntN(max + 1) {
+			m[fmt.Sprintf("k%d", r.IntN(4))] = fmt.Sprintf("v%d", r.IntN(3))
+		}
+		return m
+	}
+	for round := range 200 {
+		x := NewServiceIndex()
+		all := map[string]*v1.Service{} // what a scan of the namespaces sees
+		for range 40 {
+			s := service(fmt.Sprintf("ns%d", r.IntN(2)), fmt.Sprintf("s%d", r.IntN(15)), randomLabels(3))
+			key := s.Namespace + "/" + s.Name
+			if r.IntN(5) == 0 {
+				x.Delete(s)
+				delete(all, key)
+				continue
+			}
+			x.Set(s)
+			all[key] = s
+		}
+		for range 20 {
+			ns, podLabels := fmt.Sprintf("ns%d", r.IntN(2)), randomLabels(4)
+			var want, got []string
+			for _, s := range all {
+				if s.Namespace == ns && s.Spec.Selector != nil && labels.SelectorFromSet(s.Spec.Selector).Matches(labels.Set(podLabels)) {
+					want = append(want, s.Namespace+"/"+s.Name)
+				}
+			}
+			for _, s := range x.Selecting(ns, podLabels) {
+				if labels.SelectorFromSet(s.Spec.Selector).Matches(labels.Set(podLabels)) {
+					got = append(got, s.Namespace+"/"+s.Name)
+				}
+			}
+			slices.Sort(want)
+			slices.Sort(got)
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Fatalf("round %d, pod %v in %s: Services that select it (-scan +index):\n%s", round, podLabels, ns, diff)
+			}
+		}
+	}
+}
