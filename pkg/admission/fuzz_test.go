@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-logr/logr"
 	"github.com/google/go-cmp/cmp"
 	admissionv1 "k8s.io/api/admission/v1"
@@ -133,6 +134,23 @@ func hasDuplicateKeys(b []byte) bool {
 	}
 }
 
+// checkReviewDecode fails when readReview's decoder refuses a review that
+// sigs.k8s.io/json (the apiserver's) decodes, or decodes it differently.
+func checkReviewDecode(t *testing.T, body []byte) {
+	t.Helper()
+	want := &admissionv1.AdmissionReview{}
+	if sigsjson.UnmarshalCaseSensitivePreserveInts(body, want) != nil || hasDuplicateKeys(body) {
+		return
+	}
+	got := &admissionv1.AdmissionReview{}
+	if err := jsonv2.Unmarshal(body, got, reviewDecodeOptions); err != nil {
+		t.Fatalf("readReview's decoder refuses a review sigs.k8s.io/json decodes: %v: %q", err, body)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("review (-sigs.k8s.io/json +readReview's decoder):\n%s\nbody %q", diff, body)
+	}
+}
+
 // checkDecode fails when decodePod refuses a pod that controller-runtime's
 // decoder accepts, or decodes it differently.
 func checkDecode(t *testing.T, req *admission.Request) {
@@ -154,7 +172,7 @@ func checkDecode(t *testing.T, req *admission.Request) {
 		// ("ApiVersion"), then decoded apiVersion or kind as something else.
 		return
 	}
-	if diff := cmp.Diff(want, got); diff != "" {
+	if diff := cmp.Diff(decodedParts(want), got); diff != "" {
 		t.Fatalf("pod (-controller-runtime's decoder +decodePod):\n%s\nobject %q", diff, req.Object.Raw)
 	}
 }
@@ -233,6 +251,7 @@ func FuzzPodEndpoints(f *testing.F) {
 		logr.Discard())
 
 	f.Fuzz(func(t *testing.T, body []byte) {
+		checkReviewDecode(t, body)
 		sent := sentRequest(body)
 		checkDecode(t, sent)
 		for _, e := range []struct {

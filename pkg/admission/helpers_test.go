@@ -169,6 +169,16 @@ func oracleDecodePod(req admission.Request) (*v1.Pod, error) {
 	return pod, nil
 }
 
+// decodedParts is what decodePod keeps of a fully decoded pod: everything
+// but the parts podDecodeOptions skips and the status.
+func decodedParts(p *v1.Pod) *v1.Pod {
+	p = p.DeepCopy()
+	p.ManagedFields = nil
+	p.Spec.Containers, p.Spec.InitContainers, p.Spec.EphemeralContainers, p.Spec.Volumes = nil, nil, nil, nil
+	p.Status = v1.PodStatus{}
+	return p
+}
+
 // oracleStored returns the object the apiserver stored with the patch the
 // mutator used to build: the engine's changes (decoded to mutated) carried
 // over to raw by a JSON merge patch of the whole typed pod, then

@@ -9,10 +9,10 @@ import (
 	"net/http"
 	"strings"
 
+	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-logr/logr"
 	admissionv1 "k8s.io/api/admission/v1"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
-	sigsjson "sigs.k8s.io/json"
 )
 
 // MaxRequestBytes caps an AdmissionReview body. A review carries at most the
@@ -97,7 +97,8 @@ func readReview(w http.ResponseWriter, r *http.Request) (*admissionv1.AdmissionR
 	}
 	review := &admissionv1.AdmissionReview{}
 	// Case-sensitive, as the apiserver decodes: "Request" is not "request".
-	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(body, review); err != nil {
+	// The object stays raw here (a RawExtension); the handler decodes it.
+	if err := jsonv2.Unmarshal(body, review, reviewDecodeOptions); err != nil {
 		return nil, http.StatusBadRequest, fmt.Errorf("decoding the AdmissionReview: %w", err)
 	}
 	want := admissionv1.SchemeGroupVersion.String()

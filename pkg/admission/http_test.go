@@ -58,7 +58,7 @@ func TestEndpointRefusesMalformedRequests(t *testing.T) {
 			contentType: "application/json",
 			body:        []byte("{\"apiVersion\": "),
 			wantCode:    http.StatusBadRequest,
-			wantReason:  "decoding the AdmissionReview: unexpected end of JSON input",
+			wantReason:  "decoding the AdmissionReview: jsontext: unexpected EOF within \"/apiVersion\" after offset 15",
 		},
 		{
 			name:        "empty body -> 400",

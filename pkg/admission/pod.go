@@ -9,13 +9,13 @@ import (
 	"strings"
 	"time"
 
+	jsonv2 "github.com/go-json-experiment/json"
 	"gomodules.xyz/jsonpatch/v2"
 	admissionv1 "k8s.io/api/admission/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
-	sigsjson "sigs.k8s.io/json"
 
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
 	"github.com/spreadguard/spreadguard/pkg/engine"
@@ -240,13 +240,13 @@ func notPodCreate(req admission.Request) string {
 var podKind = metav1.GroupVersionKind{Version: "v1", Kind: "Pod"}
 
 // rawObject is the pod as the apiserver sends it, its parts behind pointers
-// so that a part the object lacks, or holds as null, stays nil.
+// so that a part the object lacks, or holds as null, stays nil. Its status
+// is not decoded: no decision reads it.
 type rawObject struct {
 	APIVersion string             `json:"apiVersion"`
 	Kind       string             `json:"kind"`
 	Metadata   *metav1.ObjectMeta `json:"metadata"`
 	Spec       *v1.PodSpec        `json:"spec"`
-	Status     *v1.PodStatus      `json:"status"`
 }
 
 // rawShape records which objects the raw pod holds (neither absent nor
@@ -257,9 +257,10 @@ type rawShape struct {
 
 // decodePod decodes the pod under review, parsing its JSON once: the
 // serializer behind admission.Decoder parses it a first time only to find
-// its kind, which the request already names. The decode is case-sensitive
-// and keeps integers, as the apiserver's own. The namespace comes from the
-// request when the object does not carry it.
+// its kind, which the request already names. The parts of a pod that
+// engine.Mutate and engine.Validate never read (see podDecodeOptions) are
+// checked to be JSON of the right kind and left empty. The namespace comes
+// from the request when the object does not carry it.
 func decodePod(req admission.Request) (*v1.Pod, rawShape, error) {
 	if req.Kind != podKind {
 		return nil, rawShape{}, fmt.Errorf("expected a v1 Pod, got %s", gvkString(req.Kind))
@@ -269,7 +270,7 @@ func decodePod(req admission.Request) (*v1.Pod, rawShape, error) {
 		return nil, rawShape{}, errors.New("decoding the pod: the request carries no object")
 	}
 	var obj rawObject
-	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(raw, &obj); err != nil {
+	if err := jsonv2.Unmarshal(raw, &obj, podDecodeOptions); err != nil {
 		return nil, rawShape{}, fmt.Errorf("decoding the pod: %w", err)
 	}
 	if (obj.APIVersion != "" && obj.APIVersion != "v1") || (obj.Kind != "" && obj.Kind != "Pod") {
@@ -286,9 +287,6 @@ func decodePod(req admission.Request) (*v1.Pod, rawShape, error) {
 	}
 	if obj.Spec != nil {
 		pod.Spec = *obj.Spec
-	}
-	if obj.Status != nil {
-		pod.Status = *obj.Status
 	}
 	if pod.Namespace == "" {
 		pod.Namespace = req.Namespace
