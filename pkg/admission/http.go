@@ -1,13 +1,14 @@
 package admission
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"mime"
 	"net/http"
 	"strings"
+	"sync"
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-logr/logr"
@@ -85,7 +86,13 @@ func readReview(w http.ResponseWriter, r *http.Request) (*admissionv1.AdmissionR
 		return nil, http.StatusUnsupportedMediaType,
 			fmt.Errorf("content type %q: an AdmissionReview is application/json", r.Header.Get("Content-Type"))
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxRequestBytes))
+	buf := bodies.Get().(*bytes.Buffer)
+	defer putBody(buf)
+	if n := r.ContentLength; n > 0 && n <= MaxRequestBytes {
+		buf.Grow(int(n))
+	}
+	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, MaxRequestBytes))
+	body := buf.Bytes()
 	var tooLarge *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooLarge):
@@ -112,6 +119,22 @@ func readReview(w http.ResponseWriter, r *http.Request) (*admissionv1.AdmissionR
 		return nil, http.StatusBadRequest, errors.New("the AdmissionReview's request has no uid")
 	}
 	return review, 0, nil
+}
+
+// bodies holds request body buffers between requests: every pod created in
+// the cluster sends one, and reading each into a new, repeatedly grown
+// slice was a good part of the garbage the collector had to chase. A
+// decoded review shares no memory with its body.
+var bodies = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// maxPooledBody keeps a rare large body from staying in the pool.
+const maxPooledBody = 256 << 10
+
+func putBody(b *bytes.Buffer) {
+	if b.Cap() <= maxPooledBody {
+		b.Reset()
+		bodies.Put(b)
+	}
 }
 
 // writeError answers with code and the reason on one line.

@@ -266,3 +266,31 @@ func TestOneLine(t *testing.T) {
 		})
 	}
 }
+
+// TestReviewOutlivesItsPooledBody reads two reviews in turn: the second
+// reuses the first one's body buffer, which must not change the first
+// review.
+func TestReviewOutlivesItsPooledBody(t *testing.T) {
+	read := func(req admission.Request) *admissionv1.AdmissionReview {
+		t.Helper()
+		r := httptest.NewRequestWithContext(t.Context(), http.MethodPost, "/validate-v1-pod", bytes.NewReader(reviewBody(req)))
+		r.Header.Set("Content-Type", "application/json")
+		review, code, err := readReview(httptest.NewRecorder(), r)
+		if err != nil {
+			t.Fatalf("readReview: %d %v", code, err)
+		}
+		return review
+	}
+	first := makeRequest().Pod(webPod().Name("first").Label("tier", "one").Obj()).Obj()
+	want := string(first.Object.Raw)
+	got := read(first)
+	second := makeRequest().Pod(webPod().Name("second-with-a-longer-name").Obj()).Obj()
+	second.UID = "uid-of-the-second-review"
+	read(second)
+	if diff := cmp.Diff(want, string(got.Request.Object.Raw)); diff != "" {
+		t.Errorf("first review's object after the second read (-want +got):\n%s", diff)
+	}
+	if got.Request.UID != first.UID {
+		t.Errorf("first review's uid = %q, want %q", got.Request.UID, first.UID)
+	}
+}
