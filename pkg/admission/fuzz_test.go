@@ -198,21 +198,7 @@ func checkPatch(t *testing.T, req *admission.Request, resp *admissionv1.Admissio
 	if err != nil {
 		return // see checkDecode
 	}
-	m, err := engine.Mutate(decoded, src, testEngineConfig)
-	if err != nil {
-		t.Fatalf("the engine fails on a pod the endpoint allowed: %v", err)
-	}
-	want := raw
-	if m.Pod != nil {
-		want = oracleStored(t, raw, decoded, m.Pod)
-	}
-	got := raw
-	if len(resp.Patch) > 0 {
-		if resp.PatchType == nil || *resp.PatchType != admissionv1.PatchTypeJSONPatch {
-			t.Fatalf("patch type %v, want %s", resp.PatchType, admissionv1.PatchTypeJSONPatch)
-		}
-		got = applyPatch(t, raw, resp.Patch)
-	}
+	want, got := storedBothWays(t, raw, decoded, resp, src)
 	if diff := diffJSON(t, want, got); diff != "" {
 		t.Fatalf("stored object (-old merge of the whole pod +patch):\n%s\nobject %q", diff, raw)
 	}

@@ -179,6 +179,28 @@ func decodedParts(p *v1.Pod) *v1.Pod {
 	return p
 }
 
+// storedBothWays returns what the apiserver stores when the mutator answers
+// raw (decoded as the old decoder did) with resp: want through the old merge
+// of the whole mutated pod, got through resp's patch.
+func storedBothWays(t *testing.T, raw []byte, decoded *v1.Pod, resp *admissionv1.AdmissionResponse, src engine.Sources) (want, got []byte) {
+	t.Helper()
+	m, err := engine.Mutate(decoded, src, testEngineConfig)
+	if err != nil {
+		t.Fatalf("the engine fails on a pod the endpoint allowed: %v", err)
+	}
+	want, got = raw, raw
+	if m.Pod != nil {
+		want = oracleStored(t, raw, decoded, m.Pod)
+	}
+	if len(resp.Patch) > 0 {
+		if resp.PatchType == nil || *resp.PatchType != admissionv1.PatchTypeJSONPatch {
+			t.Fatalf("patch type = %v, want %s", resp.PatchType, admissionv1.PatchTypeJSONPatch)
+		}
+		got = applyPatch(t, raw, resp.Patch)
+	}
+	return want, got
+}
+
 // oracleStored returns the object the apiserver stored with the patch the
 // mutator used to build: the engine's changes (decoded to mutated) carried
 // over to raw by a JSON merge patch of the whole typed pod, then

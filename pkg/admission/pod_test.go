@@ -735,21 +735,7 @@ func TestPodMutatorPatchStoresWhatTheMergeOfTheWholePodStored(t *testing.T) {
 			if err != nil {
 				t.Fatalf("the old decoder refuses the pod: %v", err)
 			}
-			m, err := engine.Mutate(decoded, shopSources(), testEngineConfig)
-			if err != nil {
-				t.Fatal(err)
-			}
-			want := raw
-			if m.Pod != nil {
-				want = oracleStored(t, raw, decoded, m.Pod)
-			}
-			got := raw
-			if len(resp.Patch) > 0 {
-				if resp.PatchType == nil || *resp.PatchType != admissionv1.PatchTypeJSONPatch {
-					t.Errorf("patch type = %v, want %s", resp.PatchType, admissionv1.PatchTypeJSONPatch)
-				}
-				got = applyPatch(t, raw, resp.Patch)
-			}
+			want, got := storedBothWays(t, raw, decoded, &resp.AdmissionResponse, shopSources())
 			if diff := diffJSON(t, want, got); diff != "" {
 				t.Errorf("stored object (-want +got):\n%s", diff)
 			}
