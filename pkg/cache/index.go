@@ -106,8 +106,8 @@ type Tracker struct {
 
 // NewTracker gets (and so registers for starting) an informer for every
 // type in Watched, adds the index's handlers to the pod and node informers
-// and the Service index's to the Service informer. onSynced, if not nil,
-// runs once when everything has synced.
+// and the Service index's (when there is one) to the Service informer.
+// onSynced, if not nil, runs once when everything has synced.
 func NewTracker(ctx context.Context, c crcache.Cache, ix IndexSink, services *ServiceIndex, onSynced func()) (*Tracker, error) {
 	t := &Tracker{cache: c, onSynced: onSynced}
 	for _, obj := range Watched() {
@@ -122,6 +122,9 @@ func NewTracker(ctx context.Context, c crcache.Cache, ix IndexSink, services *Se
 		case *v1.Node:
 			h = NodeHandler(ix)
 		case *v1.Service:
+			if services == nil {
+				continue
+			}
 			h = services.Handler()
 		default:
 			continue
