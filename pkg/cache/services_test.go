@@ -143,12 +143,12 @@ func TestServiceIndexSelectsWhatAScanSelects(t *testing.T) {
 			ns, podLabels := fmt.Sprintf("ns%d", r.IntN(2)), randomLabels(4)
 			var want, got []string
 			for _, s := range all {
-				if s.Namespace == ns && s.Spec.Selector != nil && labels.SelectorFromSet(s.Spec.Selector).Matches(labels.Set(podLabels)) {
+				if s.Namespace == ns && s.Spec.Selector != nil && labels.SelectorFromValidatedSet(s.Spec.Selector).Matches(labels.Set(podLabels)) {
 					want = append(want, s.Namespace+"/"+s.Name)
 				}
 			}
 			for _, s := range x.Selecting(ns, podLabels) {
-				if labels.SelectorFromSet(s.Spec.Selector).Matches(labels.Set(podLabels)) {
+				if labels.SelectorFromValidatedSet(s.Spec.Selector).Matches(labels.Set(podLabels)) {
 					got = append(got, s.Namespace+"/"+s.Name)
 				}
 			}
