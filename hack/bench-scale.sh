@@ -24,7 +24,8 @@
 # each burst.
 #
 # Results go to $BENCH_SCALE_OUT (default _output/bench-scale): summary.txt,
-# bursts.jsonl, and the logs of the webhook and the control plane.
+# bursts.jsonl, webhook.log, cluster.log and logs/ (one file per control-plane
+# component), kept when the run fails too.
 #
 # Environment (defaults in brackets):
 #   BENCH_SCALE_NODES [5000]  BENCH_SCALE_PODS_PER_NODE [30]
@@ -119,6 +120,10 @@ build() {
 
 start_cluster() {
   export LOCAL_CLUSTER_ENV=$DIR/cluster.env
+  # The control plane's own logs survive the run (a failed fill is otherwise
+  # unexplained: the cluster's directory goes with it).
+  rm -rf "$OUT/logs"
+  export LOCAL_CLUSTER_LOGS=$OUT/logs
   "$ROOT/hack/local-cluster.sh" run >"$DIR/cluster.log" 2>&1 &
   CLUSTER_PID=$!
   until [[ -f $LOCAL_CLUSTER_ENV ]]; do
