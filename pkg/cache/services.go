@@ -36,9 +36,9 @@ type namespaceServices struct {
 type labelPair struct{ key, value string }
 
 // filing is where a Service is filed: under pair, or, when all is set,
-// among the Services that select every pod.
+// among the Services that select every pod. It is what removing an older
+// version of the Service needs, whose selector may differ from the new one.
 type filing struct {
-	svc  *v1.Service
 	pair labelPair
 	all  bool
 }
@@ -68,7 +68,7 @@ func (x *ServiceIndex) Set(s *v1.Service) {
 		}
 		x.namespaces[s.Namespace] = ns
 	}
-	f := filing{svc: s, all: len(s.Spec.Selector) == 0}
+	f := filing{all: len(s.Spec.Selector) == 0}
 	if f.all {
 		ns.selectAll[s.Name] = s
 	} else {
