@@ -3,6 +3,7 @@ package admission
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/google/go-cmp/cmp"
 	admissionv1 "k8s.io/api/admission/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
@@ -228,12 +230,26 @@ func FuzzPodEndpoints(f *testing.F) {
 	f.Add([]byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","operation":"CREATE","kind":{"version":"v1","kind":"Pod"},"object":null}}`))
 	f.Add([]byte(`{}`))
 	f.Add([]byte(`null`))
+	// Inputs that reach the injected faults of the faulty endpoints.
+	for _, owner := range []string{faultyOwner, panicOwner} {
+		f.Add(reviewBody(makeRequest().Pod(podOwnedBy(owner).Obj()).Obj()))
+	}
+	for _, fault := range []string{"error", "panic"} {
+		f.Add(reviewBody(makeRequest().Pod(webPod().Label(faultLabel, fault).SpreadConstraint(hard).Obj()).Obj()))
+	}
 
 	snap := fuzzCluster()
 	src := shopSources()
 	validator := NewEndpoint(&PodValidator{Sources: staticSources(src), Checker: snap,
 		Config: testEngineConfig, Synced: func() bool { return true }}, logr.Discard())
 	mutator := NewEndpoint(&PodMutator{Sources: staticSources(src), Config: testEngineConfig},
+		logr.Discard())
+	// The same handlers under failurePolicy Ignore with faults the input
+	// can reach: whatever fails inside, a refusal must be a spread denial.
+	faulty := &faultySources{fakeSources: src}
+	faultyValidator := NewEndpoint(&PodValidator{Sources: staticSources(faulty), Checker: faultyChecker{snap},
+		Config: testEngineConfig, Synced: func() bool { return true }}, logr.Discard())
+	faultyMutator := NewEndpoint(&PodMutator{Sources: staticSources(faulty), Config: testEngineConfig},
 		logr.Discard())
 
 	f.Fuzz(func(t *testing.T, body []byte) {
@@ -243,7 +259,7 @@ func FuzzPodEndpoints(f *testing.F) {
 		for _, e := range []struct {
 			name string
 			h    http.Handler
-		}{{"validate", validator}, {"mutate", mutator}} {
+		}{{"validate", validator}, {"mutate", mutator}, {"validate-faulty", faultyValidator}, {"mutate-faulty", faultyMutator}} {
 			code, out := post(t, e.h, "application/json", bytes.NewReader(body))
 			if code != http.StatusOK {
 				if code < 400 || code > 499 {
@@ -264,14 +280,65 @@ func FuzzPodEndpoints(f *testing.F) {
 			if sent := oracleReview(body); sent != nil && review.Response.UID != sent.Request.UID {
 				t.Fatalf("%s: answer uid %q, request uid %q", e.name, review.Response.UID, sent.Request.UID)
 			}
+			if !review.Response.Allowed && !isSpreadDenial(review.Response, body, src, snap) {
+				t.Fatalf("%s: refused without a spread reason under failurePolicy Ignore: %+v for %q",
+					e.name, review.Response.Result, body)
+			}
 			if e.name == "validate" && review.Response.Allowed && oracleDenies(body, src, snap) {
 				t.Fatalf("validate: allowed a pod that a correct decode denies: %q", body)
 			}
-			if e.name == "mutate" && review.Response.Allowed {
+			if strings.HasPrefix(e.name, "mutate") && review.Response.Allowed && len(review.Response.Patch) > 0 {
 				checkPatch(t, sent, review.Response, src)
 			}
 		}
 	})
+}
+
+// Fault triggers of the faulty endpoints: a pod owned by the ReplicaSet
+// faultyOwner fails its owner lookup, one owned by panicOwner panics in it,
+// and a pod labelled faultLabel=error or =panic fails or panics in the check.
+const (
+	faultyOwner = "faulty"
+	panicOwner  = "panicky"
+	faultLabel  = "fuzz-fault"
+)
+
+// podOwnedBy is a web pod of shop whose controller is the ReplicaSet owner.
+func podOwnedBy(owner string) *spreadtest.PodWrapper {
+	return spreadtest.MakePod().Namespace(shop).Name(owner+"-x1").Label("app", "web").
+		ControlledBy("ReplicaSet", "apps/v1", owner)
+}
+
+type faultySources struct{ *fakeSources }
+
+func (f *faultySources) ReplicaSet(namespace, name string) (*appsv1.ReplicaSet, error) {
+	switch name {
+	case faultyOwner:
+		return nil, errors.New("injected lookup failure")
+	case panicOwner:
+		panic("injected lookup panic")
+	}
+	return f.fakeSources.ReplicaSet(namespace, name)
+}
+
+type faultyChecker struct{ spread.Checker }
+
+func (f faultyChecker) Check(pod *v1.Pod, opts spread.Options) (*spread.Result, error) {
+	switch pod.Labels[faultLabel] {
+	case "error":
+		return nil, errors.New("injected check failure")
+	case "panic":
+		panic("injected check panic")
+	}
+	return f.Checker.Check(pod, opts)
+}
+
+// isSpreadDenial reports whether a refusal is a denial for a spread reason:
+// a 403 whose message is not a fault's, for a pod that a correct decode
+// reviewed by the engine denies.
+func isSpreadDenial(resp *admissionv1.AdmissionResponse, body []byte, src engine.Sources, checker spread.Checker) bool {
+	return resp.Result != nil && resp.Result.Code == http.StatusForbidden &&
+		!strings.Contains(resp.Result.Message, "internal error") && oracleDenies(body, src, checker)
 }
 
 func TestHasDuplicateKeys(t *testing.T) {

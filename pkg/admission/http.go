@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"mime"
 	"net/http"
+	"runtime/debug"
 	"strings"
 	"sync"
 
@@ -31,9 +32,12 @@ const maxReasonLen = 512
 // review without a request or a uid. Endpoint answers those, and a request
 // whose object is not what the handler reviews, with an HTTP 400 and a
 // one-line reason, so the apiserver treats them as a failed call (and applies
-// the failurePolicy) rather than as a decision. Everything else goes through
-// admission.Webhook.Handle, which recovers panics into a 500 and completes
-// the response.
+// the failurePolicy) rather than as a decision. A handler that panics gets
+// the same treatment with an HTTP 500: answered inside a 200, a panic would
+// be a refusal whatever the failurePolicy says. (The pod handlers recover
+// their own panics first and answer as their failure policy says, with a
+// warning.) Everything else goes through admission.Webhook.Handle, which
+// completes the response.
 type Endpoint struct {
 	hook *admission.Webhook
 	log  logr.Logger
@@ -43,7 +47,7 @@ var _ http.Handler = (*Endpoint)(nil)
 
 // NewEndpoint wraps h for serving at one path.
 func NewEndpoint(h admission.Handler, log logr.Logger) *Endpoint {
-	recoverPanic := true
+	recoverPanic := false // ServeHTTP recovers, into an HTTP 500
 	hook := &admission.Webhook{Handler: h, RecoverPanic: &recoverPanic}
 	hook.LogConstructor = func(_ logr.Logger, req *admission.Request) logr.Logger {
 		return admission.DefaultLogConstructor(log, req)
@@ -60,6 +64,13 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, code, err)
 		return
 	}
+	defer func() {
+		if p := recover(); p != nil {
+			e.log.Error(fmt.Errorf("panic: %v", p), "recovered a panic; answering 500 so that the failurePolicy applies",
+				"stack", string(debug.Stack()))
+			writeError(w, http.StatusInternalServerError, fmt.Errorf("internal error: panic: %v", p))
+		}
+	}()
 	resp := e.hook.Handle(r.Context(), admission.Request{AdmissionRequest: *review.Request})
 	if !resp.Allowed && resp.Result != nil && resp.Result.Code == http.StatusBadRequest {
 		writeError(w, http.StatusBadRequest, errors.New(resp.Result.Message))
@@ -142,10 +153,13 @@ func writeError(w http.ResponseWriter, code int, err error) {
 	http.Error(w, oneLine(err.Error()), code)
 }
 
-func oneLine(s string) string {
+func oneLine(s string) string { return oneLineN(s, maxReasonLen) }
+
+// oneLineN folds s onto one line of at most n bytes (plus an ellipsis).
+func oneLineN(s string, n int) string {
 	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > maxReasonLen {
-		s = strings.ToValidUTF8(s[:maxReasonLen], "") + "..."
+	if len(s) > n {
+		s = strings.ToValidUTF8(s[:n], "") + "..."
 	}
 	return s
 }

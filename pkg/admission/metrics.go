@@ -51,6 +51,10 @@ type Metrics struct {
 	Audits prometheus.Counter
 	// CacheSynced is 1 once the informer caches have synced.
 	CacheSynced prometheus.Gauge
+	// Errors counts pod requests spreadguard could not decide because of a
+	// fault of its own, by webhook and reason (FaultLookup, FaultEngine,
+	// FaultPanic); each was answered as the failure policy says.
+	Errors *prometheus.CounterVec
 }
 
 // NewMetrics creates the metrics and registers them with reg (the
@@ -83,8 +87,13 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "spreadguard_cache_synced",
 			Help: "1 once the informer caches have synced, else 0.",
 		}),
+		Errors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "spreadguard_admission_errors_total",
+			Help: "Pod admission requests not decided because of an internal error, by webhook and reason; " +
+				"each was admitted unchanged (failurePolicy Ignore) or refused (Fail).",
+		}, []string{"webhook", "reason"}),
 	}
-	for _, c := range []prometheus.Collector{m.Requests, m.Latency, m.Injected, m.Denials, m.Audits, m.CacheSynced} {
+	for _, c := range []prometheus.Collector{m.Requests, m.Latency, m.Injected, m.Denials, m.Audits, m.CacheSynced, m.Errors} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("registering the metrics: %w", err)
 		}

@@ -12,6 +12,7 @@ import (
 	jsonv2 "github.com/go-json-experiment/json"
 	"gomodules.xyz/jsonpatch/v2"
 	admissionv1 "k8s.io/api/admission/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
@@ -52,18 +53,32 @@ var (
 type PodMutator struct {
 	Sources SourcesFunc
 	Config  engine.Config
-	Metrics *Metrics
+	// FailurePolicy is the failurePolicy of the mutating webhook
+	// configuration: a fault of spreadguard's own admits the pod unpatched
+	// under Ignore (the default when empty) and refuses it under Fail.
+	FailurePolicy admissionregistrationv1.FailurePolicyType
+	Metrics       *Metrics
 }
 
+// whatMutate completes WarningFault and MessageFault for the mutator.
+const whatMutate = "add this pod's default topology spread constraints"
+
 // Handle answers one request to /mutate-v1-pod.
-func (h *PodMutator) Handle(ctx context.Context, req admission.Request) admission.Response {
+func (h *PodMutator) Handle(ctx context.Context, req admission.Request) (resp admission.Response) {
 	start := time.Now()
-	resp, result := h.handle(ctx, req)
-	h.Metrics.observe(WebhookMutatePod, result, start)
+	result := ResultErrored
+	f := faults{policy: h.FailurePolicy, webhook: WebhookMutatePod, metrics: h.Metrics}
+	defer func() {
+		if r := recover(); r != nil {
+			resp, result = f.recovered(ctx, whatMutate, r), ResultErrored
+		}
+		h.Metrics.observe(WebhookMutatePod, result, start)
+	}()
+	resp, result = h.handle(ctx, req, f)
 	return resp
 }
 
-func (h *PodMutator) handle(ctx context.Context, req admission.Request) (admission.Response, string) {
+func (h *PodMutator) handle(ctx context.Context, req admission.Request, f faults) (admission.Response, string) {
 	log := logf.FromContext(ctx)
 	if reason := notPodCreate(req); reason != "" {
 		return admission.Allowed(reason), ResultSkipped
@@ -74,9 +89,7 @@ func (h *PodMutator) handle(ctx context.Context, req admission.Request) (admissi
 	}
 	m, err := engine.Mutate(pod, h.Sources(ctx), h.Config)
 	if err != nil {
-		log.Error(err, "computing the default constraints failed")
-		return admission.Errored(http.StatusInternalServerError,
-			fmt.Errorf("spreadguard could not compute the pod's default topology spread constraints: %w", err)), ResultErrored
+		return f.answer(ctx, faultReason(err), whatMutate, err), ResultErrored
 	}
 	if m.Pod == nil {
 		log.V(1).Info("pod left unchanged", "reason", m.Skipped)
@@ -145,14 +158,28 @@ type PodValidator struct {
 	// complete.
 	Synced            func() bool
 	RefuseUntilSynced bool
-	Metrics           *Metrics
+	// FailurePolicy is the failurePolicy of the validating webhook
+	// configuration: a fault of spreadguard's own admits the pod under
+	// Ignore (the default when empty) and refuses it under Fail.
+	FailurePolicy admissionregistrationv1.FailurePolicyType
+	Metrics       *Metrics
 }
 
+// whatValidate completes WarningFault and MessageFault for the validator.
+const whatValidate = "check this pod's topology spread constraints"
+
 // Handle answers one request to /validate-v1-pod.
-func (h *PodValidator) Handle(ctx context.Context, req admission.Request) admission.Response {
+func (h *PodValidator) Handle(ctx context.Context, req admission.Request) (resp admission.Response) {
 	start := time.Now()
-	resp, result := h.handle(ctx, req)
-	h.Metrics.observe(WebhookValidatePod, result, start)
+	result := ResultErrored
+	f := faults{policy: h.FailurePolicy, webhook: WebhookValidatePod, metrics: h.Metrics}
+	defer func() {
+		if r := recover(); r != nil {
+			resp, result = f.recovered(ctx, whatValidate, r), ResultErrored
+		}
+		h.Metrics.observe(WebhookValidatePod, result, start)
+	}()
+	resp, result = h.handle(ctx, req, f)
 	return resp
 }
 
@@ -174,7 +201,7 @@ func (g syncGate) Check(pod *v1.Pod, opts spread.Options) (*spread.Result, error
 	return g.Checker.Check(pod, opts)
 }
 
-func (h *PodValidator) handle(ctx context.Context, req admission.Request) (admission.Response, string) {
+func (h *PodValidator) handle(ctx context.Context, req admission.Request, f faults) (admission.Response, string) {
 	log := logf.FromContext(ctx)
 	if reason := notPodCreate(req); reason != "" {
 		return admission.Allowed(reason), ResultSkipped
@@ -191,9 +218,7 @@ func (h *PodValidator) handle(ctx context.Context, req admission.Request) (admis
 	case errors.Is(err, errNotSynced):
 		return admission.Allowed("").WithWarnings(WarningNotSynced), ResultUnsynced
 	case err != nil:
-		log.Error(err, "checking the pod failed")
-		return admission.Errored(http.StatusInternalServerError,
-			fmt.Errorf("spreadguard could not check the pod's topology spread constraints: %w", err)), ResultErrored
+		return f.answer(ctx, faultReason(err), whatValidate, err), ResultErrored
 	}
 	if v.Skipped != "" {
 		log.V(1).Info("pod not checked", "reason", v.Skipped)

@@ -9,6 +9,7 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 
@@ -51,6 +52,18 @@ const (
 const NoCandidateNodesWarning = "no node passes this pod's node affinity, nodeSelector and taint tolerations; " +
 	"it will stay Pending for reasons other than topology spread"
 
+// ErrLookup is matched (errors.Is) by every error of Mutate and Validate
+// that came from reading Sources: an owner, a Service, a namespace or the
+// policies. Callers tell a failed read, often passing (an API server
+// restarting), from a fault of the decision itself.
+var ErrLookup = errors.New("lookup failed")
+
+// lookupError marks err as a failed lookup without changing its text.
+type lookupError struct{ err error }
+
+func (e lookupError) Error() string   { return e.err.Error() }
+func (e lookupError) Unwrap() []error { return []error{ErrLookup, e.err} }
+
 // Mutation is the outcome of Mutate.
 type Mutation struct {
 	// Pod is the mutated deep copy, nil when nothing changes.
@@ -76,14 +89,14 @@ func Mutate(pod *v1.Pod, src Sources, cfg Config) (*Mutation, error) {
 	}
 	applied, err := policy.Resolve(pod, src)
 	if err != nil {
-		return nil, fmt.Errorf("resolving the policy: %w", err)
+		return nil, lookupError{fmt.Errorf("resolving the policy: %w", err)}
 	}
 	if applied == nil {
 		return &Mutation{Skipped: SkipNoPolicy}, nil
 	}
 	sel, err := spread.DefaultSelector(pod, src)
 	if err != nil {
-		return nil, fmt.Errorf("building the default selector: %w", err)
+		return nil, lookupError{fmt.Errorf("building the default selector: %w", err)}
 	}
 	injected, err := spread.InjectConstraints(pod, sel, applied.Constraints)
 	if err != nil {
@@ -158,7 +171,7 @@ func Validate(pod *v1.Pod, src Sources, checker spread.Checker, cfg Config, expl
 
 	applied, err := policy.Resolve(pod, src)
 	if err != nil {
-		return nil, fmt.Errorf("resolving the policy: %w", err)
+		return nil, lookupError{fmt.Errorf("resolving the policy: %w", err)}
 	}
 	v.Action = cfg.DefaultAction
 	if applied != nil {

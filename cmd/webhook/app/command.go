@@ -67,6 +67,8 @@ var flagOfField = map[string]string{
 	"defaultAction":          "--default-action",
 	"excludedNamespaces":     "--excluded-namespaces",
 	"refuseUntilSynced":      "--refuse-until-synced",
+	"failurePolicy":          "--failure-policy",
+	"host":                   "--host",
 	"logLevel":               "--log-level",
 }
 

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/spf13/pflag"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -65,6 +66,11 @@ type Config struct {
 	// RefuseUntilSynced denies pods while the caches are still filling;
 	// otherwise they are allowed with a warning.
 	RefuseUntilSynced bool `json:"refuseUntilSynced"`
+	// FailurePolicy is the failurePolicy of the pod webhook configurations.
+	// The server answers a fault of its own the way the API server treats
+	// a failed call under that policy: Ignore admits the pod unchecked (with
+	// a warning), Fail refuses it.
+	FailurePolicy admissionregistrationv1.FailurePolicyType `json:"failurePolicy"`
 	// LogLevel is error, info, debug or a logr verbosity number.
 	LogLevel string `json:"logLevel"`
 
@@ -86,6 +92,7 @@ func NewConfig() *Config {
 		HealthProbeBindAddress: ":8081",
 		DefaultAction:          v1alpha1.ActionDeny,
 		ExcludedNamespaces:     []string{KubeSystem},
+		FailurePolicy:          admissionregistrationv1.Ignore,
 		LogLevel:               LogLevelInfo,
 	}
 }
@@ -111,6 +118,8 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 		"Comma-separated namespaces whose pods are never mutated nor validated; kube-system is always added.")
 	fs.BoolVar(&c.RefuseUntilSynced, "refuse-until-synced", c.RefuseUntilSynced,
 		"Deny pods until the caches have synced, instead of allowing them with a warning.")
+	fs.Var(failurePolicyFlag{&c.FailurePolicy}, "failure-policy",
+		"The failurePolicy of the pod webhook configurations (Ignore or Fail): an internal error admits the pod with a warning under Ignore and refuses it under Fail.")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel,
 		"Log level: error, info, debug, or a verbosity number (4 and above log per-node detail).")
 }
@@ -126,6 +135,24 @@ func (a actionFlag) String() string {
 }
 func (a actionFlag) Set(s string) error { *a.p = v1alpha1.ValidationAction(s); return nil }
 func (a actionFlag) Type() string       { return "action" }
+
+// failurePolicyFlag lets --failure-policy bind straight to a
+// FailurePolicyType.
+type failurePolicyFlag struct {
+	p *admissionregistrationv1.FailurePolicyType
+}
+
+func (f failurePolicyFlag) String() string {
+	if f.p == nil {
+		return ""
+	}
+	return string(*f.p)
+}
+func (f failurePolicyFlag) Set(s string) error {
+	*f.p = admissionregistrationv1.FailurePolicyType(s)
+	return nil
+}
+func (f failurePolicyFlag) Type() string { return "policy" }
 
 // ParseConfig builds the configuration from the command line: the defaults,
 // then the --config file when one is named, then the flags again so that
@@ -208,6 +235,10 @@ func (c *Config) Validate() field.ErrorList {
 	actions := []string{string(v1alpha1.ActionDeny), string(v1alpha1.ActionWarn), string(v1alpha1.ActionAudit)}
 	if !slices.Contains(actions, string(c.DefaultAction)) {
 		errs = append(errs, field.NotSupported(field.NewPath("defaultAction"), c.DefaultAction, actions))
+	}
+	policies := []string{string(admissionregistrationv1.Ignore), string(admissionregistrationv1.Fail)}
+	if !slices.Contains(policies, string(c.FailurePolicy)) {
+		errs = append(errs, field.NotSupported(field.NewPath("failurePolicy"), c.FailurePolicy, policies))
 	}
 	for i, ns := range c.ExcludedNamespaces {
 		for _, msg := range validation.IsDNS1123Label(ns) {

@@ -1,6 +1,7 @@
 package app
 
 import (
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"os"
 	"path/filepath"
 	"strings"
@@ -39,6 +40,7 @@ healthProbeBindAddress: :9091
 defaultAction: Warn
 excludedNamespaces: [spreadguard-system, monitoring]
 refuseUntilSynced: true
+failurePolicy: Fail
 logLevel: debug
 `
 
@@ -64,7 +66,7 @@ func TestParseConfig(t *testing.T) {
 			name: "every flag given -> every field set from its flag",
 			args: []string{"--port=10250", "--cert-dir=/certs", "--metrics-bind-address=0",
 				"--health-probe-bind-address=127.0.0.1:9091", "--default-action=Audit",
-				"--excluded-namespaces=a,b", "--refuse-until-synced", "--log-level=4", "--kubeconfig=/kc"},
+				"--excluded-namespaces=a,b", "--refuse-until-synced", "--failure-policy=Fail", "--log-level=4", "--kubeconfig=/kc"},
 			want: configWith(func(c *Config) {
 				c.Port = 10250
 				c.CertDir = "/certs"
@@ -73,6 +75,7 @@ func TestParseConfig(t *testing.T) {
 				c.DefaultAction = v1alpha1.ActionAudit
 				c.ExcludedNamespaces = []string{"a", "b"}
 				c.RefuseUntilSynced = true
+				c.FailurePolicy = admissionregistrationv1.Fail
 				c.LogLevel = "4"
 				c.Kubeconfig = "/kc"
 			}),
@@ -94,6 +97,7 @@ func TestParseConfig(t *testing.T) {
 				c.DefaultAction = v1alpha1.ActionWarn
 				c.ExcludedNamespaces = []string{"spreadguard-system", "monitoring"}
 				c.RefuseUntilSynced = true
+				c.FailurePolicy = admissionregistrationv1.Fail
 				c.LogLevel = "debug"
 			}),
 		},
@@ -118,6 +122,7 @@ func TestParseConfig(t *testing.T) {
 				c.DefaultAction = v1alpha1.ActionDeny
 				c.ExcludedNamespaces = []string{"x"}
 				c.RefuseUntilSynced = false
+				c.FailurePolicy = admissionregistrationv1.Fail
 				c.LogLevel = "debug"
 			}),
 		},
@@ -234,6 +239,11 @@ func TestValidate(t *testing.T) {
 			name: "lowercase action deny -> defaultAction not supported",
 			cfg:  configWith(func(c *Config) { c.DefaultAction = "deny" }),
 			want: field.ErrorList{field.NotSupported(field.NewPath("defaultAction"), v1alpha1.ValidationAction("deny"), []string(nil))},
+		},
+		{
+			name: "failure policy ignore in lowercase -> failurePolicy not supported",
+			cfg:  configWith(func(c *Config) { c.FailurePolicy = "ignore" }),
+			want: field.ErrorList{field.NotSupported(field.NewPath("failurePolicy"), admissionregistrationv1.FailurePolicyType("ignore"), []string(nil))},
 		},
 		{
 			name: "second excluded namespace with capitals -> excludedNamespaces[1] invalid",

@@ -166,11 +166,12 @@ func Run(ctx context.Context, cfg *Config, opts ...Option) error {
 	decoder := ctrladmission.NewDecoder(scheme)
 	handlers := map[string]ctrladmission.Handler{
 		PathMutatePod: &admission.PodMutator{
-			Sources: sourcesFor, Config: engineCfg, Metrics: metrics,
+			Sources: sourcesFor, Config: engineCfg, FailurePolicy: cfg.FailurePolicy, Metrics: metrics,
 		},
 		PathValidatePod: &admission.PodValidator{
 			Sources: sourcesFor, Checker: ix, Config: engineCfg,
-			Synced: tracker.Synced, RefuseUntilSynced: cfg.RefuseUntilSynced, Metrics: metrics,
+			Synced: tracker.Synced, RefuseUntilSynced: cfg.RefuseUntilSynced,
+			FailurePolicy: cfg.FailurePolicy, Metrics: metrics,
 		},
 		PathValidateSpreadPolicy:        admission.NewSpreadPolicyValidator(decoder, metrics),
 		PathValidateClusterSpreadPolicy: admission.NewClusterSpreadPolicyValidator(decoder, metrics),
@@ -197,7 +198,7 @@ func Run(ctx context.Context, cfg *Config, opts ...Option) error {
 
 	log.Info("starting spreadguard-webhook", "port", cfg.Port, "certDir", cfg.CertDir,
 		"defaultAction", cfg.DefaultAction, "excludedNamespaces", engineCfg.ExcludedNamespaces,
-		"refuseUntilSynced", cfg.RefuseUntilSynced)
+		"refuseUntilSynced", cfg.RefuseUntilSynced, "failurePolicy", cfg.FailurePolicy)
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("running the manager: %w", err)
 	}

@@ -1,0 +1,95 @@
+package admission
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"runtime/debug"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/spreadguard/spreadguard/pkg/engine"
+)
+
+// Fault reasons, the values of the "reason" label of the errors counter: what
+// failed inside spreadguard while it answered a pod.
+const (
+	// FaultLookup is a failed read of an owner, a Service, a namespace or
+	// the policies (the live API read behind a cache miss included).
+	FaultLookup = "lookup"
+	// FaultEngine is any other error of the decision itself.
+	FaultEngine = "engine"
+	// FaultPanic is a panic recovered while answering.
+	FaultPanic = "panic"
+)
+
+// Messages a client may see when spreadguard itself fails. The %s is what
+// failed, cut short so that a warning stays one readable line.
+const (
+	// WarningFault is the admission warning of a pod admitted unchecked
+	// under failurePolicy Ignore.
+	WarningFault = "spreadguard could not %s because of an internal error (%s); " +
+		"the pod was admitted unchanged and the scheduler still enforces its constraints"
+	// MessageFault refuses a pod under failurePolicy Fail.
+	MessageFault = "spreadguard could not %s because of an internal error of its own, " +
+		"not a problem with this pod (%s); the webhook's failurePolicy is Fail, so the request is refused: " +
+		"retry it, and if this persists check the spreadguard-webhook logs"
+)
+
+// maxFaultDetail bounds the error text quoted in a fault's warning.
+const maxFaultDetail = 160
+
+// faults answers the pod requests spreadguard could not decide. The API
+// server applies a webhook's failurePolicy only to a call that fails (an
+// HTTP error, a timeout); an answer of allowed: false is a refusal whatever
+// the policy says (k8s.io/apiserver v0.37.1,
+// plugin/pkg/admission/webhook/validating/dispatcher.go). So the server must
+// know the policy its configurations declare and answer a fault of its own
+// the way the API server would have treated a failed call: admitted under
+// Ignore, refused under Fail.
+type faults struct {
+	policy  admissionregistrationv1.FailurePolicyType
+	webhook string
+	metrics *Metrics
+}
+
+// answer counts err and returns the response its failure policy calls for;
+// what says what could not be done ("check this pod's ...").
+func (f faults) answer(ctx context.Context, reason, what string, err error) admission.Response {
+	logf.FromContext(ctx).Error(err, "internal error; answering as the failure policy says",
+		"reason", reason, "failurePolicy", f.effectivePolicy())
+	if f.metrics != nil {
+		f.metrics.Errors.WithLabelValues(f.webhook, reason).Inc()
+	}
+	detail := oneLineN(err.Error(), maxFaultDetail)
+	if f.effectivePolicy() == admissionregistrationv1.Fail {
+		return admission.Errored(http.StatusInternalServerError, fmt.Errorf(MessageFault, what, detail))
+	}
+	return admission.Allowed("").WithWarnings(fmt.Sprintf(WarningFault, what, detail))
+}
+
+// recovered turns a panic value into the fault answer, with the stack in the
+// log.
+func (f faults) recovered(ctx context.Context, what string, r any) admission.Response {
+	logf.FromContext(ctx).Error(fmt.Errorf("panic: %v", r), "recovered a panic", "stack", string(debug.Stack()))
+	return f.answer(ctx, FaultPanic, what, fmt.Errorf("panic: %v", r))
+}
+
+// effectivePolicy is Ignore unless Fail is set, as the chart's default.
+func (f faults) effectivePolicy() admissionregistrationv1.FailurePolicyType {
+	if f.policy == admissionregistrationv1.Fail {
+		return admissionregistrationv1.Fail
+	}
+	return admissionregistrationv1.Ignore
+}
+
+// faultReason classifies an error of the engine for the errors counter.
+func faultReason(err error) string {
+	if errors.Is(err, engine.ErrLookup) {
+		return FaultLookup
+	}
+	return FaultEngine
+}
