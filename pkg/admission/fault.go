@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"runtime/debug"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
@@ -71,10 +70,10 @@ func (f faults) answer(ctx context.Context, reason, what string, err error) admi
 	return admission.Allowed("").WithWarnings(fmt.Sprintf(WarningFault, what, detail))
 }
 
-// recovered turns a panic value into the fault answer, with the stack in the
-// log.
+// recovered turns a panic value into the fault answer. It runs on the
+// panicking goroutine, so the error log's stack trace (the server logs one
+// at error level) shows where the panic came from.
 func (f faults) recovered(ctx context.Context, what string, r any) admission.Response {
-	logf.FromContext(ctx).Error(fmt.Errorf("panic: %v", r), "recovered a panic", "stack", string(debug.Stack()))
 	return f.answer(ctx, FaultPanic, what, fmt.Errorf("panic: %v", r))
 }
 

@@ -718,9 +718,11 @@ func TestServerConfigFile(t *testing.T) {
 			"port": float64(9443), "certDir": "/etc/spreadguard/certs",
 			"metricsBindAddress": ":8080", "healthProbeBindAddress": ":8081",
 			"defaultAction": action, "excludedNamespaces": excluded,
-			"refuseUntilSynced": refuse, "logLevel": logLevel,
+			"refuseUntilSynced": refuse, "failurePolicy": "Ignore", "logLevel": logLevel,
 		}
 	}
+	// failing sets the failurePolicy the server answers its own faults by.
+	failing := func(c map[string]any) map[string]any { c["failurePolicy"] = "Fail"; return c }
 	system := []any{"kube-system", releaseNamespace}
 	tests := []struct {
 		name string
@@ -731,7 +733,7 @@ func TestServerConfigFile(t *testing.T) {
 		{
 			name: "strict settings -> Warn, debug, refuse until synced, more exclusions",
 			vals: ciValues(t, "self-signed-values.yaml"),
-			want: cfg("Warn", []any{"kube-system", releaseNamespace, "monitoring", "cert-manager"}, true, "debug"),
+			want: failing(cfg("Warn", []any{"kube-system", releaseNamespace, "monitoring", "cert-manager"}, true, "debug")),
 		},
 		{name: "namespace defaults -> Audit", vals: ciValues(t, "namespace-defaults-values.yaml"), want: cfg("Audit", system, false, "info")},
 		{name: "external URL -> the same file, for the server outside", vals: ciValues(t, "external-url-values.yaml"), want: cfg("Deny", system, false, "info")},

@@ -54,6 +54,8 @@ var suite struct {
 	// webhookURL is https://127.0.0.1:<port> of the webhook server.
 	webhookURL string
 	caPEM      []byte
+	// certDir holds the serving certificate for 127.0.0.1.
+	certDir    string
 	probeURL   string
 	metricsURL string
 }
@@ -131,6 +133,7 @@ func runSuite(m *testing.M) int {
 	suite.probeURL = fmt.Sprintf("http://127.0.0.1:%d", probePort)
 	suite.metricsURL = fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort)
 
+	suite.certDir = wh.LocalServingCertDir
 	cfg := app.NewConfig()
 	cfg.Port = wh.LocalServingPort
 	cfg.CertDir = wh.LocalServingCertDir
@@ -145,6 +148,7 @@ func runSuite(m *testing.M) int {
 			app.WithHost("127.0.0.1"),
 			app.WithLogger(log.WithName("webhook")),
 			app.WithCacheOptions(hideLabelledReplicaSets),
+			app.WithSourcesWrapper(injectFaults),
 		)
 	}()
 	defer func() {
@@ -158,7 +162,7 @@ func runSuite(m *testing.M) int {
 			fmt.Fprintln(os.Stderr, "webhook server did not stop within a minute")
 		}
 	}()
-	if err := waitReady(done, log); err != nil {
+	if err := waitReady(suite.probeURL, done, log); err != nil {
 		return fail("%v", err)
 	}
 	fmt.Fprintf(os.Stderr, "webhook ready %s after start\n", time.Since(started).Round(time.Millisecond))
@@ -198,7 +202,7 @@ func hideLabelledReplicaSets(o *crcache.Options) {
 
 // waitReady waits for /readyz, which turns 200 only once the caches have
 // synced and the webhook server answers.
-func waitReady(done <-chan error, log logr.Logger) error {
+func waitReady(probeURL string, done <-chan error, log logr.Logger) error {
 	deadline := time.Now().Add(2 * time.Minute)
 	for time.Now().Before(deadline) {
 		select {
@@ -206,7 +210,7 @@ func waitReady(done <-chan error, log logr.Logger) error {
 			return fmt.Errorf("the webhook server stopped before it was ready: %w", err)
 		default:
 		}
-		resp, err := http.Get(suite.probeURL + "/readyz")
+		resp, err := http.Get(probeURL + "/readyz")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {

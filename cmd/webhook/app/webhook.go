@@ -53,6 +53,7 @@ type options struct {
 	logger       *logr.Logger
 	registry     prometheus.Registerer
 	cacheOptions []func(*crcache.Options)
+	wrapSources  func(engine.Sources) engine.Sources
 }
 
 // WithRESTConfig makes the server talk to the API server of cfg instead of
@@ -83,6 +84,13 @@ func WithMetricsRegistry(reg prometheus.Registerer) Option {
 // the live-read fallback).
 func WithCacheOptions(fn func(*crcache.Options)) Option {
 	return func(o *options) { o.cacheOptions = append(o.cacheOptions, fn) }
+}
+
+// WithSourcesWrapper hands every request's lookups through wrap, so that a
+// test can make them fail the way a live read can (a 403, an API server
+// restarting) and see what the API server makes of the answer.
+func WithSourcesWrapper(wrap func(engine.Sources) engine.Sources) Option {
+	return func(o *options) { o.wrapSources = wrap }
 }
 
 // Run is the composition root of spreadguard-webhook: it builds the caches,
@@ -162,6 +170,9 @@ func Run(ctx context.Context, cfg *Config, opts ...Option) error {
 
 	sources := cache.NewSources(mgr.GetCache(), mgr.GetAPIReader(), tracker.Synced).WithServiceIndex(services)
 	sourcesFor := func(ctx context.Context) engine.Sources { return sources.WithContext(ctx) }
+	if wrap := o.wrapSources; wrap != nil {
+		sourcesFor = func(ctx context.Context) engine.Sources { return wrap(sources.WithContext(ctx)) }
+	}
 	engineCfg := engine.Config{DefaultAction: cfg.DefaultAction, ExcludedNamespaces: cfg.ExcludedNamespaceSet()}
 	decoder := ctrladmission.NewDecoder(scheme)
 	handlers := map[string]ctrladmission.Handler{
