@@ -25,6 +25,8 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=lib/webhook-state.sh
+source "$ROOT/hack/lib/webhook-state.sh"
 BIN=${BIN:-$ROOT/bin}
 DEV_ENV=${DEV_ENV:-$ROOT/_output/dev.env}
 RELEASE=${RELEASE:-spreadguard}
@@ -71,12 +73,14 @@ webhook_start() {
   local dir=$1
   # shellcheck disable=SC1091
   source "$dir/webhook.cmd"
-  rm -f "$dir/webhook.stopped"
   echo "----- started $(date -u +%FT%TZ) -----" >>"$dir/webhook.log"
   # Its output goes to the log only, so that a caller waiting on this
   # script's output (the e2e suite) does not wait on the server too.
   "${WEBHOOK_CMD[@]}" >>"$dir/webhook.log" 2>&1 </dev/null &
-  echo $! >"$dir/webhook.pid"
+  # The new pid is recorded before the stop marker goes (see
+  # hack/lib/webhook-state.sh), so the supervisor never sees the old one
+  # without the marker.
+  webhook_state_started "$dir" $!
   local deadline=$((SECONDS + READY_TIMEOUT))
   until k --server="http://$WEBHOOK_PROBE_ADDRESS" get --raw /readyz >/dev/null 2>&1; do
     if ! kill -0 "$(cat "$dir/webhook.pid")" 2>/dev/null; then
@@ -90,7 +94,7 @@ webhook_start() {
 
 webhook_stop() {
   local dir=$1 pid
-  touch "$dir/webhook.stopped"
+  webhook_state_stopping "$dir"
   [[ -f $dir/webhook.pid ]] || return 0
   pid=$(cat "$dir/webhook.pid")
   kill -TERM "$pid" 2>/dev/null || return 0
@@ -376,7 +380,7 @@ run() {
   fi
 
   while kill -0 "$CLUSTER_PID" 2>/dev/null; do
-    if [[ ! -f $DIR/webhook.stopped ]] && ! kill -0 "$(cat "$DIR/webhook.pid")" 2>/dev/null; then
+    if webhook_died "$DIR"; then
       die "spreadguard-webhook exited (log: $DIR/webhook.log)"
     fi
     sleep 1 &
