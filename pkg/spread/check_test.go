@@ -57,6 +57,16 @@ func with(c spread.ConstraintResult, f func(*spread.ConstraintResult)) spread.Co
 }
 
 // fooPods puts one pod labelled foo=bar on each named node.
+// bazPods are foo=baz pods bound to nodes: a label set of their own, which
+// a selector for foo=bar must pass over.
+func bazPods(nodes ...string) []*v1.Pod {
+	var out []*v1.Pod
+	for i, n := range nodes {
+		out = append(out, st.MakePod().Name(fmt.Sprintf("baz-%d", i)).Label("foo", "baz").Node(n).Obj())
+	}
+	return out
+}
+
 func fooPods(nodes ...string) []*v1.Pod {
 	var out []*v1.Pod
 	for i, n := range nodes {
@@ -420,6 +430,33 @@ func TestCheckTraps(t *testing.T) {
 				FeasibleCount: 2,
 			},
 			wantFeasible: []string{"b1", "c1"},
+		},
+		{
+			name:  "selector foo In [bar, bar], zones [1,0,0] beside foo=baz pods, maxSkew 2 -> a selector is a set: counts [1,0,0], every node feasible",
+			nodes: threeZones, pods: append(fooPods("a1"), bazPods("b1", "c1")...),
+			pod: incoming().SpreadConstraint(st.Constraint(2, v1.LabelTopologyZone).DoNotSchedule().
+				MatchExpression("foo", metav1.LabelSelectorOpIn, "bar", "bar").Obj()).Obj(),
+			want: &spread.Result{
+				Verdict:       spread.VerdictFeasible,
+				Constraints:   []spread.ConstraintResult{constraintResult(0, v1.LabelTopologyZone, 2, "foo in (bar,bar)", 1, 0, map[string]int{"a": 1}, 3)},
+				FeasibleCount: 3,
+			},
+			wantFeasible: []string{"a1", "b1", "c1"},
+		},
+		{
+			name:  "selector foo In [bar] twice beside foo Exists, zones [2,1,1] beside foo=baz pods, maxSkew 1 -> counts [2,1,1], zone a excluded",
+			nodes: threeZones, pods: append(fooPods("a1", "a1", "b1", "c1"), bazPods("b1", "b1", "c1")...),
+			pod: incoming().SpreadConstraint(st.Constraint(1, v1.LabelTopologyZone).DoNotSchedule().
+				MatchExpression("foo", metav1.LabelSelectorOpIn, "bar").
+				MatchExpression("foo", metav1.LabelSelectorOpIn, "bar").
+				MatchExpression("foo", metav1.LabelSelectorOpExists).Obj()).Obj(),
+			want: &spread.Result{
+				Verdict:       spread.VerdictFeasible,
+				Constraints:   []spread.ConstraintResult{constraintResult(0, v1.LabelTopologyZone, 1, "foo in (bar),foo in (bar),foo", 1, 1, map[string]int{"a": 2, "b": 1, "c": 1}, 3)},
+				FeasibleCount: 2,
+			},
+			wantFeasible: []string{"b1", "c1"},
+			wantExcluded: map[string]spread.ExclusionReason{"a1": spread.ReasonSkew},
 		},
 		{
 			name:  "empty labelSelector -> counts no pods but the pod matches itself",

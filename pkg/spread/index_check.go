@@ -430,7 +430,14 @@ func (ns *nsIndex) matching(sel labels.Selector) []*group {
 		case selection.Equals, selection.DoubleEquals, selection.In:
 			var sets []map[*group]struct{}
 			n := 0
-			for _, v := range r.ValuesUnsorted() {
+			vals := r.ValuesUnsorted()
+			for i, v := range vals {
+				// A selector is a set: "In [api, api]" must not gather the
+				// groups of api twice. Values are few; a scan allocates
+				// nothing.
+				if slices.Contains(vals[:i], v) {
+					continue
+				}
 				if s := ns.byLabel[labelPair{r.Key(), v}]; s != nil {
 					sets = append(sets, s)
 					n += len(s)
@@ -449,8 +456,8 @@ func (ns *nsIndex) matching(sel labels.Selector) []*group {
 		from = []map[*group]struct{}{ns.groups}
 	}
 	var out []*group
-	// A group carries one value per key, so the sets of an In requirement
-	// are disjoint and no group is seen twice.
+	// A group carries one value per key, so the sets of an In requirement's
+	// distinct values are disjoint and no group is seen twice.
 	for _, s := range from {
 		for g := range s {
 			if sel.Matches(labels.Set(g.labels)) {

@@ -188,7 +188,7 @@ func (w *world) randomConstraint() v1.TopologySpreadConstraint {
 		key = "missing-key"
 	}
 	b := st.Constraint(int32(1+c.intn(2)), key)
-	switch c.intn(7) {
+	switch c.intn(12) {
 	case 0:
 		// nil selector: selects nothing
 	case 1:
@@ -199,6 +199,18 @@ func (w *world) randomConstraint() v1.TopologySpreadConstraint {
 		b.MatchExpression("tier", metav1.LabelSelectorOpNotIn, "web")
 	case 4:
 		b.MatchExpression("tier", metav1.LabelSelectorOpExists).MatchExpression("app", metav1.LabelSelectorOpDoesNotExist)
+	// Degenerate selectors users write: a selector is a set, so none of
+	// these may count a pod twice.
+	case 5:
+		b.MatchExpression("app", metav1.LabelSelectorOpIn, "a", "a")
+	case 6:
+		b.MatchExpression("app", metav1.LabelSelectorOpIn, "a", "b", "a").MatchExpression("app", metav1.LabelSelectorOpIn, "b", "a")
+	case 7:
+		b.MatchExpression("app", metav1.LabelSelectorOpIn, "a", "b").MatchExpression("app", metav1.LabelSelectorOpNotIn, "b", "b")
+	case 8:
+		b.MatchExpression("app", metav1.LabelSelectorOpExists).MatchExpression("app", metav1.LabelSelectorOpDoesNotExist)
+	case 9:
+		b.MatchLabel("app", "a").MatchExpression("app", metav1.LabelSelectorOpIn, "a", "a")
 	default:
 		b.MatchLabel("app", pick(c, "a", "b"))
 	}

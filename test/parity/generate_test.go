@@ -363,7 +363,44 @@ func (g *gen) labelSelector() *metav1.LabelSelector {
 		}
 		ls.MatchExpressions = append(ls.MatchExpressions, r)
 	}
+	if g.chance(0.3) {
+		g.degenerate(ls)
+	}
 	return ls
+}
+
+// degenerate adds to ls what users write and a selector, being a set,
+// must read once: a value repeated in an In or NotIn, a requirement written
+// twice, In and NotIn (or Exists and DoesNotExist) on one key, and
+// matchLabels repeated as an expression.
+func (g *gen) degenerate(ls *metav1.LabelSelector) {
+	k := pick(g, podLabelKeys)
+	switch g.r.IntN(5) {
+	case 0:
+		vs := g.values(k)
+		ls.MatchExpressions = append(ls.MatchExpressions, metav1.LabelSelectorRequirement{
+			Key: k, Operator: metav1.LabelSelectorOpIn, Values: append(vs, vs[0])})
+	case 1:
+		vs := g.values(k)
+		r := metav1.LabelSelectorRequirement{Key: k, Operator: metav1.LabelSelectorOpIn, Values: vs}
+		ls.MatchExpressions = append(ls.MatchExpressions, r, *r.DeepCopy())
+	case 2:
+		ls.MatchExpressions = append(ls.MatchExpressions,
+			metav1.LabelSelectorRequirement{Key: k, Operator: metav1.LabelSelectorOpIn, Values: g.values(k)},
+			metav1.LabelSelectorRequirement{Key: k, Operator: metav1.LabelSelectorOpNotIn, Values: g.values(k)})
+	case 3:
+		ls.MatchExpressions = append(ls.MatchExpressions,
+			metav1.LabelSelectorRequirement{Key: k, Operator: metav1.LabelSelectorOpExists},
+			metav1.LabelSelectorRequirement{Key: k, Operator: metav1.LabelSelectorOpDoesNotExist})
+	case 4:
+		v := pick(g, podLabelSet[k])
+		if ls.MatchLabels == nil {
+			ls.MatchLabels = map[string]string{}
+		}
+		ls.MatchLabels[k] = v
+		ls.MatchExpressions = append(ls.MatchExpressions, metav1.LabelSelectorRequirement{
+			Key: k, Operator: metav1.LabelSelectorOpIn, Values: []string{v, v}})
+	}
 }
 
 // values draws 1 or more values of key (an In or NotIn over none is invalid).
