@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/spreadguard/spreadguard/pkg/engine"
 )
 
 // Webhook names, the values of the "webhook" label.
@@ -51,6 +53,9 @@ type Metrics struct {
 	Audits prometheus.Counter
 	// CacheSynced is 1 once the informer caches have synced.
 	CacheSynced prometheus.Gauge
+	// Skips counts pods left alone, by webhook and the reason's label
+	// (skipLabels).
+	Skips *prometheus.CounterVec
 	// Errors counts pod requests spreadguard could not decide because of a
 	// fault of its own, by webhook and reason (FaultLookup, FaultEngine,
 	// FaultPanic); each was answered as the failure policy says.
@@ -87,13 +92,17 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "spreadguard_cache_synced",
 			Help: "1 once the informer caches have synced, else 0.",
 		}),
+		Skips: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "spreadguard_skipped_pods_total",
+			Help: "Pods left unmutated or unchecked, by webhook and reason.",
+		}, []string{"webhook", "reason"}),
 		Errors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "spreadguard_admission_errors_total",
 			Help: "Pod admission requests not decided because of an internal error, by webhook and reason; " +
 				"each was admitted unchanged (failurePolicy Ignore) or refused (Fail).",
 		}, []string{"webhook", "reason"}),
 	}
-	for _, c := range []prometheus.Collector{m.Requests, m.Latency, m.Injected, m.Denials, m.Audits, m.CacheSynced, m.Errors} {
+	for _, c := range []prometheus.Collector{m.Requests, m.Latency, m.Injected, m.Denials, m.Audits, m.CacheSynced, m.Skips, m.Errors} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("registering the metrics: %w", err)
 		}
@@ -108,6 +117,34 @@ func (m *Metrics) observe(webhook, result string, start time.Time) {
 	}
 	m.Requests.WithLabelValues(webhook, result).Inc()
 	m.Latency.WithLabelValues(webhook).Observe(time.Since(start).Seconds())
+}
+
+// skipLabels names each reason the engine leaves a pod alone with a short
+// label value; the reasons are a closed set, so the series are few.
+var skipLabels = map[string]string{
+	engine.SkipExcludedNamespace: "excluded_namespace",
+	engine.SkipAnnotation:        "annotation",
+	engine.SkipOwnConstraints:    "own_constraints",
+	engine.SkipNoPolicy:          "no_policy",
+	engine.SkipNoSelector:        "no_selector",
+	engine.SkipBound:             "bound",
+	engine.SkipOtherScheduler:    "other_scheduler",
+	engine.SkipDaemonSet:         "daemonset",
+	engine.SkipMirror:            "mirror",
+	engine.SkipPinnedNode:        "pinned_node",
+}
+
+// skipped counts a pod left alone for reason, an engine Skip* phrase; a
+// request that is not a pod CREATE counts as not_create.
+func (m *Metrics) skipped(webhook, reason string) {
+	if m == nil {
+		return
+	}
+	label, ok := skipLabels[reason]
+	if !ok {
+		label = "not_create"
+	}
+	m.Skips.WithLabelValues(webhook, label).Inc()
 }
 
 func (m *Metrics) denied(reason string) {

@@ -81,6 +81,7 @@ func (h *PodMutator) Handle(ctx context.Context, req admission.Request) (resp ad
 func (h *PodMutator) handle(ctx context.Context, req admission.Request, f faults) (admission.Response, string) {
 	log := logf.FromContext(ctx)
 	if reason := notPodCreate(req); reason != "" {
+		h.Metrics.skipped(WebhookMutatePod, reason)
 		return admission.Allowed(reason), ResultSkipped
 	}
 	pod, shape, err := decodePod(req)
@@ -93,6 +94,7 @@ func (h *PodMutator) handle(ctx context.Context, req admission.Request, f faults
 	}
 	if m.Pod == nil {
 		log.V(1).Info("pod left unchanged", "reason", m.Skipped)
+		h.Metrics.skipped(WebhookMutatePod, m.Skipped)
 		return admission.Allowed(m.Skipped), ResultSkipped
 	}
 	jsonPatch := admissionv1.PatchTypeJSONPatch
@@ -204,6 +206,7 @@ func (g syncGate) Check(pod *v1.Pod, opts spread.Options) (*spread.Result, error
 func (h *PodValidator) handle(ctx context.Context, req admission.Request, f faults) (admission.Response, string) {
 	log := logf.FromContext(ctx)
 	if reason := notPodCreate(req); reason != "" {
+		h.Metrics.skipped(WebhookValidatePod, reason)
 		return admission.Allowed(reason), ResultSkipped
 	}
 	pod, _, err := decodePod(req)
@@ -222,6 +225,7 @@ func (h *PodValidator) handle(ctx context.Context, req admission.Request, f faul
 	}
 	if v.Skipped != "" {
 		log.V(1).Info("pod not checked", "reason", v.Skipped)
+		h.Metrics.skipped(WebhookValidatePod, v.Skipped)
 		return admission.Allowed(v.Skipped), ResultSkipped
 	}
 	if v.Result != nil && log.V(verbosityNodeDetail).Enabled() {

@@ -12,8 +12,10 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
 	"github.com/spreadguard/spreadguard/pkg/policy"
@@ -45,6 +47,13 @@ const (
 	SkipNoSelector        = "no Service, ReplicationController, ReplicaSet or StatefulSet selects the pod"
 	SkipBound             = "pod is already bound to a node (spec.nodeName), so no scheduler places it"
 	SkipOtherScheduler    = "pod is placed by another scheduler (spec.schedulerName)"
+	// The three below are never mutated: each runs on one node chosen in
+	// advance, where spread constraints can only keep it from running (a
+	// Service selecting DaemonSet pods would otherwise make them "belong"
+	// to it).
+	SkipDaemonSet  = "pod is controlled by a DaemonSet, which places one pod per node"
+	SkipMirror     = "pod is a mirror pod (annotation " + v1.MirrorPodAnnotationKey + ") of a static pod the kubelet runs"
+	SkipPinnedNode = "pod's required node affinity pins it to one node by metadata.name"
 )
 
 // NoCandidateNodesWarning is returned when no node passes the pod's node
@@ -80,6 +89,9 @@ type Mutation struct {
 // set). It never changes pod itself.
 func Mutate(pod *v1.Pod, src Sources, cfg Config) (*Mutation, error) {
 	if reason := skipReason(pod, cfg); reason != "" {
+		return &Mutation{Skipped: reason}, nil
+	}
+	if reason := pinnedReason(pod); reason != "" {
 		return &Mutation{Skipped: reason}, nil
 	}
 	// As the scheduler does, a pod that declares any constraint, hard or
@@ -217,6 +229,45 @@ func ReviewPod(pod *v1.Pod, src Sources, checker spread.Checker, cfg Config) (*R
 		return nil, err
 	}
 	return &Review{Mutation: m, Validation: v, Pod: stored}, nil
+}
+
+// pinnedReason says why pod runs on one node chosen before scheduling, or
+// "" when the scheduler picks among many.
+func pinnedReason(pod *v1.Pod) string {
+	if ref := metav1.GetControllerOfNoCopy(pod); ref != nil && ref.Kind == "DaemonSet" && strings.HasPrefix(ref.APIVersion, "apps/") {
+		return SkipDaemonSet
+	}
+	if _, ok := pod.Annotations[v1.MirrorPodAnnotationKey]; ok {
+		return SkipMirror
+	}
+	if pinnedByName(pod.Spec.Affinity) {
+		return SkipPinnedNode
+	}
+	return ""
+}
+
+// pinnedByName reports whether the required node affinity admits one node
+// only, by metadata.name (matchFields In [name]), as the DaemonSet
+// controller writes it. Terms are ORed, so every term must pin, and pin the
+// same node.
+func pinnedByName(a *v1.Affinity) bool {
+	if a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		return false
+	}
+	node := ""
+	for _, t := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+		pin := ""
+		for _, f := range t.MatchFields {
+			if f.Key == metav1.ObjectNameField && f.Operator == v1.NodeSelectorOpIn && len(f.Values) == 1 {
+				pin = f.Values[0]
+			}
+		}
+		if pin == "" || (node != "" && pin != node) {
+			return false
+		}
+		node = pin
+	}
+	return node != ""
 }
 
 func skipReason(pod *v1.Pod, cfg Config) string {

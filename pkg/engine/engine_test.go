@@ -154,6 +154,36 @@ func TestMutate(t *testing.T) {
 			wantSkipped: engine.SkipExcludedNamespace,
 		},
 		{
+			name: "a DaemonSet's pod that a Service selects -> never mutated, it runs on its node",
+			pod: spreadtest.MakePod().Name("agent-x1").Namespace("shop").Label("app", "web").
+				ControlledBy("DaemonSet", "apps/v1", "agent").NodeAffinityField(metav1.ObjectNameField, v1.NodeSelectorOpIn, "node-1").Obj(),
+			wantSkipped: engine.SkipDaemonSet,
+		},
+		{
+			name:        "a mirror pod that a Service selects -> never mutated, the kubelet runs it",
+			pod:         spreadtest.MakePod().Name("static-node-1").Namespace("shop").Label("app", "web").Annotation(v1.MirrorPodAnnotationKey, "abc").Obj(),
+			wantSkipped: engine.SkipMirror,
+		},
+		{
+			name: "a ReplicaSet's pod pinned to node-1 by metadata.name -> never mutated",
+			pod: webPod().NodeAffinityField(metav1.ObjectNameField, v1.NodeSelectorOpIn, "node-1").
+				OrNodeAffinityTerm().NodeAffinityField(metav1.ObjectNameField, v1.NodeSelectorOpIn, "node-1").Obj(),
+			wantSkipped: engine.SkipPinnedNode,
+		},
+		{
+			name: "a ReplicaSet's pod whose affinity terms name two nodes -> mutated, the scheduler still chooses",
+			pod: webPod().NodeAffinityField(metav1.ObjectNameField, v1.NodeSelectorOpIn, "node-1").
+				OrNodeAffinityTerm().NodeAffinityField(metav1.ObjectNameField, v1.NodeSelectorOpIn, "node-2").Obj(),
+			wantInjected: injected,
+			wantPolicy:   "shop/zones",
+		},
+		{
+			name:         "a ReplicaSet's pod whose metadata.name affinity lists two nodes -> mutated",
+			pod:          webPod().NodeAffinityField(metav1.ObjectNameField, v1.NodeSelectorOpIn, "node-1", "node-2").Obj(),
+			wantInjected: injected,
+			wantPolicy:   "shop/zones",
+		},
+		{
 			name:        "a pod annotated spreadguard.io/skip is left as it is",
 			pod:         webPod().Annotation(v1alpha1.AnnotationSkip, "true").Obj(),
 			wantSkipped: engine.SkipAnnotation,

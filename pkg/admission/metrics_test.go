@@ -1,0 +1,57 @@
+package admission
+
+import (
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/spreadguard/spreadguard/pkg/spread/spreadtest"
+)
+
+func TestSkippedPodsAreCountedByReason(t *testing.T) {
+	tests := []struct {
+		name      string
+		req       admission.Request
+		wantLabel string
+	}{
+		{
+			name: "a DaemonSet's pod that a Service selects -> daemonset",
+			req: makeRequest().Pod(spreadtest.MakePod().Namespace(shop).Name("agent-x1").Label("app", "web").
+				ControlledBy("DaemonSet", "apps/v1", "agent").NodeAffinityField(metav1.ObjectNameField, v1.NodeSelectorOpIn, "n1").Obj()).Obj(),
+			wantLabel: "daemonset",
+		},
+		{
+			name:      "a mirror pod -> mirror",
+			req:       makeRequest().Pod(webPod().Annotation(v1.MirrorPodAnnotationKey, "x").Obj()).Obj(),
+			wantLabel: "mirror",
+		},
+		{
+			name:      "a pod in kube-system -> excluded_namespace",
+			req:       makeRequest().Pod(webPod().Namespace("kube-system").Obj()).Obj(),
+			wantLabel: "excluded_namespace",
+		},
+		{
+			name:      "a pods/binding CREATE -> not_create",
+			req:       makeRequest().Pod(webPod().Obj()).SubResource("binding").Obj(),
+			wantLabel: "not_create",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := newTestMetrics(t)
+			h := &PodMutator{Sources: staticSources(shopSources()), Config: testEngineConfig, Metrics: m}
+			if resp := h.Handle(t.Context(), tt.req); !resp.Allowed || len(resp.Patches) > 0 {
+				t.Fatalf("allowed = %v, patches %v: want the pod left alone", resp.Allowed, resp.Patches)
+			}
+			if got := testutil.ToFloat64(m.Skips.WithLabelValues(WebhookMutatePod, tt.wantLabel)); got != 1 {
+				t.Errorf("skipped{reason=%q} = %v, want 1", tt.wantLabel, got)
+			}
+			if got := testutil.CollectAndCount(m.Skips); got != 1 {
+				t.Errorf("%d skip series, want 1", got)
+			}
+		})
+	}
+}
