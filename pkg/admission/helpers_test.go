@@ -69,6 +69,7 @@ func (w *RequestWrapper) Pod(pod *v1.Pod) *RequestWrapper {
 	p.APIVersion, p.Kind = "v1", "Pod"
 	w.r.Kind = metav1.GroupVersionKind{Version: "v1", Kind: "Pod"}
 	w.r.Resource = metav1.GroupVersionResource{Version: "v1", Resource: "pods"}
+	w.r.RequestKind, w.r.RequestResource = &w.r.Kind, &w.r.Resource
 	w.r.Namespace, w.r.Name = p.Namespace, p.Name
 	return w.Raw(mustJSON(p))
 }
@@ -77,6 +78,7 @@ func (w *RequestWrapper) Pod(pod *v1.Pod) *RequestWrapper {
 func (w *RequestWrapper) SpreadPolicy(p *v1alpha1.SpreadPolicy) *RequestWrapper {
 	w.r.Kind = metav1.GroupVersionKind{Group: v1alpha1.GroupName, Version: "v1alpha1", Kind: v1alpha1.KindSpreadPolicy}
 	w.r.Resource = metav1.GroupVersionResource{Group: v1alpha1.GroupName, Version: "v1alpha1", Resource: "spreadpolicies"}
+	w.r.RequestKind, w.r.RequestResource = &w.r.Kind, &w.r.Resource
 	w.r.Namespace, w.r.Name = p.Namespace, p.Name
 	return w.Raw(mustJSON(p))
 }
@@ -85,6 +87,7 @@ func (w *RequestWrapper) SpreadPolicy(p *v1alpha1.SpreadPolicy) *RequestWrapper 
 func (w *RequestWrapper) ClusterSpreadPolicy(p *v1alpha1.ClusterSpreadPolicy) *RequestWrapper {
 	w.r.Kind = metav1.GroupVersionKind{Group: v1alpha1.GroupName, Version: "v1alpha1", Kind: v1alpha1.KindClusterSpreadPolicy}
 	w.r.Resource = metav1.GroupVersionResource{Group: v1alpha1.GroupName, Version: "v1alpha1", Resource: "clusterspreadpolicies"}
+	w.r.RequestKind, w.r.RequestResource = &w.r.Kind, &w.r.Resource
 	w.r.Name = p.Name
 	return w.Raw(mustJSON(p))
 }

@@ -14,13 +14,37 @@ import (
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-logr/logr"
 	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 )
 
-// MaxRequestBytes caps an AdmissionReview body. A review carries at most the
-// object and its old version, each at most 3 MiB once encoded (the
-// apiserver's own limit); controller-runtime uses the same bound.
+// MaxRequestBytes caps an AdmissionReview body by default. A review carries
+// at most the object and its old version, each at most 3 MiB once encoded
+// (the apiserver's own limit); controller-runtime uses the same bound.
 const MaxRequestBytes = 7 << 20
+
+// MaxCreateReviewBytes caps the review of a CREATE, which carries one
+// object: 3 MiB for the object and room for the envelope (user info, kinds,
+// options).
+const MaxCreateReviewBytes = 3<<20 + 256<<10
+
+// EndpointOption changes what an Endpoint accepts.
+type EndpointOption func(*Endpoint)
+
+// WithMaxBodyBytes caps the request body at n bytes instead of
+// MaxRequestBytes; a larger body is refused with 413 before it is decoded.
+func WithMaxBodyBytes(n int64) EndpointOption {
+	return func(e *Endpoint) { e.maxBody = n }
+}
+
+// ForResource makes the Endpoint refuse, with a 400, a review that is not
+// shaped as the API server sends it for resource: the resource named, the
+// requestKind and requestResource present, an operation, and a namespace
+// when namespaced. Anyone who can reach the Service can POST a review; one
+// the API server could not have sent gets no decision.
+func ForResource(resource metav1.GroupVersionResource, namespaced bool) EndpointOption {
+	return func(e *Endpoint) { e.resource, e.namespaced = &resource, namespaced }
+}
 
 // maxReasonLen keeps a 400's one-line reason readable in the apiserver's log.
 const maxReasonLen = 512
@@ -39,26 +63,37 @@ const maxReasonLen = 512
 // warning.) Everything else goes through admission.Webhook.Handle, which
 // completes the response.
 type Endpoint struct {
-	hook *admission.Webhook
-	log  logr.Logger
+	hook       *admission.Webhook
+	log        logr.Logger
+	maxBody    int64
+	resource   *metav1.GroupVersionResource
+	namespaced bool
 }
 
 var _ http.Handler = (*Endpoint)(nil)
 
 // NewEndpoint wraps h for serving at one path.
-func NewEndpoint(h admission.Handler, log logr.Logger) *Endpoint {
+func NewEndpoint(h admission.Handler, log logr.Logger, opts ...EndpointOption) *Endpoint {
 	recoverPanic := false // ServeHTTP recovers, into an HTTP 500
 	hook := &admission.Webhook{Handler: h, RecoverPanic: &recoverPanic}
 	hook.LogConstructor = func(_ logr.Logger, req *admission.Request) logr.Logger {
 		return admission.DefaultLogConstructor(log, req)
 	}
-	return &Endpoint{hook: hook, log: log}
+	e := &Endpoint{hook: hook, log: log, maxBody: MaxRequestBytes}
+	for _, opt := range opts {
+		opt(e)
+	}
+	return e
 }
 
 // ServeHTTP decodes an AdmissionReview, asks the handler, and writes its
 // answer.
 func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	review, code, err := readReview(w, r)
+	review, code, err := readReview(w, r, e.maxBody)
+	if err == nil {
+		err = e.checkShape(review.Request)
+		code = http.StatusBadRequest
+	}
 	if err != nil {
 		e.log.V(1).Info("refused a malformed request", "code", code, "reason", err.Error())
 		writeError(w, code, err)
@@ -89,7 +124,7 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // readReview returns the decoded review, or the HTTP status and reason to
 // refuse the request with.
-func readReview(w http.ResponseWriter, r *http.Request) (*admissionv1.AdmissionReview, int, error) {
+func readReview(w http.ResponseWriter, r *http.Request, maxBody int64) (*admissionv1.AdmissionReview, int, error) {
 	if r.Method != http.MethodPost {
 		return nil, http.StatusMethodNotAllowed, fmt.Errorf("method %s: an AdmissionReview is POSTed", r.Method)
 	}
@@ -99,15 +134,17 @@ func readReview(w http.ResponseWriter, r *http.Request) (*admissionv1.AdmissionR
 	}
 	buf := bodies.Get().(*bytes.Buffer)
 	defer putBody(buf)
-	if n := r.ContentLength; n > 0 && n <= MaxRequestBytes {
+	if n := r.ContentLength; n > maxBody {
+		return nil, http.StatusRequestEntityTooLarge, fmt.Errorf("request body larger than %d bytes", maxBody)
+	} else if n > 0 {
 		buf.Grow(int(n))
 	}
-	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, MaxRequestBytes))
+	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, maxBody))
 	body := buf.Bytes()
 	var tooLarge *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooLarge):
-		return nil, http.StatusRequestEntityTooLarge, fmt.Errorf("request body larger than %d bytes", MaxRequestBytes)
+		return nil, http.StatusRequestEntityTooLarge, fmt.Errorf("request body larger than %d bytes", maxBody)
 	case err != nil:
 		return nil, http.StatusBadRequest, fmt.Errorf("reading the request body: %w", err)
 	case len(body) == 0:
@@ -130,6 +167,39 @@ func readReview(w http.ResponseWriter, r *http.Request) (*admissionv1.AdmissionR
 		return nil, http.StatusBadRequest, errors.New("the AdmissionReview's request has no uid")
 	}
 	return review, 0, nil
+}
+
+// checkShape refuses a request the API server could not have sent to this
+// endpoint; every decoded review passes when no resource is set.
+func (e *Endpoint) checkShape(req *admissionv1.AdmissionRequest) error {
+	if e.resource == nil {
+		return nil
+	}
+	var problems []string
+	if req.Resource != *e.resource {
+		problems = append(problems, fmt.Sprintf("resource %s, want %s", gvrString(req.Resource), gvrString(*e.resource)))
+	}
+	if req.RequestKind == nil || req.RequestResource == nil {
+		problems = append(problems, "no requestKind or requestResource")
+	}
+	if req.Operation == "" {
+		problems = append(problems, "no operation")
+	}
+	if e.namespaced && req.Namespace == "" {
+		problems = append(problems, "no namespace")
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("the AdmissionReview's request is not one the API server sends to this endpoint: %s",
+			strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+func gvrString(r metav1.GroupVersionResource) string {
+	if r.Group == "" {
+		return r.Version + "/" + r.Resource
+	}
+	return r.Group + "/" + r.Version + "/" + r.Resource
 }
 
 // bodies holds request body buffers between requests: every pod created in

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -126,6 +127,65 @@ func TestEndpointRefusesMalformedRequests(t *testing.T) {
 				t.Errorf("reason is not one line: %q", body)
 			}
 			if !strings.Contains(body, tt.wantReason) {
+				t.Errorf("reason = %q, want it to contain %q", body, tt.wantReason)
+			}
+		})
+	}
+}
+
+func TestPodEndpointRefusesWhatTheAPIServerCouldNotHaveSent(t *testing.T) {
+	pods := metav1.GroupVersionResource{Version: "v1", Resource: "pods"}
+	e := NewEndpoint(allowAll, logr.Discard(), ForResource(pods, true), WithMaxBodyBytes(MaxCreateReviewBytes))
+	shaped := func(edit func(*admissionv1.AdmissionRequest)) []byte {
+		req := makeRequest().Pod(webPod().Obj()).Obj()
+		edit(&req.AdmissionRequest)
+		return reviewBody(req)
+	}
+	tests := []struct {
+		name       string
+		body       []byte
+		wantCode   int
+		wantReason string
+	}{
+		{
+			name:     "a pod CREATE as the API server sends it -> answered",
+			body:     shaped(func(*admissionv1.AdmissionRequest) {}),
+			wantCode: http.StatusOK,
+		},
+		{
+			name: "a review for a Secret -> 400 naming the resource",
+			body: shaped(func(r *admissionv1.AdmissionRequest) {
+				r.Resource = metav1.GroupVersionResource{Version: "v1", Resource: "secrets"}
+			}),
+			wantCode:   http.StatusBadRequest,
+			wantReason: "resource v1/secrets, want v1/pods",
+		},
+		{
+			name:       "a review without requestKind -> 400",
+			body:       shaped(func(r *admissionv1.AdmissionRequest) { r.RequestKind = nil }),
+			wantCode:   http.StatusBadRequest,
+			wantReason: "no requestKind or requestResource",
+		},
+		{
+			name:       "a pod review without a namespace or an operation -> 400 naming both",
+			body:       shaped(func(r *admissionv1.AdmissionRequest) { r.Namespace, r.Operation = "", "" }),
+			wantCode:   http.StatusBadRequest,
+			wantReason: "no operation; no namespace",
+		},
+		{
+			name:       "a 4 MiB body, larger than any pod CREATE review -> 413",
+			body:       bytes.Repeat([]byte(" "), 4<<20),
+			wantCode:   http.StatusRequestEntityTooLarge,
+			wantReason: fmt.Sprintf("request body larger than %d bytes", MaxCreateReviewBytes),
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, body := post(t, e, "application/json", bytes.NewReader(tt.body))
+			if code != tt.wantCode {
+				t.Fatalf("status = %d, want %d (body %q)", code, tt.wantCode, body)
+			}
+			if tt.wantReason != "" && !strings.Contains(body, tt.wantReason) {
 				t.Errorf("reason = %q, want it to contain %q", body, tt.wantReason)
 			}
 		})
@@ -279,7 +339,7 @@ func TestReviewOutlivesItsPooledBody(t *testing.T) {
 		t.Helper()
 		r := httptest.NewRequestWithContext(t.Context(), http.MethodPost, "/validate-v1-pod", bytes.NewReader(reviewBody(req)))
 		r.Header.Set("Content-Type", "application/json")
-		review, code, err := readReview(httptest.NewRecorder(), r)
+		review, code, err := readReview(httptest.NewRecorder(), r, MaxRequestBytes)
 		if err != nil {
 			t.Fatalf("readReview: %d %v", code, err)
 		}

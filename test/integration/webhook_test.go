@@ -329,10 +329,12 @@ func TestServer(t *testing.T) {
 			}
 		}
 
+		podKind := metav1.GroupVersionKind{Version: "v1", Kind: "Pod"}
+		pods := metav1.GroupVersionResource{Version: "v1", Resource: "pods"}
 		review := admissionv1.AdmissionReview{
 			TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
 			Request: &admissionv1.AdmissionRequest{UID: "after-garbage", Operation: admissionv1.Delete,
-				Kind: metav1.GroupVersionKind{Version: "v1", Kind: "Pod"}},
+				Kind: podKind, Resource: pods, RequestKind: &podKind, RequestResource: &pods, Namespace: "default"},
 		}
 		body, _ := json.Marshal(review)
 		resp, err := c.Post(suite.webhookURL+app.PathValidatePod, "application/json", bytes.NewReader(body))

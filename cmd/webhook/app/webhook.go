@@ -12,6 +12,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap/zapcore"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -175,6 +176,17 @@ func Run(ctx context.Context, cfg *Config, opts ...Option) error {
 	}
 	engineCfg := engine.Config{DefaultAction: cfg.DefaultAction, ExcludedNamespaces: cfg.ExcludedNamespaceSet()}
 	decoder := ctrladmission.NewDecoder(scheme)
+	pods := metav1.GroupVersionResource{Version: "v1", Resource: "pods"}
+	policies := v1alpha1.GroupVersion.WithResource("spreadpolicies")
+	clusterPolicies := v1alpha1.GroupVersion.WithResource("clusterspreadpolicies")
+	// The pod endpoints review CREATEs only, whose reviews carry one
+	// object; the policy endpoints also review UPDATEs, which carry two.
+	endpointOptions := map[string][]admission.EndpointOption{
+		PathMutatePod:                   {admission.ForResource(pods, true), admission.WithMaxBodyBytes(admission.MaxCreateReviewBytes)},
+		PathValidatePod:                 {admission.ForResource(pods, true), admission.WithMaxBodyBytes(admission.MaxCreateReviewBytes)},
+		PathValidateSpreadPolicy:        {admission.ForResource(metav1.GroupVersionResource(policies), true)},
+		PathValidateClusterSpreadPolicy: {admission.ForResource(metav1.GroupVersionResource(clusterPolicies), false)},
+	}
 	handlers := map[string]ctrladmission.Handler{
 		PathMutatePod: &admission.PodMutator{
 			Sources: sourcesFor, Config: engineCfg, FailurePolicy: cfg.FailurePolicy, Metrics: metrics,
@@ -189,7 +201,7 @@ func Run(ctx context.Context, cfg *Config, opts ...Option) error {
 	}
 	server := mgr.GetWebhookServer()
 	for path, h := range handlers {
-		server.Register(path, admission.NewEndpoint(h, log.WithName("admission").WithValues("webhook", path)))
+		server.Register(path, admission.NewEndpoint(h, log.WithName("admission").WithValues("webhook", path), endpointOptions[path]...))
 	}
 
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
