@@ -125,16 +125,31 @@ func TestNamespaceSelectorsLeaveOutTheSystemTheReleaseAndIgnoredNamespaces(t *te
 		{"monitoring", map[string]string{"environment": "production"}},
 		{"team-prod", map[string]string{"environment": "production"}},
 		{"team-dev", map[string]string{"environment": "development"}},
+		{"cert-manager", map[string]string{"environment": "production"}},
+		{"security", nil},
 	}
 	tests := []struct {
 		file         string
+		vals         map[string]any
 		wantSelector *metav1.LabelSelector
 		wantSent     []string
 	}{
-		{file: "default-values.yaml", wantSelector: defaultSelector, wantSent: []string{"monitoring", "team-prod", "team-dev"}},
-		{file: "cert-manager-values.yaml", wantSelector: defaultSelector, wantSent: []string{"monitoring", "team-prod", "team-dev"}},
-		{file: "namespace-defaults-values.yaml", wantSelector: defaultSelector, wantSent: []string{"monitoring", "team-prod", "team-dev"}},
-		{file: "external-url-values.yaml", wantSelector: defaultSelector, wantSent: []string{"monitoring", "team-prod", "team-dev"}},
+		{file: "default-values.yaml", wantSelector: defaultSelector, wantSent: []string{"monitoring", "team-prod", "team-dev", "cert-manager", "security"}},
+		{
+			// cert-manager issues the webhook's certificate: its pods must
+			// never wait on the webhook.
+			file:         "cert-manager-values.yaml",
+			wantSelector: &metav1.LabelSelector{MatchExpressions: exclusions("kube-system", releaseNamespace, "cert-manager")},
+			wantSent:     []string{"monitoring", "team-prod", "team-dev", "security"},
+		},
+		{
+			file:         "cert-manager in namespace security",
+			vals:         valuesYAML(t, "certManager: {enabled: true, namespace: security}"),
+			wantSelector: &metav1.LabelSelector{MatchExpressions: exclusions("kube-system", releaseNamespace, "security")},
+			wantSent:     []string{"monitoring", "team-prod", "team-dev", "cert-manager"},
+		},
+		{file: "namespace-defaults-values.yaml", wantSelector: defaultSelector, wantSent: []string{"monitoring", "team-prod", "team-dev", "cert-manager", "security"}},
+		{file: "external-url-values.yaml", wantSelector: defaultSelector, wantSent: []string{"monitoring", "team-prod", "team-dev", "cert-manager", "security"}},
 		{
 			// More exclusions and an extra condition narrow the selector;
 			// the fixed exclusions stay first.
@@ -148,7 +163,11 @@ func TestNamespaceSelectorsLeaveOutTheSystemTheReleaseAndIgnoredNamespaces(t *te
 	}
 	for _, tc := range tests {
 		t.Run(tc.file, func(t *testing.T) {
-			selectors := podWebhookSelectors(t, render(t, ciValues(t, tc.file)))
+			vals := tc.vals
+			if vals == nil {
+				vals = ciValues(t, tc.file)
+			}
+			selectors := podWebhookSelectors(t, render(t, vals))
 			if diff := cmp.Diff([]string{"pods.mutate.spreadguard.io", "pods.validate.spreadguard.io"}, sortedKeys(selectors)); diff != "" {
 				t.Fatalf("pod webhooks (-want +got):\n%s", diff)
 			}

@@ -112,7 +112,12 @@ sees: kube-system and the release's own namespace always (the webhook must not
 stand between the cluster and the pods that run it), then the configured ones.
 */}}
 {{- define "spreadguard.excludedNamespaces" -}}
-{{- concat (list "kube-system" .Release.Namespace) .Values.webhook.excludedNamespaces | uniq | toJson }}
+{{- $certManager := list }}
+{{- if .Values.certManager.enabled }}
+{{- /* cert-manager issues this webhook's certificate: its pods must never wait on it. */}}
+{{- $certManager = list .Values.certManager.namespace }}
+{{- end }}
+{{- concat (list "kube-system" .Release.Namespace) $certManager .Values.webhook.excludedNamespaces | uniq | toJson }}
 {{- end }}
 
 {{/*
