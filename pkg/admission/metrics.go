@@ -125,6 +125,7 @@ var skipLabels = map[string]string{
 	engine.SkipExcludedNamespace: "excluded_namespace",
 	engine.SkipAnnotation:        "annotation",
 	engine.SkipOwnConstraints:    "own_constraints",
+	engine.SkipUpToDate:          "up_to_date",
 	engine.SkipNoPolicy:          "no_policy",
 	engine.SkipNoSelector:        "no_selector",
 	engine.SkipBound:             "bound",

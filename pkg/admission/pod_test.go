@@ -88,8 +88,18 @@ func TestPodMutator(t *testing.T) {
 			name:       "pod already carrying the injected constraints (second pass) -> no patch",
 			req:        makeRequest().Pod(webPod().Annotation(v1alpha1.AnnotationPolicy, "shop/zones").SpreadConstraint(injected[0]).Obj()).Obj(),
 			wantCode:   http.StatusOK,
-			wantMsg:    engine.SkipOwnConstraints,
+			wantMsg:    engine.SkipUpToDate,
 			wantResult: ResultSkipped,
+		},
+		{
+			name: "reinvoked pod whose labels a later webhook changed -> the injected constraints replaced with the current selector",
+			req: makeRequest().Pod(webPod().Annotation(v1alpha1.AnnotationPolicy, "shop/zones").SpreadConstraint(
+				spreadtest.Constraint(1, v1.LabelTopologyZone).DoNotSchedule().MatchLabel("app", "old").
+					NodeTaintsPolicy(v1.NodeInclusionPolicyHonor).Obj()).Obj()).Obj(),
+			wantCode:   http.StatusOK,
+			wantPod:    webPod().Annotation(v1alpha1.AnnotationPolicy, "shop/zones").SpreadConstraint(injected[0]).Obj(),
+			wantPatch:  true,
+			wantResult: ResultPatched,
 		},
 		{
 			name:       "pod declaring its own soft constraint -> untouched",

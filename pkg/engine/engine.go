@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
@@ -43,6 +44,7 @@ const (
 	SkipExcludedNamespace = "namespace is excluded"
 	SkipAnnotation        = "pod is annotated " + v1alpha1.AnnotationSkip + `: "true"`
 	SkipOwnConstraints    = "pod declares its own topologySpreadConstraints"
+	SkipUpToDate          = "the constraints spreadguard injected into the pod are up to date"
 	SkipNoPolicy          = "no SpreadPolicy or ClusterSpreadPolicy applies to the pod"
 	SkipNoSelector        = "no Service, ReplicationController, ReplicaSet or StatefulSet selects the pod"
 	SkipBound             = "pod is already bound to a node (spec.nodeName), so no scheduler places it"
@@ -95,8 +97,11 @@ func Mutate(pod *v1.Pod, src Sources, cfg Config) (*Mutation, error) {
 		return &Mutation{Skipped: reason}, nil
 	}
 	// As the scheduler does, a pod that declares any constraint, hard or
-	// soft, gets no defaults.
+	// soft, gets no defaults; unless spreadguard wrote them itself.
 	if len(pod.Spec.TopologySpreadConstraints) > 0 {
+		if _, ours := pod.Annotations[v1alpha1.AnnotationPolicy]; ours {
+			return reinvoked(pod, src)
+		}
 		return &Mutation{Skipped: SkipOwnConstraints}, nil
 	}
 	applied, err := policy.Resolve(pod, src)
@@ -124,6 +129,61 @@ func Mutate(pod *v1.Pod, src Sources, cfg Config) (*Mutation, error) {
 	}
 	out.Annotations[v1alpha1.AnnotationPolicy] = applied.Name
 	return &Mutation{Pod: out, Policy: applied, Injected: injected}, nil
+}
+
+// reinvoked handles a pod that carries spreadguard's policy annotation and
+// constraints: with reinvocationPolicy IfNeeded the API server calls the
+// mutating webhook again after a later webhook changed the pod, and if that
+// one changed the labels, the selector derived the first time may no longer
+// be the pod's. The constraints are recomputed and replaced when they are
+// still the ones the policy writes (equal but for the derived labelSelector
+// and the matchLabelKeys folded into it); constraints that differ
+// otherwise were written by someone else and are left alone.
+func reinvoked(pod *v1.Pod, src Sources) (*Mutation, error) {
+	applied, err := policy.Resolve(pod, src)
+	if err != nil {
+		return nil, lookupError{fmt.Errorf("resolving the policy: %w", err)}
+	}
+	if applied == nil || applied.Name != pod.Annotations[v1alpha1.AnnotationPolicy] {
+		return &Mutation{Policy: applied, Skipped: SkipOwnConstraints}, nil
+	}
+	sel, err := spread.DefaultSelector(pod, src)
+	if err != nil {
+		return nil, lookupError{fmt.Errorf("building the default selector: %w", err)}
+	}
+	bare := *pod
+	bare.Spec.TopologySpreadConstraints = nil
+	fresh, err := spread.InjectConstraints(&bare, sel, applied.Constraints)
+	if err != nil {
+		return nil, fmt.Errorf("injecting the constraints of %s %s: %w", applied.Kind, applied.Name, err)
+	}
+	current := pod.Spec.TopologySpreadConstraints
+	switch {
+	case len(fresh) == 0 || !sameButSelector(current, fresh):
+		return &Mutation{Policy: applied, Skipped: SkipOwnConstraints}, nil
+	case equality.Semantic.DeepEqual(current, fresh):
+		return &Mutation{Policy: applied, Skipped: SkipUpToDate}, nil
+	}
+	out := pod.DeepCopy()
+	out.Spec.TopologySpreadConstraints = fresh
+	return &Mutation{Pod: out, Policy: applied, Injected: fresh}, nil
+}
+
+// sameButSelector reports whether a and b differ at most in the parts a
+// selector is derived into: labelSelector and matchLabelKeys.
+func sameButSelector(a, b []v1.TopologySpreadConstraint) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		x, y := a[i], b[i]
+		x.LabelSelector, y.LabelSelector = nil, nil
+		x.MatchLabelKeys, y.MatchLabelKeys = nil, nil
+		if !equality.Semantic.DeepEqual(x, y) {
+			return false
+		}
+	}
+	return true
 }
 
 // Validation is the outcome of Validate.

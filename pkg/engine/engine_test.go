@@ -184,6 +184,30 @@ func TestMutate(t *testing.T) {
 			wantPolicy:   "shop/zones",
 		},
 		{
+			name: "reinvoked after a later webhook changed the labels: the injected selector app=old is recomputed from the pod as it is now",
+			pod: webPod().Annotation(v1alpha1.AnnotationPolicy, "shop/zones").SpreadConstraint(
+				spreadtest.Constraint(1, v1.LabelTopologyZone).DoNotSchedule().MatchLabel("app", "old").
+					NodeTaintsPolicy(v1.NodeInclusionPolicyHonor).Obj()).Obj(),
+			wantInjected: injected,
+			wantPolicy:   "shop/zones",
+		},
+		{
+			name: "annotated by the policy but with maxSkew 3, which the policy does not write -> someone else's constraint, left alone",
+			pod: webPod().Annotation(v1alpha1.AnnotationPolicy, "shop/zones").SpreadConstraint(
+				spreadtest.Constraint(3, v1.LabelTopologyZone).DoNotSchedule().MatchLabel("app", "old").
+					NodeTaintsPolicy(v1.NodeInclusionPolicyHonor).Obj()).Obj(),
+			wantSkipped: engine.SkipOwnConstraints,
+			wantPolicy:  "shop/zones",
+		},
+		{
+			name: "annotated by a policy that no longer applies -> left alone",
+			pod: webPod().Annotation(v1alpha1.AnnotationPolicy, "shop/gone").SpreadConstraint(
+				spreadtest.Constraint(1, v1.LabelTopologyZone).DoNotSchedule().MatchLabel("app", "old").
+					NodeTaintsPolicy(v1.NodeInclusionPolicyHonor).Obj()).Obj(),
+			wantSkipped: engine.SkipOwnConstraints,
+			wantPolicy:  "shop/zones",
+		},
+		{
 			name:        "a pod annotated spreadguard.io/skip is left as it is",
 			pod:         webPod().Annotation(v1alpha1.AnnotationSkip, "true").Obj(),
 			wantSkipped: engine.SkipAnnotation,
@@ -229,7 +253,7 @@ func TestMutate(t *testing.T) {
 			if err != nil {
 				t.Fatalf("second Mutate: %v", err)
 			}
-			if again.Pod != nil || again.Skipped != engine.SkipOwnConstraints {
+			if again.Pod != nil || again.Skipped != engine.SkipUpToDate {
 				t.Errorf("a second pass changed the pod (skipped %q): not idempotent", again.Skipped)
 			}
 		})
