@@ -74,6 +74,14 @@ func (w *RequestWrapper) Pod(pod *v1.Pod) *RequestWrapper {
 	return w.Raw(mustJSON(p))
 }
 
+// OldPod sets the old object, as an UPDATE carries it.
+func (w *RequestWrapper) OldPod(pod *v1.Pod) *RequestWrapper {
+	p := pod.DeepCopy()
+	p.APIVersion, p.Kind = "v1", "Pod"
+	w.r.OldObject = runtime.RawExtension{Raw: mustJSON(p)}
+	return w
+}
+
 // SpreadPolicy sets the object, kind and resource to p.
 func (w *RequestWrapper) SpreadPolicy(p *v1alpha1.SpreadPolicy) *RequestWrapper {
 	w.r.Kind = metav1.GroupVersionKind{Group: v1alpha1.GroupName, Version: "v1alpha1", Kind: v1alpha1.KindSpreadPolicy}

@@ -130,6 +130,7 @@ var skipLabels = map[string]string{
 	engine.SkipNoSelector:        "no_selector",
 	engine.SkipBound:             "bound",
 	engine.SkipOtherScheduler:    "other_scheduler",
+	engine.SkipGated:             "gated",
 	engine.SkipDaemonSet:         "daemonset",
 	engine.SkipMirror:            "mirror",
 	engine.SkipPinnedNode:        "pinned_node",

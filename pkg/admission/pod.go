@@ -10,11 +10,13 @@ import (
 	"time"
 
 	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 	"gomodules.xyz/jsonpatch/v2"
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -160,6 +162,9 @@ type PodValidator struct {
 	// complete.
 	Synced            func() bool
 	RefuseUntilSynced bool
+	// Recorder records a Warning event on a pod found unplaceable when its
+	// last scheduling gate is removed; nil records none.
+	Recorder events.EventRecorder
 	// FailurePolicy is the failurePolicy of the validating webhook
 	// configuration: a fault of spreadguard's own admits the pod under
 	// Ignore (the default when empty) and refuses it under Fail.
@@ -205,7 +210,11 @@ func (g syncGate) Check(pod *v1.Pod, opts spread.Options) (*spread.Result, error
 
 func (h *PodValidator) handle(ctx context.Context, req admission.Request, f faults) (admission.Response, string) {
 	log := logf.FromContext(ctx)
-	if reason := notPodCreate(req); reason != "" {
+	lifted, err := gatesLifted(req)
+	if err != nil {
+		return admission.Errored(http.StatusBadRequest, err), ResultInvalid
+	}
+	if reason := notPodCreate(req); reason != "" && !lifted {
 		h.Metrics.skipped(WebhookValidatePod, reason)
 		return admission.Allowed(reason), ResultSkipped
 	}
@@ -213,9 +222,14 @@ func (h *PodValidator) handle(ctx context.Context, req admission.Request, f faul
 	if err != nil {
 		return admission.Errored(http.StatusBadRequest, err), ResultInvalid
 	}
+	if lifted {
+		// An update is never refused, whatever the failure policy: the
+		// pod exists already.
+		f.policy = admissionregistrationv1.Ignore
+	}
 	v, err := engine.Validate(pod, h.Sources(ctx), syncGate{h.Checker, h.Synced}, h.Config, false)
 	switch {
-	case errors.Is(err, errNotSynced) && h.RefuseUntilSynced:
+	case errors.Is(err, errNotSynced) && h.RefuseUntilSynced && !lifted:
 		h.Metrics.denied(DenialNotSynced)
 		return admission.Denied(MessageNotSynced), ResultDenied
 	case errors.Is(err, errNotSynced):
@@ -226,11 +240,19 @@ func (h *PodValidator) handle(ctx context.Context, req admission.Request, f faul
 	if v.Skipped != "" {
 		log.V(1).Info("pod not checked", "reason", v.Skipped)
 		h.Metrics.skipped(WebhookValidatePod, v.Skipped)
-		return admission.Allowed(v.Skipped), ResultSkipped
+		return admission.Allowed(v.Skipped).WithWarnings(v.Warnings...), ResultSkipped
 	}
 	if v.Result != nil && log.V(verbosityNodeDetail).Enabled() {
 		log.V(verbosityNodeDetail).Info("spread check", "verdict", v.Result.Verdict,
 			"constraints", v.Result.Constraints, "excluded", v.Result.Excluded)
+	}
+	if lifted && (!v.Allowed || v.Action == v1alpha1.ActionWarn) {
+		// The scheduler is about to try this pod: say why it will stay
+		// Pending, on the update and on the pod, without refusing.
+		h.recordUnsatisfiable(pod, v.Message)
+		log.Info("pod whose last scheduling gate was removed cannot be placed: hard topology spread constraints cannot be met",
+			"policy", v.Policy)
+		return admission.Allowed("").WithWarnings(v.Message), ResultWarned
 	}
 	if !v.Allowed {
 		h.Metrics.denied(DenialUnsatisfiable)
@@ -251,6 +273,42 @@ func (h *PodValidator) handle(ctx context.Context, req admission.Request, f faul
 		log.V(1).Info("warned about pod: hard topology spread constraints cannot be met", "policy", v.Policy)
 		return resp, ResultWarned
 	}
+}
+
+// ReasonSpreadUnsatisfiable is the reason of the Warning events spreadguard
+// records about a pod whose hard topology spread constraints cannot be met.
+const ReasonSpreadUnsatisfiable = "SpreadUnsatisfiable"
+
+// maxEventNote is the longest note an events.k8s.io/v1 Event takes.
+const maxEventNote = 1024
+
+func (h *PodValidator) recordUnsatisfiable(pod *v1.Pod, message string) {
+	if h.Recorder == nil {
+		return
+	}
+	h.Recorder.Eventf(pod, nil, v1.EventTypeWarning, ReasonSpreadUnsatisfiable, "SchedulingGatesRemoved",
+		"%s", oneLineN(message, maxEventNote-len("...")))
+}
+
+// gatesLifted reports whether req is the UPDATE of a pod that removes its
+// last scheduling gate: the moment the scheduler starts to consider it, and
+// the only update the validating webhook reviews.
+func gatesLifted(req admission.Request) (bool, error) {
+	if req.Operation != admissionv1.Update || req.SubResource != "" || req.Kind != podKind || len(req.OldObject.Raw) == 0 {
+		return false, nil
+	}
+	var old, cur struct {
+		Spec struct {
+			SchedulingGates []jsontext.Value `json:"schedulingGates"`
+		} `json:"spec"`
+	}
+	if err := jsonv2.Unmarshal(req.OldObject.Raw, &old, podDecodeOptions); err != nil {
+		return false, fmt.Errorf("decoding the pod's old object: %w", err)
+	}
+	if err := jsonv2.Unmarshal(req.Object.Raw, &cur, podDecodeOptions); err != nil {
+		return false, fmt.Errorf("decoding the pod: %w", err)
+	}
+	return len(old.Spec.SchedulingGates) > 0 && len(cur.Spec.SchedulingGates) == 0, nil
 }
 
 // notPodCreate says why a request is not one to review, or "" for the CREATE

@@ -49,6 +49,7 @@ const (
 	SkipNoSelector        = "no Service, ReplicationController, ReplicaSet or StatefulSet selects the pod"
 	SkipBound             = "pod is already bound to a node (spec.nodeName), so no scheduler places it"
 	SkipOtherScheduler    = "pod is placed by another scheduler (spec.schedulerName)"
+	SkipGated             = "pod has scheduling gates; it is checked when the last one is removed"
 	// The three below are never mutated: each runs on one node chosen in
 	// advance, where spread constraints can only keep it from running (a
 	// Service selecting DaemonSet pods would otherwise make them "belong"
@@ -57,6 +58,13 @@ const (
 	SkipMirror     = "pod is a mirror pod (annotation " + v1.MirrorPodAnnotationKey + ") of a static pod the kubelet runs"
 	SkipPinnedNode = "pod's required node affinity pins it to one node by metadata.name"
 )
+
+// GatedWarning is returned for a pod created with scheduling gates and hard
+// spread constraints: its node selector and affinity may still be narrowed
+// while it is gated (KEP-3838), so judging it now could refuse a pod that
+// will fit, and the scheduler does not place it before the gates are gone.
+const GatedWarning = "spreadguard: this pod has schedulingGates, so its topology spread constraints " +
+	"were not checked now; they are checked when the last gate is removed"
 
 // NoCandidateNodesWarning is returned when no node passes the pod's node
 // affinity and taints: the pod will stay Pending, but not because of spread.
@@ -218,6 +226,13 @@ func Validate(pod *v1.Pod, src Sources, checker spread.Checker, cfg Config, expl
 	if s := pod.Spec.SchedulerName; s != "" && s != v1.DefaultSchedulerName {
 		return &Validation{Allowed: true, Skipped: SkipOtherScheduler}, nil
 	}
+	if len(pod.Spec.SchedulingGates) > 0 {
+		v := &Validation{Allowed: true, Skipped: SkipGated}
+		if hasHardConstraint(pod) {
+			v.Warnings = []string{GatedWarning}
+		}
+		return v, nil
+	}
 
 	res, err := checker.Check(pod, spread.Options{Explain: explain})
 	if err != nil {
@@ -289,6 +304,15 @@ func ReviewPod(pod *v1.Pod, src Sources, checker spread.Checker, cfg Config) (*R
 		return nil, err
 	}
 	return &Review{Mutation: m, Validation: v, Pod: stored}, nil
+}
+
+func hasHardConstraint(pod *v1.Pod) bool {
+	for _, c := range pod.Spec.TopologySpreadConstraints {
+		if c.WhenUnsatisfiable == v1.DoNotSchedule {
+			return true
+		}
+	}
+	return false
 }
 
 // pinnedReason says why pod runs on one node chosen before scheduling, or

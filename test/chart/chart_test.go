@@ -218,6 +218,8 @@ type hook struct {
 	TimeoutSeconds int32
 	ReviewVersions []string
 	HasNSSelector  bool
+	// MatchConditions names the webhook's match conditions.
+	MatchConditions []string
 }
 
 func target(c admissionregistrationv1.WebhookClientConfig) string {
@@ -241,13 +243,17 @@ func hooks(t *testing.T, r release) []hook {
 		})
 	}
 	for _, w := range find[*validatingConfig](t, r.objects, fullname).Webhooks {
-		out = append(out, hook{
+		h := hook{
 			Name: w.Name, Target: target(w.ClientConfig), Rules: w.Rules,
 			FailurePolicy: ptr.Deref(w.FailurePolicy, ""), SideEffects: ptr.Deref(w.SideEffects, ""),
 			MatchPolicy:    ptr.Deref(w.MatchPolicy, ""),
 			TimeoutSeconds: ptr.Deref(w.TimeoutSeconds, 0), ReviewVersions: w.AdmissionReviewVersions,
 			HasNSSelector: w.NamespaceSelector != nil,
-		})
+		}
+		for _, c := range w.MatchConditions {
+			h.MatchConditions = append(h.MatchConditions, c.Name)
+		}
+		out = append(out, h)
 	}
 	return out
 }
@@ -279,8 +285,9 @@ func TestWebhookConfigurations(t *testing.T) {
 			}),
 			with(common, func(h *hook) {
 				h.Name, h.Target = "pods.validate.spreadguard.io", base+"/validate-v1-pod"
-				h.Rules = rule("", "v1", "pods", admissionregistrationv1.NamespacedScope, create)
+				h.Rules = rule("", "v1", "pods", admissionregistrationv1.NamespacedScope, create, update)
 				h.HasNSSelector = true
+				h.MatchConditions = []string{"create-or-last-scheduling-gate-removed"}
 			}),
 			with(common, func(h *hook) {
 				h.Name, h.Target = "spreadpolicies.validate.spreadguard.io", base+"/validate-spreadguard-io-v1alpha1-spreadpolicy"
@@ -495,12 +502,13 @@ func checkCertManagerChain(t *testing.T, r release) {
 	}
 }
 
-func TestRBACIsReadOnlyOnExactlyWhatTheServerReads(t *testing.T) {
+func TestRBACReadsExactlyWhatTheServerReadsAndWritesOnlyEvents(t *testing.T) {
 	read := []string{"get", "list", "watch"}
 	want := []rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"pods", "nodes", "services", "namespaces", "replicationcontrollers"}, Verbs: read},
 		{APIGroups: []string{"apps"}, Resources: []string{"replicasets", "statefulsets"}, Verbs: read},
 		{APIGroups: []string{"spreadguard.io"}, Resources: []string{"spreadpolicies", "clusterspreadpolicies"}, Verbs: read},
+		{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
 	}
 	for _, f := range ciFiles {
 		t.Run(f.name, func(t *testing.T) {

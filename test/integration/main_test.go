@@ -266,7 +266,15 @@ func webhookConfigurations() ([]*admissionregistrationv1.MutatingWebhookConfigur
 				Name: "pods.validate.spreadguard.io", AdmissionReviewVersions: []string{"v1"},
 				SideEffects: &none, MatchPolicy: &equivalent, FailurePolicy: &fail, TimeoutSeconds: &timeout,
 				ClientConfig: clientConfig(app.PathValidatePod),
-				Rules:        rule("", "v1", "pods", namespaced, create),
+				Rules:        rule("", "v1", "pods", namespaced, create, update),
+				// As the chart's: CREATE, and the UPDATE that removes a
+				// pod's last scheduling gate.
+				MatchConditions: []admissionregistrationv1.MatchCondition{{
+					Name: "create-or-last-scheduling-gate-removed",
+					Expression: "request.operation == 'CREATE' || " +
+						"(has(oldObject.spec.schedulingGates) && size(oldObject.spec.schedulingGates) > 0 && " +
+						"(!has(object.spec.schedulingGates) || size(object.spec.schedulingGates) == 0))",
+				}},
 			},
 			{
 				Name: "spreadpolicies.validate.spreadguard.io", AdmissionReviewVersions: []string{"v1"},

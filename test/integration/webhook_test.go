@@ -17,6 +17,7 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -410,5 +411,50 @@ func TestServer(t *testing.T) {
 				t.Errorf("/metrics lacks %s", series)
 			}
 		}
+	})
+}
+
+func TestGatedPods(t *testing.T) {
+	t.Run("a gated pod no node can take is created with a warning, and removing its gate warns and records an event", func(t *testing.T) {
+		ns, rs := unsatisfiableSetup(t, "gated", "")
+		pod := controlledBy(podObj(spreadtest.MakePod().Namespace(ns).Name("api-7c9d-gated").Label("app", "api").
+			SchedulingGate("example.com/quota")), rs, "ReplicaSet")
+		// The index must have counted the two bound pods first.
+		probe := controlledBy(podObj(spreadtest.MakePod().Namespace(ns).Name("api-7c9d-probe").Label("app", "api")), rs, "ReplicaSet")
+		eventually(t, "a dry run of an ungated pod is denied", func(ctx context.Context) (bool, error) {
+			err := suite.client.Create(ctx, probe, client.DryRunAll)
+			return apierrors.IsForbidden(err), err
+		})
+
+		c, rec := clientWithWarnings(t)
+		if err := c.Create(t.Context(), pod); err != nil {
+			t.Fatalf("create of a gated pod = %v, want it stored: its check waits for its gates", err)
+		}
+		if !rec.contains("schedulingGates") || !rec.contains("checked when the last gate is removed") {
+			t.Errorf("warnings %q do not say the check waits for the gates", rec.warnings)
+		}
+
+		c, rec = clientWithWarnings(t)
+		stored := storedPod(t, ns, pod.Name)
+		stored.Spec.SchedulingGates = nil
+		if err := c.Update(t.Context(), stored); err != nil {
+			t.Fatalf("removing the gate = %v, want it allowed: an update is never refused", err)
+		}
+		if !rec.contains("zone-c=0") || !rec.contains("Remedy:") {
+			t.Errorf("warnings %q do not give the numbers and the remedy", rec.warnings)
+		}
+		eventually(t, "a SpreadUnsatisfiable event on the pod", func(ctx context.Context) (bool, error) {
+			var list eventsv1.EventList
+			if err := suite.client.List(ctx, &list, client.InNamespace(ns)); err != nil {
+				return false, err
+			}
+			for _, e := range list.Items {
+				if e.Regarding.Name == pod.Name && e.Reason == "SpreadUnsatisfiable" && e.Type == v1.EventTypeWarning &&
+					strings.Contains(e.Note, "zone-c=0") {
+					return true, nil
+				}
+			}
+			return false, nil
+		})
 	})
 }

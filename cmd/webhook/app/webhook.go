@@ -179,11 +179,12 @@ func Run(ctx context.Context, cfg *Config, opts ...Option) error {
 	pods := metav1.GroupVersionResource{Version: "v1", Resource: "pods"}
 	policies := v1alpha1.GroupVersion.WithResource("spreadpolicies")
 	clusterPolicies := v1alpha1.GroupVersion.WithResource("clusterspreadpolicies")
-	// The pod endpoints review CREATEs only, whose reviews carry one
-	// object; the policy endpoints also review UPDATEs, which carry two.
+	// The mutating endpoint reviews CREATEs only, whose reviews carry one
+	// object; the others also review UPDATEs, which carry two.
 	endpointOptions := map[string][]admission.EndpointOption{
-		PathMutatePod:                   {admission.ForResource(pods, true), admission.WithMaxBodyBytes(admission.MaxCreateReviewBytes)},
-		PathValidatePod:                 {admission.ForResource(pods, true), admission.WithMaxBodyBytes(admission.MaxCreateReviewBytes)},
+		PathMutatePod: {admission.ForResource(pods, true), admission.WithMaxBodyBytes(admission.MaxCreateReviewBytes)},
+		// Also the UPDATE that removes a gated pod's last scheduling gate.
+		PathValidatePod:                 {admission.ForResource(pods, true)},
 		PathValidateSpreadPolicy:        {admission.ForResource(metav1.GroupVersionResource(policies), true)},
 		PathValidateClusterSpreadPolicy: {admission.ForResource(metav1.GroupVersionResource(clusterPolicies), false)},
 	}
@@ -194,6 +195,7 @@ func Run(ctx context.Context, cfg *Config, opts ...Option) error {
 		PathValidatePod: &admission.PodValidator{
 			Sources: sourcesFor, Checker: ix, Config: engineCfg,
 			Synced: tracker.Synced, RefuseUntilSynced: cfg.RefuseUntilSynced,
+			Recorder:      mgr.GetEventRecorder("spreadguard-webhook"),
 			FailurePolicy: cfg.FailurePolicy, Metrics: metrics,
 		},
 		PathValidateSpreadPolicy:        admission.NewSpreadPolicyValidator(decoder, metrics),

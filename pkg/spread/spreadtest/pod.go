@@ -102,6 +102,12 @@ func (p *PodWrapper) ControlledBy(kind, apiVersion, name string) *PodWrapper {
 	return p
 }
 
+// SchedulingGate adds a spec.schedulingGates entry.
+func (p *PodWrapper) SchedulingGate(name string) *PodWrapper {
+	p.Spec.SchedulingGates = append(p.Spec.SchedulingGates, v1.PodSchedulingGate{Name: name})
+	return p
+}
+
 // NodeSelector adds one spec.nodeSelector entry.
 func (p *PodWrapper) NodeSelector(k, v string) *PodWrapper {
 	if p.Spec.NodeSelector == nil {
