@@ -56,6 +56,9 @@ type Metrics struct {
 	// Skips counts pods left alone, by webhook and the reason's label
 	// (skipLabels).
 	Skips *prometheus.CounterVec
+	// InvalidPolicies is the number of stored policies spreadguard rejects
+	// and passes over, by kind.
+	InvalidPolicies *prometheus.GaugeVec
 	// Errors counts pod requests spreadguard could not decide because of a
 	// fault of its own, by webhook and reason (FaultLookup, FaultEngine,
 	// FaultPanic); each was answered as the failure policy says.
@@ -96,13 +99,17 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "spreadguard_skipped_pods_total",
 			Help: "Pods left unmutated or unchecked, by webhook and reason.",
 		}, []string{"webhook", "reason"}),
+		InvalidPolicies: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "spreadguard_invalid_policies",
+			Help: "Stored SpreadPolicies and ClusterSpreadPolicies that spreadguard rejects and passes over, by kind.",
+		}, []string{"kind"}),
 		Errors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "spreadguard_admission_errors_total",
 			Help: "Pod admission requests not decided because of an internal error, by webhook and reason; " +
 				"each was admitted unchanged (failurePolicy Ignore) or refused (Fail).",
 		}, []string{"webhook", "reason"}),
 	}
-	for _, c := range []prometheus.Collector{m.Requests, m.Latency, m.Injected, m.Denials, m.Audits, m.CacheSynced, m.Skips, m.Errors} {
+	for _, c := range []prometheus.Collector{m.Requests, m.Latency, m.Injected, m.Denials, m.Audits, m.CacheSynced, m.Skips, m.InvalidPolicies, m.Errors} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("registering the metrics: %w", err)
 		}

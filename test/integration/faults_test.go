@@ -16,6 +16,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -269,6 +270,87 @@ func startServer(t *testing.T, policy admissionregistrationv1.FailurePolicyType,
 // server's /metrics.
 func errorsCounted(t *testing.T, metricsURL string, sc faultScenario) float64 {
 	t.Helper()
+	webhook := "mutate-pod"
+	if strings.Contains(sc.webhook, "validate") {
+		webhook = "validate-pod"
+	}
+	return metricValue(t, metricsURL, fmt.Sprintf(`spreadguard_admission_errors_total{reason=%q,webhook=%q} `, sc.reason, webhook))
+}
+
+func TestAPolicyStoredPastTheWebhookIsReportedNotSilentlySkipped(t *testing.T) {
+	ns := newNamespace(t, "invalid-policy")
+	bad := zonePolicy(ns).Obj()
+	bad.Name = "bad-key"
+	// The schema cannot check label keys; the webhook can, so it is taken
+	// out of the way as it is when it is down.
+	bad.Spec.PodSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"bad key": "web"}}
+	withoutPolicyWebhooks(t, func() {
+		eventually(t, "the invalid policy is stored past the webhook", func(ctx context.Context) (bool, error) {
+			err := suite.client.Create(ctx, bad.DeepCopy())
+			return err == nil, err
+		})
+	})
+
+	eventually(t, "an InvalidPolicy Warning event on the policy", func(ctx context.Context) (bool, error) {
+		var list eventsv1.EventList
+		if err := suite.client.List(ctx, &list, client.InNamespace(ns)); err != nil {
+			return false, err
+		}
+		for _, e := range list.Items {
+			if e.Regarding.Name == bad.Name && e.Reason == "InvalidPolicy" && e.Type == v1.EventTypeWarning &&
+				strings.Contains(e.Note, `spec.podSelector.matchLabels: Invalid value: "bad key"`) {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	eventually(t, "spreadguard_invalid_policies counts it", func(context.Context) (bool, error) {
+		return metricValue(t, suite.metricsURL, `spreadguard_invalid_policies{kind="SpreadPolicy"} `) >= 1, nil
+	})
+}
+
+// withoutPolicyWebhooks runs fn with the policy webhooks removed from the
+// suite's ValidatingWebhookConfiguration, and waits for them to answer again
+// afterwards.
+func withoutPolicyWebhooks(t *testing.T, fn func()) {
+	t.Helper()
+	var cfg admissionregistrationv1.ValidatingWebhookConfiguration
+	if err := suite.client.Get(t.Context(), client.ObjectKey{Name: "spreadguard"}, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	all := cfg.Webhooks
+	cfg.Webhooks = nil
+	for _, w := range all {
+		if !strings.Contains(w.Name, "spreadpolicies") {
+			cfg.Webhooks = append(cfg.Webhooks, w)
+		}
+	}
+	if err := suite.client.Update(t.Context(), &cfg); err != nil {
+		t.Fatalf("removing the policy webhooks: %v", err)
+	}
+	defer func() {
+		if err := suite.client.Get(context.Background(), client.ObjectKey{Name: "spreadguard"}, &cfg); err != nil {
+			t.Fatal(err)
+		}
+		cfg.Webhooks = all
+		if err := suite.client.Update(context.Background(), &cfg); err != nil {
+			t.Fatalf("restoring the policy webhooks: %v", err)
+		}
+		probe := zonePolicy("default").Obj()
+		probe.Name = "probe-bad-key"
+		probe.Spec.PodSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"bad key": "web"}}
+		eventually(t, "the policy webhooks answer again", func(ctx context.Context) (bool, error) {
+			err := suite.client.Create(ctx, probe.DeepCopy(), client.DryRunAll)
+			return err != nil && strings.Contains(err.Error(), "spreadpolicies.validate.spreadguard.io"), nil
+		})
+	}()
+	fn()
+}
+
+// metricValue reads one series (its name and labels, then a space) from a
+// server's /metrics, 0 when absent.
+func metricValue(t *testing.T, metricsURL, series string) float64 {
+	t.Helper()
 	resp, err := http.Get(metricsURL)
 	if err != nil {
 		t.Fatalf("reading %s: %v", metricsURL, err)
@@ -278,11 +360,6 @@ func errorsCounted(t *testing.T, metricsURL string, sc faultScenario) float64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	webhook := "mutate-pod"
-	if strings.Contains(sc.webhook, "validate") {
-		webhook = "validate-pod"
-	}
-	series := fmt.Sprintf(`spreadguard_admission_errors_total{reason=%q,webhook=%q} `, sc.reason, webhook)
 	for line := range strings.Lines(string(body)) {
 		if rest, ok := strings.CutPrefix(line, series); ok {
 			var v float64

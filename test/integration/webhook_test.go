@@ -262,24 +262,29 @@ func TestPolicies(t *testing.T) {
 		want []string
 	}{
 		{
-			name: "a SpreadPolicy whose topologyKey is not a label name is refused naming the field",
+			name: "a SpreadPolicy whose topologyKey is not a label name is refused by the schema naming the field",
 			policy: policytest.MakeSpreadPolicy().Namespace("default").Name("bad-key").
 				Constraint(policytest.MakeConstraint().TopologyKey("zone with spaces").MaxSkew(1).DoNotSchedule().Obj()).Obj(),
-			want: []string{`admission webhook "spreadpolicies.validate.spreadguard.io" denied the request`,
-				"SpreadPolicy default/bad-key is invalid", "spec.constraints[0].topologyKey", "zone with spaces"},
+			want: []string{"spec.constraints[0].topologyKey", "topologyKey must be a node label key"},
 		},
 		{
-			name: "a SpreadPolicy whose podSelector has an In requirement without values is refused naming the field",
+			name: "a SpreadPolicy whose podSelector has an In requirement without values is refused by the schema naming the field",
 			policy: policytest.MakeSpreadPolicy().Namespace("default").Name("bad-selector").
 				PodExpression("app", metav1.LabelSelectorOpIn).Constraint(zone.Obj()).Obj(),
-			want: []string{"spec.podSelector.matchExpressions[0].values"},
+			want: []string{"spec.podSelector", "In and NotIn need at least one value"},
+		},
+		{
+			name: "a SpreadPolicy whose podSelector key has a space, which the schema cannot check, is refused by the webhook",
+			policy: policytest.MakeSpreadPolicy().Namespace("default").Name("bad-label-key").
+				PodLabel("bad key", "web").Constraint(zone.Obj()).Obj(),
+			want: []string{`admission webhook "spreadpolicies.validate.spreadguard.io" denied the request`,
+				"SpreadPolicy default/bad-label-key is invalid", "spec.podSelector.matchLabels"},
 		},
 		{
 			name: "a ClusterSpreadPolicy whose namespaceSelector has Exists with values is refused naming the field",
 			policy: policytest.MakeClusterSpreadPolicy().Name("bad-namespaces").Constraint(zone.Obj()).
 				NamespaceExpression("team", metav1.LabelSelectorOpExists, "payments").Obj(),
-			want: []string{`admission webhook "clusterspreadpolicies.validate.spreadguard.io" denied the request`,
-				"ClusterSpreadPolicy bad-namespaces is invalid", "spec.namespaceSelector.matchExpressions[0].values"},
+			want: []string{"spec.namespaceSelector", "Exists and DoesNotExist take none"},
 		},
 	}
 	for _, tt := range tests {

@@ -21,6 +21,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -168,6 +169,19 @@ func Run(ctx context.Context, cfg *Config, opts ...Option) error {
 	if err := mgr.Add(tracker); err != nil {
 		return fmt.Errorf("adding the cache tracker: %w", err)
 	}
+	recorder := mgr.GetEventRecorder("spreadguard-webhook")
+	policyWatcher := cache.NewPolicyWatcher(log.WithName("policies"), recorder, func(kind string, n int) {
+		metrics.InvalidPolicies.WithLabelValues(kind).Set(float64(n))
+	})
+	for _, obj := range []client.Object{&v1alpha1.SpreadPolicy{}, &v1alpha1.ClusterSpreadPolicy{}} {
+		inf, err := mgr.GetCache().GetInformer(ctx, obj)
+		if err != nil {
+			return fmt.Errorf("getting the informer for %T: %w", obj, err)
+		}
+		if _, err := inf.AddEventHandler(policyWatcher.Handler()); err != nil {
+			return fmt.Errorf("watching %T for rejected policies: %w", obj, err)
+		}
+	}
 
 	sources := cache.NewSources(mgr.GetCache(), mgr.GetAPIReader(), tracker.Synced).WithServiceIndex(services)
 	sourcesFor := func(ctx context.Context) engine.Sources { return sources.WithContext(ctx) }
@@ -195,7 +209,7 @@ func Run(ctx context.Context, cfg *Config, opts ...Option) error {
 		PathValidatePod: &admission.PodValidator{
 			Sources: sourcesFor, Checker: ix, Config: engineCfg,
 			Synced: tracker.Synced, RefuseUntilSynced: cfg.RefuseUntilSynced,
-			Recorder:      mgr.GetEventRecorder("spreadguard-webhook"),
+			Recorder:      recorder,
 			FailurePolicy: cfg.FailurePolicy, Metrics: metrics,
 		},
 		PathValidateSpreadPolicy:        admission.NewSpreadPolicyValidator(decoder, metrics),

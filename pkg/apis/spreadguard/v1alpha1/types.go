@@ -43,6 +43,7 @@ type Constraint struct {
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=317
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$')",message="topologyKey must be a node label key: an optional DNS subdomain and '/', then a name of at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit, e.g. topology.kubernetes.io/zone"
 	TopologyKey string `json:"topologyKey"`
 
 	// WhenUnsatisfiable is DoNotSchedule (a hard constraint, which the
@@ -129,6 +130,8 @@ type PolicySpec struct {
 	// PodSelector selects the pods the policy applies to among those in its
 	// scope. Unset selects every pod; so does an empty selector.
 	// +optional
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, e.operator in ['In', 'NotIn', 'Exists', 'DoesNotExist'])",message="every matchExpressions operator must be In, NotIn, Exists or DoesNotExist (case-sensitive)"
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, e.operator in ['In', 'NotIn'] ? has(e.values) && size(e.values) > 0 : !(e.operator in ['Exists', 'DoesNotExist']) || !has(e.values) || size(e.values) == 0)",message="In and NotIn need at least one value; Exists and DoesNotExist take none"
 	PodSelector *metav1.LabelSelector `json:"podSelector,omitempty"`
 
 	// Priority decides between policies that match the same pod: the
@@ -169,6 +172,8 @@ type ClusterSpreadPolicySpec struct {
 	// Every namespace carries the label kubernetes.io/metadata.name, so a
 	// policy can name namespaces.
 	// +optional
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, e.operator in ['In', 'NotIn', 'Exists', 'DoesNotExist'])",message="every matchExpressions operator must be In, NotIn, Exists or DoesNotExist (case-sensitive)"
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, e.operator in ['In', 'NotIn'] ? has(e.values) && size(e.values) > 0 : !(e.operator in ['Exists', 'DoesNotExist']) || !has(e.values) || size(e.values) == 0)",message="In and NotIn need at least one value; Exists and DoesNotExist take none"
 	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
 }
 

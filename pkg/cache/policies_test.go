@@ -1,0 +1,67 @@
+package cache
+
+import (
+	"testing"
+
+	"github.com/go-logr/logr"
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/events"
+
+	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
+	"github.com/spreadguard/spreadguard/pkg/policy/policytest"
+)
+
+func TestPolicyWatcherReportsARejectedPolicyOncePerGeneration(t *testing.T) {
+	zone := policytest.MakeConstraint().Zone().MaxSkew(1).DoNotSchedule().Obj()
+	bad := func(gen int64) *v1alpha1.SpreadPolicy {
+		p := policytest.MakeSpreadPolicy().Namespace("shop").Name("zones").Generation(gen).
+			PodExpression("app", "in", "web").Constraint(zone).Obj()
+		p.UID = types.UID("uid-zones")
+		return p
+	}
+	fixed := bad(3)
+	fixed.Spec.PodSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}
+
+	rec := events.NewFakeRecorder(10)
+	counts := map[string]int{}
+	w := NewPolicyWatcher(logr.Discard(), rec, func(kind string, n int) { counts[kind] = n })
+	h := w.Handler()
+
+	steps := []struct {
+		name       string
+		do         func()
+		wantEvents int
+		wantCount  int
+	}{
+		{name: "a policy with operator 'in' is stored -> one event, counted", do: func() { h.OnAdd(bad(1), false) }, wantEvents: 1, wantCount: 1},
+		{name: "a resync of the same generation -> no second event", do: func() { h.OnUpdate(bad(1), bad(1)) }, wantCount: 1},
+		{name: "a new generation still wrong -> a new event", do: func() { h.OnUpdate(bad(1), bad(2)) }, wantEvents: 1, wantCount: 1},
+		{name: "the policy fixed -> no event, no longer counted", do: func() { h.OnUpdate(bad(2), fixed) }, wantCount: 0},
+		{name: "broken again, then deleted through a tombstone -> one event, then not counted", do: func() {
+			h.OnUpdate(fixed, bad(4))
+			h.OnDelete(toolscache.DeletedFinalStateUnknown{Key: "shop/zones", Obj: bad(4)})
+		}, wantEvents: 1, wantCount: 0},
+	}
+	for _, s := range steps {
+		s.do()
+		var got []string
+		for len(rec.Events) > 0 {
+			got = append(got, <-rec.Events)
+		}
+		if len(got) != s.wantEvents {
+			t.Errorf("%s: events %q, want %d", s.name, got, s.wantEvents)
+		}
+		for _, e := range got {
+			const want = "Warning InvalidPolicy spreadguard ignores this SpreadPolicy: spec.podSelector.matchExpressions[0].operator"
+			if diff := cmp.Diff(want, e[:min(len(e), len(want))]); diff != "" {
+				t.Errorf("%s: event (-want +got):\n%s\nwhole event: %s", s.name, diff, e)
+			}
+		}
+		if counts[v1alpha1.KindSpreadPolicy] != s.wantCount {
+			t.Errorf("%s: rejected SpreadPolicies = %d, want %d", s.name, counts[v1alpha1.KindSpreadPolicy], s.wantCount)
+		}
+	}
+}
