@@ -36,6 +36,9 @@ type Config struct {
 	DefaultAction v1alpha1.ValidationAction
 	// ExcludedNamespaces are never mutated nor validated.
 	ExcludedNamespaces []string
+	// MessageDetail is what a denial may name: nodes (the zero value) or
+	// domains only (see spread.DetailDomains).
+	MessageDetail spread.MessageDetail
 }
 
 // Reasons a pod is left as it is. They are short phrases, logged and shown by
@@ -234,14 +237,14 @@ func Validate(pod *v1.Pod, src Sources, checker spread.Checker, cfg Config, expl
 		return v, nil
 	}
 
-	res, err := checker.Check(pod, spread.Options{Explain: explain})
+	res, err := checker.Check(pod, spread.Options{Explain: explain, Detail: cfg.MessageDetail})
 	if err != nil {
 		return nil, fmt.Errorf("checking the spread constraints: %w", err)
 	}
 	if res.Verdict == spread.VerdictUnsatisfiable && !explain {
 		// The cheap check found no feasible node; the numbers for the
 		// message are worth a second, explaining pass.
-		if res, err = checker.Check(pod, spread.Options{Explain: true}); err != nil {
+		if res, err = checker.Check(pod, spread.Options{Explain: true, Detail: cfg.MessageDetail}); err != nil {
 			return nil, fmt.Errorf("explaining the spread constraints: %w", err)
 		}
 	}

@@ -160,7 +160,27 @@ type Options struct {
 	// Explain fills FeasibleNodes and the Excluded lists. The webhook sets it
 	// only to build a denial's message; the kubectl plugin always sets it.
 	Explain bool
+	// Detail says what the message of an unsatisfiable pod may name:
+	// nodes (the default) or domains only.
+	Detail MessageDetail
 }
+
+// MessageDetail is how much of the cluster a message shows.
+type MessageDetail string
+
+// The message detail levels.
+const (
+	// DetailNodes names nodes, their taints and the labels they lack: what
+	// an operator needs, and what `kubectl-spread check` shows.
+	DetailNodes MessageDetail = "nodes"
+	// DetailDomains gives per-domain counts and reasons only: no node
+	// names, taint keys or values. A tenant who creates pods in one
+	// namespace usually may not read Nodes, and a denial should not tell
+	// them another tenant's node names and taints. A constraint whose
+	// domains are nodes (kubernetes.io/hostname) is summarised as how many
+	// nodes hold each count.
+	DetailDomains MessageDetail = "domains"
+)
 
 // Checker decides feasibility for a pod. Both the incremental Index and
 // the plain Snapshot implement it, and they must agree on every input.

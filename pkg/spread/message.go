@@ -3,6 +3,7 @@ package spread
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -69,7 +70,7 @@ func (ev *evaluation) missingKeyMessage(candidates []*nodeReport) string {
 			continue
 		}
 		return fmt.Sprintf("%s cannot be satisfied: none of the %s that pass the pod's node affinity, nodeSelector and taints carries every topology key of its hard constraints; %s %s the label %s. Remedy: label the nodes the pod may use with %s, or remove the constraint.",
-			ev.describe(i), plural(len(candidates), "node"), nodeList(lacking), verb(len(lacking), "lacks", "lack"), key, key)
+			ev.describe(i), plural(len(candidates), "node"), ev.nodeList(lacking), verb(len(lacking), "lacks", "lack"), key, key)
 	}
 	// Unreachable: a candidate without a missing key would be keyed.
 	return "The pod's hard topology spread constraints cannot be satisfied on any node."
@@ -121,8 +122,12 @@ func (ev *evaluation) conflictMessage(keyed []*nodeReport, rejects [][]*nodeRepo
 		names = append(names, r.name)
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "No node satisfies %s and %s together: the %s the first allows (%s) would break the second. ",
-		ev.describe(first), ev.describe(second), plural(len(allowed), "node"), shortList(names, 3))
+	allows := fmt.Sprintf("the %s the first allows (%s)", plural(len(allowed), "node"), shortList(names, 3))
+	if ev.domainsOnly {
+		allows = fmt.Sprintf("the %s the first allows", plural(len(allowed), "node"))
+	}
+	fmt.Fprintf(&b, "No node satisfies %s and %s together: %s would break the second. ",
+		ev.describe(first), ev.describe(second), allows)
 	ev.writeCounts(&b, first)
 	b.WriteString(" ")
 	ev.writeCounts(&b, second)
@@ -139,9 +144,9 @@ func (ev *evaluation) conflictMessage(keyed []*nodeReport, rejects [][]*nodeRepo
 func (ev *evaluation) writeCounts(b *strings.Builder, i int) {
 	c := &ev.constraints[i]
 	if c.countsPods() {
-		fmt.Fprintf(b, "Matching pods (selector %q) per %s: %s.", c.selector.String(), c.topologyKey, formatDomains(ev.domains[i]))
+		fmt.Fprintf(b, "Matching pods (selector %q) per %s: %s.", c.selector.String(), c.topologyKey, ev.formatDomains(c.topologyKey, ev.domains[i]))
 	} else {
-		fmt.Fprintf(b, "Its selector is empty, which counts no pods (as the scheduler does); domains of %s: %s.", c.topologyKey, formatDomains(ev.domains[i]))
+		fmt.Fprintf(b, "Its selector is empty, which counts no pods (as the scheduler does); domains of %s: %s.", c.topologyKey, ev.formatDomains(c.topologyKey, ev.domains[i]))
 	}
 	fmt.Fprintf(b, " The global minimum of spec.topologySpreadConstraints[%d] is %d: %s.", c.index, ev.globalMin[i], ev.minimumReason(i))
 }
@@ -153,7 +158,10 @@ func (ev *evaluation) minimumReason(i int) string {
 	}
 	lowest := ev.lowestDomains(i)
 	if len(lowest) == 1 {
-		return fmt.Sprintf("%s has the fewest matching pods", domainName(c.topologyKey, lowest[0]))
+		return fmt.Sprintf("%s has the fewest matching pods", ev.domainName(c.topologyKey, lowest[0]))
+	}
+	if ev.domainsOnly && c.topologyKey == v1.LabelHostname {
+		return fmt.Sprintf("%d nodes have the fewest matching pods", len(lowest))
 	}
 	return fmt.Sprintf("%d domains have the fewest matching pods (%s)", len(lowest), shortList(lowest, 3))
 }
@@ -181,7 +189,7 @@ func (ev *evaluation) skewList(i int, keyed []*nodeReport) string {
 			continue
 		}
 		seen[domain] = true
-		parts = append(parts, fmt.Sprintf("%s (%d + %d - %d = %d)", domainName(c.topologyKey, domain), count, c.selfMatch, ev.globalMin[i], skew))
+		parts = append(parts, fmt.Sprintf("%s (%d + %d - %d = %d)", ev.domainName(c.topologyKey, domain), count, c.selfMatch, ev.globalMin[i], skew))
 	}
 	slices.Sort(parts)
 	return shortList(parts, 5)
@@ -209,7 +217,7 @@ func (ev *evaluation) skewRemedy(i int, keyed []*nodeReport) string {
 	// lowest domain holds only nodes the pod cannot use: they pin the
 	// minimum.
 	pinned := ev.lowestDomains(i)[0]
-	where := domainName(c.topologyKey, pinned)
+	where := ev.domainName(c.topologyKey, pinned)
 	allTainted, allOutside, anyCordoned := true, true, false
 	for j := range ev.nodes {
 		r := &ev.nodes[j]
@@ -250,13 +258,13 @@ func (ev *evaluation) exclusionSummary(i int) string {
 		case ReasonNodeAffinity:
 			why = "not counted (nodeAffinityPolicy: Honor), outside the pod's node affinity or nodeSelector"
 		case ReasonUntoleratedTaint:
-			why = fmt.Sprintf("not counted (nodeTaintsPolicy: Honor), untolerated taint %s", r.taint.ToString())
+			why = "not counted (nodeTaintsPolicy: Honor), " + ev.taintWhy(r.taint.ToString())
 		default:
 			switch reason, detail := r.filterReason(); reason {
 			case ReasonUnschedulable:
 				why = "cordoned (spec.unschedulable)"
 			case ReasonUntoleratedTaint:
-				why = "untolerated taint " + detail
+				why = ev.taintWhy(detail)
 			case ReasonNodeAffinity:
 				why = "outside the pod's node affinity or nodeSelector"
 			}
@@ -290,14 +298,37 @@ func (ev *evaluation) exclusionSummary(i int) string {
 		}
 		where := ""
 		if g.domain != "" {
-			where = " in " + domainName(c.topologyKey, g.domain)
+			where = " in " + ev.domainName(c.topologyKey, g.domain)
 		}
-		parts = append(parts, fmt.Sprintf("%s%s %s excluded: %s", nodeList(g.nodes), where, verb(len(g.nodes), "is", "are"), g.why))
+		parts = append(parts, fmt.Sprintf("%s%s %s excluded: %s", ev.nodeList(g.nodes), where, verb(len(g.nodes), "is", "are"), g.why))
 	}
 	if rest > 0 {
 		parts = append(parts, fmt.Sprintf("%s more %s excluded for other reasons", plural(rest, "node"), verb(rest, "is", "are")))
 	}
 	return strings.Join(parts, "; ")
+}
+
+// formatDomains lists domain=count for the domains of key; with
+// domainsOnly, a hostname constraint's domains (nodes) as how many nodes
+// hold each count.
+func (ev *evaluation) formatDomains(key string, m map[string]int) string {
+	if !ev.domainsOnly || key != v1.LabelHostname {
+		return formatDomains(m)
+	}
+	nodesWith := map[int]int{}
+	for _, n := range m {
+		nodesWith[n]++
+	}
+	counts := slices.Sorted(maps.Keys(nodesWith))
+	slices.Reverse(counts)
+	parts := make([]string, 0, len(counts))
+	for _, n := range counts {
+		parts = append(parts, fmt.Sprintf("%s with %d", plural(nodesWith[n], "node"), n))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
 }
 
 // formatDomains lists domain=count sorted by domain, or, when there are
@@ -332,7 +363,10 @@ func formatDomains(m map[string]int) string {
 	return strings.Join(append(parts, rest), ", ")
 }
 
-func domainName(key, value string) string {
+func (ev *evaluation) domainName(key, value string) string {
+	if ev.domainsOnly && key == v1.LabelHostname {
+		return "a node"
+	}
 	switch key {
 	case v1.LabelTopologyZone, v1.LabelFailureDomainBetaZone:
 		return "zone " + value
@@ -344,12 +378,25 @@ func domainName(key, value string) string {
 	return key + "=" + value
 }
 
-// nodeList is "node a", "2 nodes (a, b)" or "12 nodes (a, b, c, ...)".
-func nodeList(names []string) string {
-	if len(names) == 1 {
+// nodeList is "node a", "2 nodes (a, b)" or "12 nodes (a, b, c, ...)";
+// with domainsOnly, "1 node" or "12 nodes".
+func (ev *evaluation) nodeList(names []string) string {
+	switch {
+	case ev.domainsOnly:
+		return plural(len(names), "node")
+	case len(names) == 1:
 		return "node " + names[0]
 	}
 	return fmt.Sprintf("%d nodes (%s)", len(names), shortList(names, 3))
+}
+
+// taintWhy names an untolerated taint, or with domainsOnly only that there
+// is one: a taint's key and value can name another tenant.
+func (ev *evaluation) taintWhy(taint string) string {
+	if ev.domainsOnly {
+		return "a taint the pod does not tolerate"
+	}
+	return "untolerated taint " + taint
 }
 
 func shortList(items []string, limit int) string {

@@ -25,6 +25,9 @@ type evaluation struct {
 	// domains holds every counted domain.
 	detailed bool
 	nodes    []nodeReport
+	// domainsOnly words messages without node names, taints or labels
+	// (DetailDomains).
+	domainsOnly bool
 }
 
 // nodeReport holds the facts about one node from which the explanations
@@ -197,6 +200,7 @@ func assemble(ev *evaluation, opts Options) (*Result, error) {
 	}
 	switch res.Verdict {
 	case VerdictUnsatisfiable:
+		ev.domainsOnly = opts.Detail == DetailDomains
 		res.Message = ev.unsatisfiableMessage()
 	case VerdictNoCandidateNodes:
 		res.Message = "No node passes the pod's node affinity, nodeSelector, taints and cordons, so topology spread is not what keeps it from being scheduled; the scheduler will leave it Pending until such a node exists."

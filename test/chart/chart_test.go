@@ -745,7 +745,7 @@ func TestServerConfigFile(t *testing.T) {
 			"port": float64(9443), "certDir": "/etc/spreadguard/certs",
 			"metricsBindAddress": ":8080", "healthProbeBindAddress": ":8081",
 			"defaultAction": action, "excludedNamespaces": excluded,
-			"refuseUntilSynced": refuse, "failurePolicy": "Ignore", "logLevel": logLevel,
+			"refuseUntilSynced": refuse, "failurePolicy": "Ignore", "messageDetail": "domains", "logLevel": logLevel,
 		}
 	}
 	// failing sets the failurePolicy the server answers its own faults by.

@@ -221,12 +221,16 @@ func TestUnsatisfiablePods(t *testing.T) {
 			"spec.topologySpreadConstraints[0]",
 			"zone-a=1, zone-b=1, zone-c=0",
 			"global minimum of spec.topologySpreadConstraints[0] is 0",
-			"c1",
+			// messageDetail domains, the default: the node is counted, not named.
+			"1 node in zone zone-c is excluded: cordoned",
 			"Remedy:",
 		} {
 			if !strings.Contains(msg, want) {
 				t.Errorf("the denial does not mention %q:\n%s", want, msg)
 			}
+		}
+		if strings.Contains(msg, "c1") {
+			t.Errorf("the denial names node c1 under messageDetail domains:\n%s", msg)
 		}
 		if err := suite.client.Get(t.Context(), client.ObjectKeyFromObject(pod), &v1.Pod{}); !apierrors.IsNotFound(err) {
 			t.Errorf("the denied pod was stored (get: %v)", err)

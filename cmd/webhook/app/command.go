@@ -68,6 +68,7 @@ var flagOfField = map[string]string{
 	"excludedNamespaces":     "--excluded-namespaces",
 	"refuseUntilSynced":      "--refuse-until-synced",
 	"failurePolicy":          "--failure-policy",
+	"messageDetail":          "--message-detail",
 	"host":                   "--host",
 	"logLevel":               "--log-level",
 }

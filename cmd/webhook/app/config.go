@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
+	"github.com/spreadguard/spreadguard/pkg/spread"
 )
 
 // ConfigAPIVersion and ConfigKind identify the configuration file given by
@@ -71,6 +72,10 @@ type Config struct {
 	// a failed call under that policy: Ignore admits the pod unchecked (with
 	// a warning), Fail refuses it.
 	FailurePolicy admissionregistrationv1.FailurePolicyType `json:"failurePolicy"`
+	// MessageDetail is what a denial shown to the pod's creator may name:
+	// "domains" (per-domain counts and reasons, no node names, labels or
+	// taints) or "nodes" (everything, for single-tenant clusters).
+	MessageDetail spread.MessageDetail `json:"messageDetail"`
 	// LogLevel is error, info, debug or a logr verbosity number.
 	LogLevel string `json:"logLevel"`
 
@@ -93,6 +98,7 @@ func NewConfig() *Config {
 		DefaultAction:          v1alpha1.ActionDeny,
 		ExcludedNamespaces:     []string{KubeSystem},
 		FailurePolicy:          admissionregistrationv1.Ignore,
+		MessageDetail:          spread.DetailDomains,
 		LogLevel:               LogLevelInfo,
 	}
 }
@@ -120,6 +126,8 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 		"Deny pods until the caches have synced, instead of allowing them with a warning.")
 	fs.Var(failurePolicyFlag{&c.FailurePolicy}, "failure-policy",
 		"The failurePolicy of the pod webhook configurations (Ignore or Fail): an internal error admits the pod with a warning under Ignore and refuses it under Fail.")
+	fs.Var(messageDetailFlag{&c.MessageDetail}, "message-detail",
+		"What a denial may name: domains (counts and reasons per domain, no node names, labels or taints) or nodes.")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel,
 		"Log level: error, info, debug, or a verbosity number (4 and above log per-node detail).")
 }
@@ -153,6 +161,19 @@ func (f failurePolicyFlag) Set(s string) error {
 	return nil
 }
 func (f failurePolicyFlag) Type() string { return "policy" }
+
+// messageDetailFlag lets --message-detail bind straight to a
+// spread.MessageDetail.
+type messageDetailFlag struct{ p *spread.MessageDetail }
+
+func (f messageDetailFlag) String() string {
+	if f.p == nil {
+		return ""
+	}
+	return string(*f.p)
+}
+func (f messageDetailFlag) Set(s string) error { *f.p = spread.MessageDetail(s); return nil }
+func (f messageDetailFlag) Type() string       { return "detail" }
 
 // ParseConfig builds the configuration from the command line: the defaults,
 // then the --config file when one is named, then the flags again so that
@@ -239,6 +260,10 @@ func (c *Config) Validate() field.ErrorList {
 	policies := []string{string(admissionregistrationv1.Ignore), string(admissionregistrationv1.Fail)}
 	if !slices.Contains(policies, string(c.FailurePolicy)) {
 		errs = append(errs, field.NotSupported(field.NewPath("failurePolicy"), c.FailurePolicy, policies))
+	}
+	details := []string{string(spread.DetailDomains), string(spread.DetailNodes)}
+	if !slices.Contains(details, string(c.MessageDetail)) {
+		errs = append(errs, field.NotSupported(field.NewPath("messageDetail"), c.MessageDetail, details))
 	}
 	for i, ns := range c.ExcludedNamespaces {
 		for _, msg := range validation.IsDNS1123Label(ns) {

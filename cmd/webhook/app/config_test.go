@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
+	"github.com/spreadguard/spreadguard/pkg/spread"
 )
 
 // configWith returns the defaults changed by fn.
@@ -41,6 +42,7 @@ defaultAction: Warn
 excludedNamespaces: [spreadguard-system, monitoring]
 refuseUntilSynced: true
 failurePolicy: Fail
+messageDetail: nodes
 logLevel: debug
 `
 
@@ -66,7 +68,7 @@ func TestParseConfig(t *testing.T) {
 			name: "every flag given -> every field set from its flag",
 			args: []string{"--port=10250", "--cert-dir=/certs", "--metrics-bind-address=0",
 				"--health-probe-bind-address=127.0.0.1:9091", "--default-action=Audit",
-				"--excluded-namespaces=a,b", "--refuse-until-synced", "--failure-policy=Fail", "--log-level=4", "--kubeconfig=/kc"},
+				"--excluded-namespaces=a,b", "--refuse-until-synced", "--failure-policy=Fail", "--message-detail=nodes", "--log-level=4", "--kubeconfig=/kc"},
 			want: configWith(func(c *Config) {
 				c.Port = 10250
 				c.CertDir = "/certs"
@@ -76,6 +78,7 @@ func TestParseConfig(t *testing.T) {
 				c.ExcludedNamespaces = []string{"a", "b"}
 				c.RefuseUntilSynced = true
 				c.FailurePolicy = admissionregistrationv1.Fail
+				c.MessageDetail = spread.DetailNodes
 				c.LogLevel = "4"
 				c.Kubeconfig = "/kc"
 			}),
@@ -98,6 +101,7 @@ func TestParseConfig(t *testing.T) {
 				c.ExcludedNamespaces = []string{"spreadguard-system", "monitoring"}
 				c.RefuseUntilSynced = true
 				c.FailurePolicy = admissionregistrationv1.Fail
+				c.MessageDetail = spread.DetailNodes
 				c.LogLevel = "debug"
 			}),
 		},
@@ -123,6 +127,7 @@ func TestParseConfig(t *testing.T) {
 				c.ExcludedNamespaces = []string{"x"}
 				c.RefuseUntilSynced = false
 				c.FailurePolicy = admissionregistrationv1.Fail
+				c.MessageDetail = spread.DetailNodes
 				c.LogLevel = "debug"
 			}),
 		},
@@ -244,6 +249,11 @@ func TestValidate(t *testing.T) {
 			name: "failure policy ignore in lowercase -> failurePolicy not supported",
 			cfg:  configWith(func(c *Config) { c.FailurePolicy = "ignore" }),
 			want: field.ErrorList{field.NotSupported(field.NewPath("failurePolicy"), admissionregistrationv1.FailurePolicyType("ignore"), []string(nil))},
+		},
+		{
+			name: "message detail all -> messageDetail not supported",
+			cfg:  configWith(func(c *Config) { c.MessageDetail = "all" }),
+			want: field.ErrorList{field.NotSupported(field.NewPath("messageDetail"), spread.MessageDetail("all"), []string(nil))},
 		},
 		{
 			name: "second excluded namespace with capitals -> excludedNamespaces[1] invalid",

@@ -188,7 +188,8 @@ func Run(ctx context.Context, cfg *Config, opts ...Option) error {
 	if wrap := o.wrapSources; wrap != nil {
 		sourcesFor = func(ctx context.Context) engine.Sources { return wrap(sources.WithContext(ctx)) }
 	}
-	engineCfg := engine.Config{DefaultAction: cfg.DefaultAction, ExcludedNamespaces: cfg.ExcludedNamespaceSet()}
+	engineCfg := engine.Config{DefaultAction: cfg.DefaultAction, ExcludedNamespaces: cfg.ExcludedNamespaceSet(),
+		MessageDetail: cfg.MessageDetail}
 	decoder := ctrladmission.NewDecoder(scheme)
 	pods := metav1.GroupVersionResource{Version: "v1", Resource: "pods"}
 	policies := v1alpha1.GroupVersion.WithResource("spreadpolicies")
@@ -237,7 +238,7 @@ func Run(ctx context.Context, cfg *Config, opts ...Option) error {
 
 	log.Info("starting spreadguard-webhook", "port", cfg.Port, "certDir", cfg.CertDir,
 		"defaultAction", cfg.DefaultAction, "excludedNamespaces", engineCfg.ExcludedNamespaces,
-		"refuseUntilSynced", cfg.RefuseUntilSynced, "failurePolicy", cfg.FailurePolicy)
+		"refuseUntilSynced", cfg.RefuseUntilSynced, "failurePolicy", cfg.FailurePolicy, "messageDetail", cfg.MessageDetail)
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("running the manager: %w", err)
 	}
