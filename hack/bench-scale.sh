@@ -187,7 +187,7 @@ start_webhook() {
   METRICS_ADDRESS=127.0.0.1:$metrics
   PROBE_ADDRESS=127.0.0.1:$probe_port
   "$DIR/spreadguard-webhook" --kubeconfig "$KUBECONFIG" --port "$WEBHOOK_PORT" --cert-dir "$DIR/certs" \
-    --metrics-bind-address "$METRICS_ADDRESS" --health-probe-bind-address "$PROBE_ADDRESS" \
+    --metrics-bind-address "$METRICS_ADDRESS" --metrics-secure=false --health-probe-bind-address "$PROBE_ADDRESS" \
     --default-action Deny --log-level info >"$DIR/webhook.log" 2>&1 </dev/null &
   WEBHOOK_PID=$!
   local start=$SECONDS

@@ -52,6 +52,9 @@ k8s_module() {
       staging=$(awk '/^replace \(/{r=1;next} r&&/^\)/{r=0} r&&/=> \.\/staging/{print $1}' "$modfile" | grep -v '/sample-')
       local args=()
       for m in $staging; do args+=("-replace=$m=$m@$STAGING_VERSION"); done
+      # STAGING_PINS ("module@version ...") overrides staging modules whose
+      # version the module proxy does not serve for this patch release.
+      for pin in ${STAGING_PINS:-}; do args+=("-replace=${pin%@*}=$pin"); done
       go mod edit "${args[@]}"
       printf 'package build\n' >doc.go
       go get "k8s.io/kubernetes@$KUBE_VERSION" >/dev/null 2>&1

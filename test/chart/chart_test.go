@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/pem"
+	networkingv1 "k8s.io/api/networking/v1"
 	"os"
 	"path/filepath"
 	"slices"
@@ -39,6 +40,9 @@ func TestRenderedObjects(t *testing.T) {
 		"MutatingWebhookConfiguration/" + fullname,
 		"ServiceAccount/" + releaseNamespace + "/" + fullname,
 		"ValidatingWebhookConfiguration/" + fullname,
+		"ClusterRole/" + fullname + "-metrics-auth",
+		"ClusterRole/" + fullname + "-metrics-reader",
+		"ClusterRoleBinding/" + fullname + "-metrics-auth",
 	}
 	server := []string{
 		"Deployment/" + releaseNamespace + "/" + fullname,
@@ -48,8 +52,9 @@ func TestRenderedObjects(t *testing.T) {
 	}
 	generatedCert := []string{"Secret/" + releaseNamespace + "/" + fullname + "-tls"}
 	want := map[string][]string{
-		"default-values.yaml":     concat(common, server, generatedCert),
-		"self-signed-values.yaml": concat(common, server, generatedCert),
+		"default-values.yaml": concat(common, server, generatedCert),
+		"self-signed-values.yaml": concat(common, server, generatedCert,
+			[]string{"NetworkPolicy/" + releaseNamespace + "/" + fullname}),
 		"cert-manager-values.yaml": concat(common, server,
 			[]string{
 				"Certificate/" + releaseNamespace + "/" + fullname + "-ca",
@@ -537,6 +542,29 @@ func TestRBACReadsExactlyWhatTheServerReadsAndWritesOnlyEvents(t *testing.T) {
 	}
 }
 
+func TestNetworkPolicyAdmitsOnlyTheAPIServerAndTheScrapers(t *testing.T) {
+	np := find[*networkingv1.NetworkPolicy](t, render(t, ciValues(t, "self-signed-values.yaml")).objects, fullname)
+	tcp := corev1.ProtocolTCP
+	port := func(name string) []networkingv1.NetworkPolicyPort {
+		return []networkingv1.NetworkPolicyPort{{Port: ptr.To(intstr.FromString(name)), Protocol: &tcp}}
+	}
+	want := networkingv1.NetworkPolicySpec{
+		PodSelector: metav1.LabelSelector{MatchLabels: find[*deployment](t, render(t, ciValues(t, "self-signed-values.yaml")).objects, fullname).Spec.Selector.MatchLabels},
+		PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
+		Ingress: []networkingv1.NetworkPolicyIngressRule{
+			{Ports: port("webhook"), From: []networkingv1.NetworkPolicyPeer{
+				{IPBlock: &networkingv1.IPBlock{CIDR: "10.0.0.0/16"}}, {IPBlock: &networkingv1.IPBlock{CIDR: "fd00::/64"}},
+			}},
+			{Ports: port("metrics"), From: []networkingv1.NetworkPolicyPeer{
+				{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": "monitoring"}}},
+			}},
+		},
+	}
+	if diff := cmp.Diff(want, np.Spec); diff != "" {
+		t.Errorf("NetworkPolicy spec (-want +got):\n%s", diff)
+	}
+}
+
 func TestWebhookPodsRunRestricted(t *testing.T) {
 	wantPod := &corev1.PodSecurityContext{
 		RunAsNonRoot:   ptr.To(true),
@@ -743,7 +771,7 @@ func TestServerConfigFile(t *testing.T) {
 		return map[string]any{
 			"apiVersion": "config.spreadguard.io/v1alpha1", "kind": "WebhookConfiguration",
 			"port": float64(9443), "certDir": "/etc/spreadguard/certs",
-			"metricsBindAddress": ":8080", "healthProbeBindAddress": ":8081",
+			"metricsBindAddress": ":8080", "metricsSecure": true, "healthProbeBindAddress": ":8081",
 			"defaultAction": action, "excludedNamespaces": excluded,
 			"refuseUntilSynced": refuse, "failurePolicy": "Ignore", "messageDetail": "domains", "logLevel": logLevel,
 		}

@@ -133,6 +133,11 @@ func TestTemplatesRefuseContradictions(t *testing.T) {
 			wantErr: "metrics.serviceMonitor.enabled needs metrics.service.enabled",
 		},
 		{
+			name:    "a NetworkPolicy without the API server's CIDRs -> refused: it would cut the API server off",
+			vals:    "networkPolicy: {enabled: true}",
+			wantErr: "networkPolicy.enabled needs networkPolicy.apiServerCIDRs",
+		},
+		{
 			name:    "no ServiceAccount created and none named -> refused",
 			vals:    "serviceAccount: {create: false}",
 			wantErr: "serviceAccount.name is required when serviceAccount.create is false",

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/common/expfmt"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
@@ -132,7 +133,8 @@ func TestFaultsUnderFailurePolicyIgnore(t *testing.T) {
 				err := c.Create(ctx, pod.DeepCopy(), client.DryRunAll)
 				return err == nil && rec.contains("internal error"), err
 			})
-			before := errorsCounted(t, suite.metricsURL, sc)
+			read := func(series string) float64 { return metricValue(t, suite.metricsURL, series) }
+			before := errorsCounted(read, sc)
 			c, rec := clientWithWarnings(t)
 			if err := c.Create(t.Context(), pod.DeepCopy()); err != nil {
 				t.Fatalf("create = %v, want the pod admitted: a fault of spreadguard's is no refusal under Ignore", err)
@@ -149,7 +151,7 @@ func TestFaultsUnderFailurePolicyIgnore(t *testing.T) {
 				t.Errorf("stored pod has constraints %v and policy %q, want it unchanged",
 					stored.Spec.TopologySpreadConstraints, stored.Annotations[v1alpha1.AnnotationPolicy])
 			}
-			if after := errorsCounted(t, suite.metricsURL, sc); after != before+1 {
+			if after := errorsCounted(read, sc); after != before+1 {
 				t.Errorf("spreadguard_admission_errors_total for %s went from %v to %v, want one more", sc.reason, before, after)
 			}
 		})
@@ -161,7 +163,8 @@ func TestFaultsUnderFailurePolicyFail(t *testing.T) {
 	// failurePolicy Fail for namespaces labelled failurePolicyLabel=Fail.
 	// The suite's own server (Ignore) answers those pods too and admits
 	// them; the API server refuses a create if any webhook refuses it.
-	metricsURL := startServer(t, admissionregistrationv1.Fail, map[string]string{failurePolicyLabel: "Fail"})
+	reg := startServer(t, admissionregistrationv1.Fail, map[string]string{failurePolicyLabel: "Fail"})
+	read := func(series string) float64 { return registryValue(t, reg, series) }
 	for _, sc := range faultScenarios() {
 		t.Run(sc.name+" -> the create is refused as spreadguard's own error", func(t *testing.T) {
 			pod := faultyPod(t, sc, map[string]string{failurePolicyLabel: "Fail"})
@@ -169,7 +172,7 @@ func TestFaultsUnderFailurePolicyFail(t *testing.T) {
 				err := suite.client.Create(ctx, pod.DeepCopy(), client.DryRunAll)
 				return err != nil && strings.Contains(err.Error(), "internal error"), nil
 			})
-			before := errorsCounted(t, metricsURL, sc)
+			before := errorsCounted(read, sc)
 			err := suite.client.Create(t.Context(), pod.DeepCopy())
 			if err == nil {
 				t.Fatal("create succeeded, want it refused: the server's failurePolicy is Fail")
@@ -187,7 +190,7 @@ func TestFaultsUnderFailurePolicyFail(t *testing.T) {
 			if err := suite.client.Get(t.Context(), client.ObjectKeyFromObject(pod), &v1.Pod{}); !apierrors.IsNotFound(err) {
 				t.Errorf("the refused pod was stored (get: %v)", err)
 			}
-			if after := errorsCounted(t, metricsURL, sc); after != before+1 {
+			if after := errorsCounted(read, sc); after != before+1 {
 				t.Errorf("spreadguard_admission_errors_total for %s went from %v to %v, want one more", sc.reason, before, after)
 			}
 		})
@@ -199,43 +202,14 @@ const failurePolicyLabel = "integration.spreadguard.io/failure-policy"
 
 // startServer runs another webhook server in-process with failurePolicy
 // policy, registers webhook configurations for it that select namespaces
-// labelled nsLabels, and returns its metrics URL. Both stop with the test.
-func startServer(t *testing.T, policy admissionregistrationv1.FailurePolicyType, nsLabels map[string]string) string {
+// labelled nsLabels, and returns its metrics registry. Both stop with the
+// test.
+func startServer(t *testing.T, policy admissionregistrationv1.FailurePolicyType, nsLabels map[string]string) *prometheus.Registry {
 	t.Helper()
-	port, probePort, metricsPort := freePort(), freePort(), freePort()
-	if port == 0 || probePort == 0 || metricsPort == 0 {
-		t.Fatal("finding free ports")
-	}
-	cfg := app.NewConfig()
-	cfg.Port = port
-	cfg.CertDir = suite.certDir
-	cfg.HealthProbeBindAddress = fmt.Sprintf("127.0.0.1:%d", probePort)
-	cfg.MetricsBindAddress = fmt.Sprintf("127.0.0.1:%d", metricsPort)
-	cfg.FailurePolicy = policy
-
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	reg := prometheus.NewRegistry()
-	go func() {
-		done <- app.Run(ctx, cfg,
-			app.WithRESTConfig(suite.restConfig),
-			app.WithHost("127.0.0.1"),
-			app.WithLogger(ctrl.Log.WithName("webhook-"+string(policy))),
-			app.WithMetricsRegistry(reg),
-			app.WithSourcesWrapper(injectFaults),
-		)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(time.Minute):
-			t.Errorf("the %s server did not stop within a minute", policy)
-		}
+	port, _, reg := runServer(t, "webhook-"+string(policy), func(cfg *app.Config) {
+		cfg.FailurePolicy = policy
+		cfg.MetricsSecure = false
 	})
-	if err := waitReady(fmt.Sprintf("http://127.0.0.1:%d", probePort), done, ctrl.Log); err != nil {
-		t.Fatal(err)
-	}
 
 	mutating, validating := webhookConfigurations()
 	url := fmt.Sprintf("https://127.0.0.1:%d", port)
@@ -263,18 +237,80 @@ func startServer(t *testing.T, policy admissionregistrationv1.FailurePolicyType,
 	}
 	// The API server picks new configurations up asynchronously.
 	time.Sleep(2 * time.Second)
-	return fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort)
+	return reg
 }
 
-// errorsCounted reads spreadguard_admission_errors_total for sc from a
-// server's /metrics.
-func errorsCounted(t *testing.T, metricsURL string, sc faultScenario) float64 {
+// runServer runs another webhook server in-process, with the suite's
+// serving certificate, the lookup faults and a registry of its own, after
+// edit has adjusted its configuration; it returns the webhook and metrics
+// ports once the server is ready, and stops it with the test.
+func runServer(t *testing.T, name string, edit func(*app.Config)) (port, metricsPort int, reg *prometheus.Registry) {
 	t.Helper()
+	port, probePort, metricsPort := freePort(), freePort(), freePort()
+	if port == 0 || probePort == 0 || metricsPort == 0 {
+		t.Fatal("finding free ports")
+	}
+	cfg := app.NewConfig()
+	cfg.Port = port
+	cfg.CertDir = suite.certDir
+	cfg.HealthProbeBindAddress = fmt.Sprintf("127.0.0.1:%d", probePort)
+	cfg.MetricsBindAddress = fmt.Sprintf("127.0.0.1:%d", metricsPort)
+	edit(cfg)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	// spreadguard's metrics go to a registry of this server's own: the
+	// process-wide one, which every /metrics here serves, holds the
+	// suite's server's.
+	reg = prometheus.NewRegistry()
+	go func() {
+		done <- app.Run(ctx, cfg,
+			app.WithRESTConfig(suite.restConfig),
+			app.WithHost("127.0.0.1"),
+			app.WithLogger(ctrl.Log.WithName(name)),
+			app.WithMetricsRegistry(reg),
+			app.WithSourcesWrapper(injectFaults),
+		)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(time.Minute):
+			t.Errorf("the %s server did not stop within a minute", name)
+		}
+	})
+	if err := waitReady(fmt.Sprintf("http://127.0.0.1:%d", probePort), done, ctrl.Log); err != nil {
+		t.Fatal(err)
+	}
+	return port, metricsPort, reg
+}
+
+// errorsCounted reads spreadguard_admission_errors_total for sc with read,
+// which takes a series as /metrics writes it.
+func errorsCounted(read func(series string) float64, sc faultScenario) float64 {
 	webhook := "mutate-pod"
 	if strings.Contains(sc.webhook, "validate") {
 		webhook = "validate-pod"
 	}
-	return metricValue(t, metricsURL, fmt.Sprintf(`spreadguard_admission_errors_total{reason=%q,webhook=%q} `, sc.reason, webhook))
+	return read(fmt.Sprintf(`spreadguard_admission_errors_total{reason=%q,webhook=%q} `, sc.reason, webhook))
+}
+
+// registryValue reads one series from reg, written as /metrics writes it
+// (name, sorted labels, a space), 0 when absent.
+func registryValue(t *testing.T, reg *prometheus.Registry, series string) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, f := range families {
+		if err := expfmt.NewEncoder(&b, expfmt.NewFormat(expfmt.TypeTextPlain)).Encode(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return seriesValue(t, b.String(), series)
 }
 
 func TestAPolicyStoredPastTheWebhookIsReportedNotSilentlySkipped(t *testing.T) {
@@ -360,7 +396,13 @@ func metricValue(t *testing.T, metricsURL, series string) float64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for line := range strings.Lines(string(body)) {
+	return seriesValue(t, string(body), series)
+}
+
+// seriesValue finds series in a text exposition, 0 when absent.
+func seriesValue(t *testing.T, exposition, series string) float64 {
+	t.Helper()
+	for line := range strings.Lines(exposition) {
 		if rest, ok := strings.CutPrefix(line, series); ok {
 			var v float64
 			if _, err := fmt.Sscan(rest, &v); err != nil {

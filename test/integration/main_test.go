@@ -139,6 +139,9 @@ func runSuite(m *testing.M) int {
 	cfg.CertDir = wh.LocalServingCertDir
 	cfg.HealthProbeBindAddress = fmt.Sprintf("127.0.0.1:%d", probePort)
 	cfg.MetricsBindAddress = fmt.Sprintf("127.0.0.1:%d", metricsPort)
+	// Plain HTTP, so the tests read counters without a token;
+	// TestMetricsAreServedOnlyToAuthorizedCallers covers the secure mode.
+	cfg.MetricsSecure = false
 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

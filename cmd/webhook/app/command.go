@@ -63,6 +63,7 @@ var flagOfField = map[string]string{
 	"port":                   "--port",
 	"certDir":                "--cert-dir",
 	"metricsBindAddress":     "--metrics-bind-address",
+	"metricsSecure":          "--metrics-secure",
 	"healthProbeBindAddress": "--health-probe-bind-address",
 	"defaultAction":          "--default-action",
 	"excludedNamespaces":     "--excluded-namespaces",

@@ -57,6 +57,11 @@ type Config struct {
 	CertDir string `json:"certDir"`
 	// MetricsBindAddress serves /metrics; "0" turns it off.
 	MetricsBindAddress string `json:"metricsBindAddress"`
+	// MetricsSecure serves /metrics over HTTPS with the serving certificate,
+	// to callers the API server authenticates (TokenReview) and authorizes
+	// (SubjectAccessReview for GET /metrics). Off, metrics are plain HTTP
+	// for anyone who can reach the port: for a process on a laptop.
+	MetricsSecure bool `json:"metricsSecure"`
 	// HealthProbeBindAddress serves /healthz and /readyz; "0" turns it off.
 	HealthProbeBindAddress string `json:"healthProbeBindAddress"`
 	// DefaultAction applies to unsatisfiable pods whose policy sets none.
@@ -94,6 +99,7 @@ func NewConfig() *Config {
 		Port:                   9443,
 		CertDir:                "/tmp/k8s-webhook-server/serving-certs",
 		MetricsBindAddress:     ":8080",
+		MetricsSecure:          true,
 		HealthProbeBindAddress: ":8081",
 		DefaultAction:          v1alpha1.ActionDeny,
 		ExcludedNamespaces:     []string{KubeSystem},
@@ -116,6 +122,8 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 		"Directory holding tls.crt and tls.key; they are reloaded when they change.")
 	fs.StringVar(&c.MetricsBindAddress, "metrics-bind-address", c.MetricsBindAddress,
 		`Address of the Prometheus /metrics endpoint; "0" turns it off.`)
+	fs.BoolVar(&c.MetricsSecure, "metrics-secure", c.MetricsSecure,
+		"Serve /metrics over HTTPS to callers the API server authenticates and authorizes (GET on the non-resource URL /metrics); false serves plain HTTP to anyone.")
 	fs.StringVar(&c.HealthProbeBindAddress, "health-probe-bind-address", c.HealthProbeBindAddress,
 		`Address of the /healthz and /readyz endpoints; "0" turns them off.`)
 	fs.Var(actionFlag{&c.DefaultAction}, "default-action",

@@ -37,6 +37,7 @@ kind: WebhookConfiguration
 port: 10250
 certDir: /etc/spreadguard/certs
 metricsBindAddress: 127.0.0.1:9090
+metricsSecure: false
 healthProbeBindAddress: :9091
 defaultAction: Warn
 excludedNamespaces: [spreadguard-system, monitoring]
@@ -96,6 +97,7 @@ func TestParseConfig(t *testing.T) {
 				c.Port = 10250
 				c.CertDir = "/etc/spreadguard/certs"
 				c.MetricsBindAddress = "127.0.0.1:9090"
+				c.MetricsSecure = false
 				c.HealthProbeBindAddress = ":9091"
 				c.DefaultAction = v1alpha1.ActionWarn
 				c.ExcludedNamespaces = []string{"spreadguard-system", "monitoring"}
@@ -122,6 +124,7 @@ func TestParseConfig(t *testing.T) {
 				c.Port = 10250
 				c.CertDir = "/etc/spreadguard/certs"
 				c.MetricsBindAddress = "127.0.0.1:9090"
+				c.MetricsSecure = false
 				c.HealthProbeBindAddress = ":9091"
 				c.DefaultAction = v1alpha1.ActionDeny
 				c.ExcludedNamespaces = []string{"x"}

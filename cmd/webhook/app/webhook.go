@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	ctrladmission "sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -140,7 +141,7 @@ func Run(ctx context.Context, cfg *Config, opts ...Option) error {
 		Scheme:                 scheme,
 		Logger:                 log,
 		Cache:                  cacheOpts,
-		Metrics:                metricsserver.Options{BindAddress: cfg.MetricsBindAddress},
+		Metrics:                metricsOptions(cfg, certs),
 		HealthProbeBindAddress: cfg.HealthProbeBindAddress,
 		WebhookServer: webhook.NewServer(webhook.Options{
 			Host:    cmp.Or(o.host, cfg.Host),
@@ -238,11 +239,26 @@ func Run(ctx context.Context, cfg *Config, opts ...Option) error {
 
 	log.Info("starting spreadguard-webhook", "port", cfg.Port, "certDir", cfg.CertDir,
 		"defaultAction", cfg.DefaultAction, "excludedNamespaces", engineCfg.ExcludedNamespaces,
-		"refuseUntilSynced", cfg.RefuseUntilSynced, "failurePolicy", cfg.FailurePolicy, "messageDetail", cfg.MessageDetail)
+		"refuseUntilSynced", cfg.RefuseUntilSynced, "metricsSecure", cfg.MetricsSecure, "failurePolicy", cfg.FailurePolicy, "messageDetail", cfg.MessageDetail)
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("running the manager: %w", err)
 	}
 	return nil
+}
+
+// metricsOptions serves /metrics as cfg says: with MetricsSecure over HTTPS
+// with the serving certificate, reloaded as the webhook's is, behind
+// controller-runtime's authentication and authorization filter (as
+// kubebuilder's scaffold does), so that the counts of denials per namespace
+// are not for anyone who can reach the pod.
+func metricsOptions(cfg *Config, certs *certwatcher.CertWatcher) metricsserver.Options {
+	o := metricsserver.Options{BindAddress: cfg.MetricsBindAddress}
+	if cfg.MetricsSecure {
+		o.SecureServing = true
+		o.FilterProvider = filters.WithAuthenticationAndAuthorization
+		o.TLSOpts = []func(*tls.Config){secureTLS, func(c *tls.Config) { c.GetCertificate = certs.GetCertificate }}
+	}
+	return o
 }
 
 // secureTLS sets TLS 1.2 as the minimum and turns HTTP/2 off: HTTP/2's
