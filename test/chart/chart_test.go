@@ -790,6 +790,15 @@ func TestServerConfigFile(t *testing.T) {
 			vals: ciValues(t, "self-signed-values.yaml"),
 			want: failing(cfg("Warn", []any{"kube-system", releaseNamespace, "monitoring", "cert-manager"}, true, "debug")),
 		},
+		{
+			name: "a client CA ConfigMap -> the server requires the API server's certificate",
+			vals: valuesYAML(t, "webhook: {clientCA: {configMapName: apiserver-client-ca}}"),
+			want: func() map[string]any {
+				c := cfg("Deny", system, false, "info")
+				c["clientCAFile"] = "/etc/spreadguard/client-ca/ca.crt"
+				return c
+			}(),
+		},
 		{name: "namespace defaults -> Audit", vals: ciValues(t, "namespace-defaults-values.yaml"), want: cfg("Audit", system, false, "info")},
 		{name: "external URL -> the same file, for the server outside", vals: ciValues(t, "external-url-values.yaml"), want: cfg("Deny", system, false, "info")},
 		{name: "a numeric log level -> a string the server parses", vals: valuesYAML(t, "config: {logLevel: 4}"), want: cfg("Deny", system, false, "4")},

@@ -46,24 +46,29 @@ func TestMetricsAreServedOnlyToAuthorizedCallers(t *testing.T) {
 	}
 
 	ns := newNamespace(t, "metrics")
-	create(t, &v1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "prometheus"}})
 	cs, err := kubernetes.NewForConfig(suite.restConfig)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(t.Context(), "prometheus", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("requesting a token: %v", err)
+	// Two ServiceAccounts: the server caches a denial for a while, so the
+	// one without RBAC is never the one granted it later.
+	tokenOf := func(sa string) string {
+		t.Helper()
+		create(t, &v1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: sa}})
+		tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(t.Context(), sa, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("requesting a token for %s: %v", sa, err)
+		}
+		return tr.Status.Token
 	}
-	token := tr.Status.Token
+	stranger, token := tokenOf("stranger"), tokenOf("prometheus")
 
 	if code, _ := get(""); code != http.StatusUnauthorized {
 		t.Errorf("without a token: %d, want 401", code)
 	}
-	eventually(t, "a token without RBAC is forbidden", func(context.Context) (bool, error) {
-		code, _ := get(token)
-		return code == http.StatusForbidden, nil
-	})
+	if code, _ := get(stranger); code != http.StatusForbidden {
+		t.Errorf("with a token that may not GET /metrics: %d, want 403", code)
+	}
 
 	reader := &rbacv1.ClusterRole{
 		ObjectMeta: metav1.ObjectMeta{Name: ns + "-metrics-reader"},

@@ -64,6 +64,7 @@ var flagOfField = map[string]string{
 	"certDir":                "--cert-dir",
 	"metricsBindAddress":     "--metrics-bind-address",
 	"metricsSecure":          "--metrics-secure",
+	"clientCAFile":           "--client-ca-file",
 	"healthProbeBindAddress": "--health-probe-bind-address",
 	"defaultAction":          "--default-action",
 	"excludedNamespaces":     "--excluded-namespaces",

@@ -55,6 +55,11 @@ type Config struct {
 	Port int `json:"port"`
 	// CertDir holds tls.crt and tls.key; both are reloaded when they change.
 	CertDir string `json:"certDir"`
+	// ClientCAFile, when set, makes the admission endpoints require a client
+	// certificate signed by one of the CAs in this PEM file: the one the API
+	// server presents when an AdmissionConfiguration gives it one for this
+	// webhook. Read at start.
+	ClientCAFile string `json:"clientCAFile,omitempty"`
 	// MetricsBindAddress serves /metrics; "0" turns it off.
 	MetricsBindAddress string `json:"metricsBindAddress"`
 	// MetricsSecure serves /metrics over HTTPS with the serving certificate,
@@ -120,6 +125,8 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&c.Port, "port", c.Port, "HTTPS port of the admission webhook endpoints.")
 	fs.StringVar(&c.CertDir, "cert-dir", c.CertDir,
 		"Directory holding tls.crt and tls.key; they are reloaded when they change.")
+	fs.StringVar(&c.ClientCAFile, "client-ca-file", c.ClientCAFile,
+		"PEM file of the CAs whose client certificates may call the admission endpoints (the API server's); empty accepts any caller.")
 	fs.StringVar(&c.MetricsBindAddress, "metrics-bind-address", c.MetricsBindAddress,
 		`Address of the Prometheus /metrics endpoint; "0" turns it off.`)
 	fs.BoolVar(&c.MetricsSecure, "metrics-secure", c.MetricsSecure,

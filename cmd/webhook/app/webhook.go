@@ -4,9 +4,11 @@ import (
 	"cmp"
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"path/filepath"
 
 	"github.com/go-logr/logr"
@@ -133,6 +135,17 @@ func Run(ctx context.Context, cfg *Config, opts ...Option) error {
 		return fmt.Errorf("loading the serving certificate from --cert-dir %s: %w", cfg.CertDir, err)
 	}
 
+	webhookTLS := []func(*tls.Config){secureTLS, func(c *tls.Config) { c.GetCertificate = certs.GetCertificate }}
+	if cfg.ClientCAFile != "" {
+		pool, err := loadClientCAs(cfg.ClientCAFile)
+		if err != nil {
+			return err
+		}
+		webhookTLS = append(webhookTLS, func(c *tls.Config) {
+			c.ClientCAs, c.ClientAuth = pool, tls.RequireAndVerifyClientCert
+		})
+	}
+
 	cacheOpts := cache.Options()
 	for _, fn := range o.cacheOptions {
 		fn(&cacheOpts)
@@ -147,7 +160,7 @@ func Run(ctx context.Context, cfg *Config, opts ...Option) error {
 			Host:    cmp.Or(o.host, cfg.Host),
 			Port:    cfg.Port,
 			CertDir: cfg.CertDir,
-			TLSOpts: []func(*tls.Config){secureTLS, func(c *tls.Config) { c.GetCertificate = certs.GetCertificate }},
+			TLSOpts: webhookTLS,
 		}),
 	})
 	if err != nil {
@@ -244,6 +257,19 @@ func Run(ctx context.Context, cfg *Config, opts ...Option) error {
 		return fmt.Errorf("running the manager: %w", err)
 	}
 	return nil
+}
+
+// loadClientCAs reads the CAs of --client-ca-file.
+func loadClientCAs(path string) (*x509.CertPool, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading --client-ca-file: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(data) {
+		return nil, fmt.Errorf("--client-ca-file %s holds no PEM certificate", path)
+	}
+	return pool, nil
 }
 
 // metricsOptions serves /metrics as cfg says: with MetricsSecure over HTTPS
