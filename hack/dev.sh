@@ -367,6 +367,7 @@ run() {
     echo "DEV_DIR=$DIR"
     echo "WEBHOOK_URL=https://127.0.0.1:$WEBHOOK_PORT"
     echo "WEBHOOK_LOG=$DIR/webhook.log"
+    echo "WEBHOOK_CERT_DIR=$CERTS"
     echo "WEBHOOK_STOP_CMD=\"$ROOT/hack/dev.sh webhook-stop\""
     echo "WEBHOOK_START_CMD=\"$ROOT/hack/dev.sh webhook-start\""
   } >"$DEV_ENV.tmp"

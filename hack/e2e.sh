@@ -74,6 +74,10 @@ local_e2e() {
   export SPREADGUARD_E2E_ARTIFACTS=$ARTIFACTS
   export SPREADGUARD_E2E_KUBECTL_SPREAD=$BIN/kubectl-spread
   (cd "$ROOT" && go build -o "$BIN/kubectl-spread" ./cmd/kubectl-spread)
+  # Renewing the serving certificate on disk, as cert-manager does.
+  (cd "$ROOT" && go build -o "$BIN/spreadguard-certs" ./hack/certs)
+  export SPREADGUARD_E2E_WEBHOOK_URL=$WEBHOOK_URL
+  export SPREADGUARD_E2E_RENEW_CERT_CMD="$BIN/spreadguard-certs -dir $WEBHOOK_CERT_DIR -renew"
 
   go_test || rc=$?
 

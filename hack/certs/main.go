@@ -2,7 +2,7 @@
 // it runs outside a cluster, during development and in the local e2e: a CA and
 // a serving certificate for localhost and 127.0.0.1 signed by it.
 //
-//	go run ./hack/certs [-dir certs/dev] [-hosts localhost,127.0.0.1,::1] [-days 365]
+//	go run ./hack/certs [-dir certs/dev] [-hosts localhost,127.0.0.1,::1] [-days 365] [-renew]
 //
 // It writes ca.crt, ca.key, tls.crt and tls.key into the directory; tls.crt and
 // tls.key are what the server's --cert-dir expects, and ca.crt, base64-encoded,
@@ -60,6 +60,9 @@ type options struct {
 	dir   string
 	hosts []string
 	days  int
+	// renew reissues a good serving certificate, as cert-manager does when
+	// two thirds of its life have passed; the CA is kept.
+	renew bool
 }
 
 func parseFlags(args []string) (options, error) {
@@ -68,13 +71,14 @@ func parseFlags(args []string) (options, error) {
 	dir := fset.String("dir", "certs/dev", "directory to write ca.crt, ca.key, tls.crt and tls.key into")
 	hosts := fset.String("hosts", "localhost,127.0.0.1,::1", "comma-separated DNS names and IP addresses of the serving certificate")
 	days := fset.Int("days", 365, "validity of the serving certificate in days (the CA gets ten times as long)")
+	renew := fset.Bool("renew", false, "issue a new serving key and certificate even when the current ones are good, keeping the CA")
 	if err := fset.Parse(args); err != nil {
 		return options{}, fmt.Errorf("parse flags: %w", err)
 	}
 	if fset.NArg() > 0 {
 		return options{}, fmt.Errorf("unexpected argument %q: every setting is a flag (-dir, -hosts, -days)", fset.Arg(0))
 	}
-	o := options{dir: *dir, days: *days}
+	o := options{dir: *dir, days: *days, renew: *renew}
 	for h := range strings.SplitSeq(*hosts, ",") {
 		if h = strings.TrimSpace(h); h != "" {
 			o.hosts = append(o.hosts, h)
@@ -106,7 +110,7 @@ func run(args []string, out io.Writer, now func() time.Time) error {
 		return err
 	}
 	servingKept := false
-	if caKept {
+	if caKept && !o.renew {
 		servingKept = servingStillGood(o, ca, t)
 	}
 	if !servingKept {

@@ -119,6 +119,12 @@ func TestSecondRun(t *testing.T) {
 			wantOut:  "ca.crt: kept\ntls.crt: written for localhost, 127.0.0.1, ::1\n",
 		},
 		{
+			name:     "-renew of a good certificate -> serving certificate reissued, CA kept",
+			args:     []string{"-renew"},
+			wantKept: []string{caCertFile, caKeyFile},
+			wantOut:  "ca.crt: kept\ntls.crt: written for localhost, 127.0.0.1, ::1\n",
+		},
+		{
 			name:     "a host added -> serving certificate reissued, CA kept",
 			args:     []string{"-hosts", "localhost,127.0.0.1,::1,webhook.test"},
 			wantKept: []string{caCertFile, caKeyFile},
