@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
@@ -68,6 +69,21 @@ func (f faults) answer(ctx context.Context, reason, what string, err error) admi
 		return admission.Errored(http.StatusInternalServerError, fmt.Errorf(MessageFault, what, detail))
 	}
 	return admission.Allowed("").WithWarnings(fmt.Sprintf(WarningFault, what, detail))
+}
+
+// serve runs handle, answers a panic in it as a fault, and records the
+// request's result and latency.
+func (f faults) serve(ctx context.Context, what string, handle func(faults) (admission.Response, string)) (resp admission.Response) {
+	start := time.Now()
+	result := ResultErrored
+	defer func() {
+		if r := recover(); r != nil {
+			resp, result = f.recovered(ctx, what, r), ResultErrored
+		}
+		f.metrics.observe(f.webhook, result, start)
+	}()
+	resp, result = handle(f)
+	return resp
 }
 
 // recovered turns a panic value into the fault answer. It runs on the

@@ -21,7 +21,9 @@ func TestPodValidatorJudgesGatedPodsWhenTheirLastGateGoes(t *testing.T) {
 	feasible := &spread.Result{Verdict: spread.VerdictFeasible, FeasibleCount: 1}
 	hard := spreadtest.Constraint(1, v1.LabelTopologyZone).DoNotSchedule().MatchLabel("app", "web").Obj()
 	soft := spreadtest.Constraint(1, v1.LabelTopologyZone).ScheduleAnyway().MatchLabel("app", "web").Obj()
-	gated := func() *spreadtest.PodWrapper { return webPod().SpreadConstraint(hard).SchedulingGate("example.com/quota") }
+	gated := func() *spreadtest.PodWrapper {
+		return webPod().SpreadConstraint(hard).SchedulingGate("example.com/quota")
+	}
 	ungated := webPod().SpreadConstraint(hard).Obj()
 	update := func(old, cur *v1.Pod) admission.Request {
 		return makeRequest().Operation(admissionv1.Update).Pod(cur).OldPod(old).Obj()

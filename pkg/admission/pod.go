@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"time"
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -66,18 +65,9 @@ type PodMutator struct {
 const whatMutate = "add this pod's default topology spread constraints"
 
 // Handle answers one request to /mutate-v1-pod.
-func (h *PodMutator) Handle(ctx context.Context, req admission.Request) (resp admission.Response) {
-	start := time.Now()
-	result := ResultErrored
+func (h *PodMutator) Handle(ctx context.Context, req admission.Request) admission.Response {
 	f := faults{policy: h.FailurePolicy, webhook: WebhookMutatePod, metrics: h.Metrics}
-	defer func() {
-		if r := recover(); r != nil {
-			resp, result = f.recovered(ctx, whatMutate, r), ResultErrored
-		}
-		h.Metrics.observe(WebhookMutatePod, result, start)
-	}()
-	resp, result = h.handle(ctx, req, f)
-	return resp
+	return f.serve(ctx, whatMutate, func(f faults) (admission.Response, string) { return h.handle(ctx, req, f) })
 }
 
 func (h *PodMutator) handle(ctx context.Context, req admission.Request, f faults) (admission.Response, string) {
@@ -176,18 +166,9 @@ type PodValidator struct {
 const whatValidate = "check this pod's topology spread constraints"
 
 // Handle answers one request to /validate-v1-pod.
-func (h *PodValidator) Handle(ctx context.Context, req admission.Request) (resp admission.Response) {
-	start := time.Now()
-	result := ResultErrored
+func (h *PodValidator) Handle(ctx context.Context, req admission.Request) admission.Response {
 	f := faults{policy: h.FailurePolicy, webhook: WebhookValidatePod, metrics: h.Metrics}
-	defer func() {
-		if r := recover(); r != nil {
-			resp, result = f.recovered(ctx, whatValidate, r), ResultErrored
-		}
-		h.Metrics.observe(WebhookValidatePod, result, start)
-	}()
-	resp, result = h.handle(ctx, req, f)
-	return resp
+	return f.serve(ctx, whatValidate, func(f faults) (admission.Response, string) { return h.handle(ctx, req, f) })
 }
 
 // errNotSynced stops engine.Validate at the count, after it has decided
