@@ -5,6 +5,8 @@
 #   hack/dev.sh [run] [--no-demo]   start everything, stay up until INT/TERM
 #   hack/dev.sh webhook-stop        stop the running webhook process
 #   hack/dev.sh webhook-start       start it again, as it was started
+#   hack/dev.sh webhook-extra-start PORT PROBE_PORT   start a second replica
+#   hack/dev.sh webhook-extra-kill PORT               kill it, as a crash would
 #
 # `run` starts hack/local-cluster.sh, installs the chart in external-URL mode
 # (webhook.url=https://127.0.0.1:PORT, webhook.caBundle=certs/dev/ca.crt) and
@@ -92,6 +94,34 @@ webhook_start() {
   done
 }
 
+# webhook_extra_start starts another replica of the webhook on port $2 with
+# its probes on $3, as a second pod behind the Service would run, and waits
+# until it is ready. The supervisor does not watch it; cleanup stops it.
+webhook_extra_start() {
+  local dir=$1 port=$2 probe=$3
+  # shellcheck disable=SC1091
+  source "$dir/webhook.cmd"
+  # Later flags win: its own port and probes, no metrics.
+  "${WEBHOOK_CMD[@]}" --port "$port" --health-probe-bind-address "127.0.0.1:$probe" --metrics-bind-address 0 \
+    >>"$dir/webhook-extra-$port.log" 2>&1 </dev/null &
+  local pid=$!
+  echo "$pid" >"$dir/webhook-extra-$port.pid.tmp" && mv -f "$dir/webhook-extra-$port.pid.tmp" "$dir/webhook-extra-$port.pid"
+  local deadline=$((SECONDS + READY_TIMEOUT))
+  until k --server="http://127.0.0.1:$probe" get --raw /readyz >/dev/null 2>&1; do
+    kill -0 "$pid" 2>/dev/null || { tail -n 40 "$dir/webhook-extra-$port.log" >&2; die "the extra webhook on port $port exited"; }
+    ((SECONDS < deadline)) || die "the extra webhook on port $port was not ready after ${READY_TIMEOUT}s"
+    sleep 0.5
+  done
+}
+
+# webhook_extra_kill kills the replica on port $2 at once, as a crash would.
+webhook_extra_kill() {
+  local f=$1/webhook-extra-$2.pid
+  [[ -f $f ]] || return 0
+  kill -KILL "$(cat "$f")" 2>/dev/null || true
+  rm -f "$f"
+}
+
 webhook_stop() {
   local dir=$1 pid
   webhook_state_stopping "$dir"
@@ -118,6 +148,10 @@ cleanup() {
   fi
   log "tearing down"
   [[ -n $DIR ]] && webhook_stop "$DIR"
+  local extra
+  for extra in "$DIR"/webhook-extra-*.pid; do
+    [[ -f $extra ]] && kill -KILL "$(cat "$extra")" 2>/dev/null
+  done
   if [[ -n $CLUSTER_PID ]] && kill -0 "$CLUSTER_PID" 2>/dev/null; then
     kill -TERM "$CLUSTER_PID" 2>/dev/null || true
     wait "$CLUSTER_PID" 2>/dev/null || true
@@ -370,6 +404,8 @@ run() {
     echo "WEBHOOK_CERT_DIR=$CERTS"
     echo "WEBHOOK_STOP_CMD=\"$ROOT/hack/dev.sh webhook-stop\""
     echo "WEBHOOK_START_CMD=\"$ROOT/hack/dev.sh webhook-start\""
+    echo "WEBHOOK_EXTRA_START_CMD=\"$ROOT/hack/dev.sh webhook-extra-start\""
+    echo "WEBHOOK_EXTRA_KILL_CMD=\"$ROOT/hack/dev.sh webhook-extra-kill\""
   } >"$DEV_ENV.tmp"
   mv "$DEV_ENV.tmp" "$DEV_ENV"
 
@@ -401,6 +437,16 @@ case $cmd in
     export KUBECONFIG
     KUBECONFIG=$(state KUBECONFIG)
     webhook_start "$(state DEV_DIR)"
+    ;;
+  webhook-extra-start)
+    [[ $# -eq 2 ]] || die "usage: hack/dev.sh webhook-extra-start PORT PROBE_PORT"
+    export KUBECONFIG
+    KUBECONFIG=$(state KUBECONFIG)
+    webhook_extra_start "$(state DEV_DIR)" "$1" "$2"
+    ;;
+  webhook-extra-kill)
+    [[ $# -eq 1 ]] || die "usage: hack/dev.sh webhook-extra-kill PORT"
+    webhook_extra_kill "$(state DEV_DIR)" "$1"
     ;;
   -h|--help|help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' ;;
   *) die "unknown command \"$cmd\" (want run, webhook-stop or webhook-start)" ;;

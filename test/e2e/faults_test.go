@@ -6,12 +6,20 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"io"
+	"net"
 	"net/url"
 	"os"
+	"os/exec"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
 	"github.com/spreadguard/spreadguard/pkg/spread/spreadtest"
@@ -114,4 +122,134 @@ func certificateRenewedUnderLoad(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+const (
+	// envExtraStartCmd starts a second webhook replica (arguments: its
+	// port and its probe port); envExtraKillCmd kills it (argument: the
+	// port). The replica scenario needs both, and envWebhookURL.
+	envExtraStartCmd = "SPREADGUARD_E2E_EXTRA_START_CMD"
+	envExtraKillCmd  = "SPREADGUARD_E2E_EXTRA_KILL_CMD"
+)
+
+// roundRobin forwards each TCP connection to the next of backends, as a
+// Service spreads connections over its endpoints.
+type roundRobin struct {
+	ln       net.Listener
+	backends []string
+	next     atomic.Uint64
+	// conns counts the connections forwarded to each backend.
+	conns []atomic.Int64
+}
+
+func newRoundRobin(t *testing.T, backends ...string) *roundRobin {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &roundRobin{ln: ln, backends: backends, conns: make([]atomic.Int64, len(backends))}
+	go p.serve()
+	t.Cleanup(func() { ln.Close() })
+	return p
+}
+
+func (p *roundRobin) serve() {
+	for {
+		in, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		go func() {
+			defer in.Close()
+			i := p.next.Add(1) % uint64(len(p.backends))
+			out, err := net.DialTimeout("tcp", p.backends[i], 2*time.Second)
+			if err != nil {
+				return
+			}
+			p.conns[i].Add(1)
+			defer out.Close()
+			done := make(chan struct{}, 2)
+			go func() { _, _ = io.Copy(out, in); done <- struct{}{} }()
+			go func() { _, _ = io.Copy(in, out); done <- struct{}{} }()
+			<-done
+		}()
+	}
+}
+
+func freeLocalPort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// runCmd runs the shell command in env with args.
+func runCmd(ctx context.Context, env string, args ...string) error {
+	cmd := exec.CommandContext(ctx, "sh", "-c", os.Getenv(env)+" "+strings.Join(args, " "))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("%s %v: %w\n%s", env, args, err, out)
+	}
+	return nil
+}
+
+func replicaKilledMidBurst(t *testing.T) {
+	webhookURL := os.Getenv(envWebhookURL)
+	if webhookURL == "" || os.Getenv(envExtraStartCmd) == "" || os.Getenv(envExtraKillCmd) == "" {
+		t.Skipf("%s/%s/%s unset: no second local replica can be started", envWebhookURL, envExtraStartCmd, envExtraKillCmd)
+	}
+	f := newFramework(t)
+	// The namespace is left out of spreadguard's own configurations and
+	// sent, through copies of them, to two replicas behind one address.
+	var ns v1.Namespace
+	if err := k8s.Get(t.Context(), client.ObjectKey{Name: f.ns}, &ns); err != nil {
+		t.Fatal(err)
+	}
+	ns.Labels["spreadguard.io/ignore"] = "true"
+	if err := k8s.Update(t.Context(), &ns); err != nil {
+		t.Fatal(err)
+	}
+	port, probe := freeLocalPort(t), freeLocalPort(t)
+	if err := runCmd(t.Context(), envExtraStartCmd, strconv.Itoa(port), strconv.Itoa(probe)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := runCmd(context.Background(), envExtraKillCmd, strconv.Itoa(port)); err != nil {
+			t.Error(err)
+		}
+	})
+	u, err := url.Parse(webhookURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lb := newRoundRobin(t, u.Host, fmt.Sprintf("127.0.0.1:%d", port))
+	f.create(makeSpreadPolicy("zones").Constraint(spreadtest.Constraint(1, zoneKey).DoNotSchedule()).Action(v1alpha1.ActionDeny).Obj())
+	f.create(service(spreadtest.MakeService().Name("load").Selector("app", "load")))
+	f.create(service(spreadtest.MakeService().Name("probe").Selector("e2e-probe", "true")))
+	f.copiesAt("replicas", "https://"+lb.ln.Addr().String())
+	f.eventually(policyChangeTimeout, "the two replicas are serving", f.serving)
+
+	const rate, duration = 20, 6 * time.Second
+	killed := make(chan error, 1)
+	var beforeKill int64
+	go func() {
+		time.Sleep(duration / 3)
+		beforeKill = lb.conns[1].Load()
+		killed <- runCmd(context.Background(), envExtraKillCmd, strconv.Itoa(port))
+	}()
+	r := f.createStream(t.Context(), rate, duration, time.Second)
+	if err := <-killed; err != nil {
+		t.Fatal(err)
+	}
+	if beforeKill == 0 {
+		t.Errorf("the second replica had been sent no connection before it was killed; the scenario tested nothing")
+	}
+	t.Logf("one of two replicas killed under %d creates/s for %s: %d creates, %d failed, %d admitted without the webhook, %d slower than 1s; connections to the replicas: %d and %d (%d to the killed one before it died)",
+		rate, duration, r.sent, r.failed, r.unmutated, r.slow, lb.conns[0].Load(), lb.conns[1].Load(), beforeKill)
+	if r.failed != 0 {
+		t.Errorf("%d creates failed while a replica died, want none under failurePolicy Ignore", r.failed)
+	}
 }

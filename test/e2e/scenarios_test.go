@@ -44,6 +44,7 @@ func TestE2E(t *testing.T) {
 		{"the chart's ClusterSpreadPolicy applies to a namespace without a policy of its own", clusterDefaultPolicy},
 		{"kubectl-spread explain of a Deployment placed 3/3/3 counts that placement and agrees with the webhook on the next pod", explainAgrees},
 		{"the serving certificate renewed on disk under 20 creates/s: none fails or misses the webhook, and the new certificate is served without a restart", certificateRenewedUnderLoad},
+		{"one of two webhook replicas killed under 20 creates/s: no create fails (failurePolicy Ignore)", replicaKilledMidBurst},
 	}
 	for _, s := range scenarios {
 		t.Run(s.name, s.run)
@@ -402,11 +403,18 @@ func (f *framework) serving(ctx context.Context) error {
 // an address where nothing listens and that only see the test's namespace;
 // with failurePolicy Ignore the API server must admit the pods anyway.
 func (f *framework) unreachableCopies() {
+	f.t.Helper()
+	f.copiesAt("unreachable", "https://127.0.0.1:1")
+}
+
+// copiesAt creates copies of spreadguard's pod webhooks, named with prefix,
+// that call base (with the same paths and CA bundle) and only see the test's
+// namespace.
+func (f *framework) copiesAt(prefix, base string) {
 	t := f.t
 	t.Helper()
-	dead := "https://127.0.0.1:1"
 	only := &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": f.ns}}
-	name := "spreadguard-e2e-unreachable-" + f.ns
+	name := "spreadguard-e2e-" + prefix + "-" + f.ns
 	ctx := t.Context()
 
 	var mutating admissionregistrationv1.MutatingWebhookConfiguration
@@ -418,8 +426,8 @@ func (f *framework) unreachableCopies() {
 		}
 		for _, w := range src.Webhooks {
 			if w.Name == nw.name {
-				w.Name = "unreachable-" + w.Name
-				w.ClientConfig = admissionregistrationv1.WebhookClientConfig{URL: new(dead + mutatePodPath)}
+				w.Name = prefix + "-" + w.Name
+				w.ClientConfig = admissionregistrationv1.WebhookClientConfig{URL: new(base + mutatePodPath), CABundle: w.ClientConfig.CABundle}
 				w.NamespaceSelector, w.ObjectSelector = only, nil
 				mutating.Webhooks = append(mutating.Webhooks, w)
 			}
@@ -432,8 +440,8 @@ func (f *framework) unreachableCopies() {
 		}
 		for _, w := range src.Webhooks {
 			if w.Name == nw.name {
-				w.Name = "unreachable-" + w.Name
-				w.ClientConfig = admissionregistrationv1.WebhookClientConfig{URL: new(dead + validatePodPath)}
+				w.Name = prefix + "-" + w.Name
+				w.ClientConfig = admissionregistrationv1.WebhookClientConfig{URL: new(base + validatePodPath), CABundle: w.ClientConfig.CABundle}
 				w.NamespaceSelector, w.ObjectSelector = only, nil
 				validating.Webhooks = append(validating.Webhooks, w)
 			}
