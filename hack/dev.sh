@@ -406,6 +406,7 @@ run() {
     echo "WEBHOOK_START_CMD=\"$ROOT/hack/dev.sh webhook-start\""
     echo "WEBHOOK_EXTRA_START_CMD=\"$ROOT/hack/dev.sh webhook-extra-start\""
     echo "WEBHOOK_EXTRA_KILL_CMD=\"$ROOT/hack/dev.sh webhook-extra-kill\""
+    echo "RESTART_APISERVER_CMD=\"LOCAL_CLUSTER_ENV=$LOCAL_CLUSTER_ENV $ROOT/hack/local-cluster.sh restart-apiserver\""
   } >"$DEV_ENV.tmp"
   mv "$DEV_ENV.tmp" "$DEV_ENV"
 

@@ -4,6 +4,7 @@
 #
 #   hack/local-cluster.sh [run]   start, wait until ready, stay up until INT/TERM
 #   hack/local-cluster.sh down    stop a cluster left behind by a killed run
+#   hack/local-cluster.sh restart-apiserver   restart kube-apiserver of the running cluster
 #
 # What runs: etcd, kube-apiserver (service-account keys, RBAC), kube-scheduler,
 # kube-controller-manager (deployment, replicaset, statefulset, node-lifecycle
@@ -234,6 +235,57 @@ cleanup() {
   exit "$rc"
 }
 
+# write_env records the running cluster for `source` and for down, in one
+# rename so a reader never sees half of it.
+write_env() {
+  {
+    echo "# Written by hack/local-cluster.sh; removed when the cluster stops. Source it."
+    echo "export KUBECONFIG=$DIR/admin.kubeconfig"
+    echo "LOCAL_CLUSTER_DIR=$DIR"
+    echo "LOCAL_CLUSTER_PID=$$"
+    echo "LOCAL_CLUSTER_COMPONENT_PIDS=\"${PIDS[*]}\""
+    echo "APISERVER_URL=https://127.0.0.1:$APISERVER_PORT"
+  } >"$LOCAL_CLUSTER_ENV.tmp"
+  mv "$LOCAL_CLUSTER_ENV.tmp" "$LOCAL_CLUSTER_ENV"
+}
+
+# restart_apiserver stops kube-apiserver and starts it again with the same
+# command line, as a control-plane upgrade or crash would, then bumps
+# $DIR/apiserver.generation for whoever asked.
+restart_apiserver() {
+  local pid=${PIDS[kube-apiserver]} gen
+  log "restarting kube-apiserver"
+  kill -TERM "$pid" 2>/dev/null || true
+  # Its graceful shutdown can take a minute; ten seconds is what it gets.
+  for _ in $(seq 1 20); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
+  kill -KILL "$pid" 2>/dev/null || true
+  while kill -0 "$pid" 2>/dev/null; do sleep 0.2; done
+  "${APISERVER_CMD[@]}" >>"$DIR/logs/kube-apiserver.log" 2>&1 &
+  PIDS[kube-apiserver]=$!
+  wait_for "kube-apiserver /readyz on 127.0.0.1:$APISERVER_PORT after a restart" k get --raw /readyz
+  write_env
+  gen=$(($(cat "$DIR/apiserver.generation" 2>/dev/null || echo 0) + 1))
+  echo "$gen" >"$DIR/apiserver.generation.tmp" && mv -f "$DIR/apiserver.generation.tmp" "$DIR/apiserver.generation"
+  log "kube-apiserver restarted (restart $gen)"
+}
+
+# restart_apiserver_cmd is `restart-apiserver`: it signals the running
+# cluster and waits until its kube-apiserver is back.
+restart_apiserver_cmd() {
+  [[ -f $LOCAL_CLUSTER_ENV ]] || die "no cluster recorded in $LOCAL_CLUSTER_ENV"
+  local pid dir before
+  pid=$(sed -n 's/^LOCAL_CLUSTER_PID=//p' "$LOCAL_CLUSTER_ENV")
+  dir=$(sed -n 's/^LOCAL_CLUSTER_DIR=//p' "$LOCAL_CLUSTER_ENV")
+  before=$(cat "$dir/apiserver.generation" 2>/dev/null || echo 0)
+  kill -USR1 "$pid" || die "the cluster run by pid $pid is gone"
+  local deadline=$((SECONDS + 2 * READY_TIMEOUT))
+  until [[ $(cat "$dir/apiserver.generation" 2>/dev/null || echo 0) != "$before" ]]; do
+    kill -0 "$pid" 2>/dev/null || die "the cluster stopped while kube-apiserver restarted"
+    ((SECONDS < deadline)) || die "kube-apiserver did not come back within $((2 * READY_TIMEOUT))s"
+    sleep 0.5
+  done
+}
+
 # alive fails, naming the component and what its log says, when one exited.
 alive() {
   local name pid
@@ -349,7 +401,7 @@ run() {
     --initial-cluster="local=http://127.0.0.1:$ETCD_PEER_PORT" --unsafe-no-fsync=true --log-level=warn
   wait_for "etcd on 127.0.0.1:$ETCD_PORT" "$BIN/kubectl" --server="http://127.0.0.1:$ETCD_PORT" --request-timeout=2s get --raw /health
 
-  start kube-apiserver "$BIN/kube-apiserver" \
+  APISERVER_CMD=("$BIN/kube-apiserver" \
     --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$APISERVER_PORT" \
     --etcd-servers="http://127.0.0.1:$ETCD_PORT" \
     --tls-cert-file="$DIR/pki/apiserver.crt" --tls-private-key-file="$DIR/pki/apiserver.key" \
@@ -361,7 +413,8 @@ run() {
     --service-account-key-file="$DIR/pki/sa.pub" --service-account-signing-key-file="$DIR/pki/sa.key" \
     --authorization-mode=RBAC --allow-privileged=true \
     --service-cluster-ip-range=10.96.0.0/16 \
-    --endpoint-reconciler-type=none
+    --endpoint-reconciler-type=none)
+  start kube-apiserver "${APISERVER_CMD[@]}"
   # The loopback address cannot be the kubernetes Service's endpoint, and
   # nothing in this cluster talks to the API through that Service.
   wait_for "kube-apiserver /readyz on 127.0.0.1:$APISERVER_PORT" k get --raw /readyz
@@ -393,15 +446,10 @@ run() {
   wait_for "${#ZONES[@]}x$NODES_PER_ZONE nodes Ready without taints" nodes_settled
   wait_for "the default ServiceAccount" k -n default get serviceaccount default
 
-  {
-    echo "# Written by hack/local-cluster.sh; removed when the cluster stops. Source it."
-    echo "export KUBECONFIG=$DIR/admin.kubeconfig"
-    echo "LOCAL_CLUSTER_DIR=$DIR"
-    echo "LOCAL_CLUSTER_PID=$$"
-    echo "LOCAL_CLUSTER_COMPONENT_PIDS=\"${PIDS[*]}\""
-    echo "APISERVER_URL=https://127.0.0.1:$APISERVER_PORT"
-  } >"$LOCAL_CLUSTER_ENV.tmp"
-  mv "$LOCAL_CLUSTER_ENV.tmp" "$LOCAL_CLUSTER_ENV"
+  write_env
+  # restart-apiserver asks for a restart with SIGUSR1; the handler runs
+  # between two rounds of the loop below, never during a liveness check.
+  trap restart_apiserver USR1
   log "ready in ${SECONDS}s: kube-apiserver https://127.0.0.1:$APISERVER_PORT, $(( ${#ZONES[@]} * NODES_PER_ZONE )) nodes in ${ZONES[*]}"
   log "export KUBECONFIG=$DIR/admin.kubeconfig   (also in $LOCAL_CLUSTER_ENV)"
 
@@ -416,6 +464,7 @@ run() {
 case ${1:-run} in
   run) run ;;
   down) down ;;
+  restart-apiserver) restart_apiserver_cmd ;;
   -h|--help|help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' ;;
-  *) die "unknown command \"$1\" (want run or down)" ;;
+  *) die "unknown command \"$1\" (want run, down or restart-apiserver)" ;;
 esac

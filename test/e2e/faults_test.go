@@ -5,12 +5,14 @@ package e2e
 import (
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,7 +21,10 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
 	"github.com/spreadguard/spreadguard/pkg/spread/spreadtest"
@@ -251,5 +256,112 @@ func replicaKilledMidBurst(t *testing.T) {
 		rate, duration, r.sent, r.failed, r.unmutated, r.slow, lb.conns[0].Load(), lb.conns[1].Load(), beforeKill)
 	if r.failed != 0 {
 		t.Errorf("%d creates failed while a replica died, want none under failurePolicy Ignore", r.failed)
+	}
+}
+
+// envRestartAPIServerCmd restarts the cluster's kube-apiserver and returns
+// once it is ready again; the restart scenario needs it.
+const envRestartAPIServerCmd = "SPREADGUARD_E2E_RESTART_APISERVER_CMD"
+
+func apiServerRestarted(t *testing.T) {
+	if os.Getenv(envRestartAPIServerCmd) == "" {
+		t.Skipf("%s unset: this cluster's API server cannot be restarted from here", envRestartAPIServerCmd)
+	}
+	f := newFramework(t)
+	// The probe's own constraint: zones, maxSkew 1, minDomains 4 over 3
+	// zones, so the global minimum is 0. With no pod of its kind it fits
+	// anywhere (0 + 1 - 0 <= 1); with one in each zone nowhere (1 + 1 - 0).
+	probe := pod(spreadtest.MakePod().Namespace(f.ns).Name("probe").Label("app", "restart").
+		SpreadConstraint(spreadtest.Constraint(1, zoneKey).DoNotSchedule().MinDomains(4).MatchLabel("app", "restart").Obj()))
+	if _, err := f.dryRunCreate(t.Context(), k8s, probe); err != nil {
+		t.Fatalf("before the restart, with no pod of its kind: %v, want the probe admitted", err)
+	}
+
+	start := time.Now()
+	if err := runCmd(t.Context(), envRestartAPIServerCmd); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("kube-apiserver restarted and ready in %s", time.Since(start).Round(time.Millisecond))
+
+	// Pods the webhook can only know of from events after the restart.
+	for _, zone := range cluster.zones {
+		f.create(pod(spreadtest.MakePod().Name("restart-"+zone).Label("app", "restart").Node(cluster.nodesByZone[zone][0])))
+	}
+	var webhookErr error
+	created := time.Now()
+	f.eventually(30*time.Second, "the webhook's informers resync: the probe is now denied", func(ctx context.Context) error {
+		_, webhookErr = f.dryRunCreate(ctx, k8s, probe)
+		if !deniedByWebhook(webhookErr) {
+			return fmt.Errorf("want a denial, got %v", webhookErr)
+		}
+		return nil
+	})
+	t.Logf("the webhook denied the probe %s after the pods that make it unplaceable were created", time.Since(created).Round(time.Millisecond))
+
+	// The same question, offline, on a dump of the cluster as it is now.
+	dump, podFile := f.dumpCluster(), filepath.Join(t.TempDir(), "probe.yaml")
+	stored := probe.DeepCopy()
+	stored.APIVersion, stored.Kind = "v1", "Pod"
+	writeYAML(t, podFile, stored)
+	cmd := exec.CommandContext(t.Context(), kubectlSpread(t), "check", "--cluster", dump, "--pod", podFile, "-o", "json")
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var got struct {
+		Allowed bool `json:"allowed"`
+	}
+	if jerr := json.Unmarshal([]byte(stdout.String()), &got); jerr != nil {
+		t.Fatalf("%s: %v (exit %v)\nstdout: %s\nstderr: %s", cmd, jerr, err, stdout.String(), stderr.String())
+	}
+	if got.Allowed {
+		t.Errorf("kubectl-spread check on a dump allows the probe the webhook denies after the restart (%v)", webhookErr)
+	}
+}
+
+// dumpCluster writes the nodes, the test namespace and its pods as a v1
+// List, the file kubectl-spread check reads, and returns its path.
+func (f *framework) dumpCluster() string {
+	t := f.t
+	t.Helper()
+	var nodes v1.NodeList
+	var pods v1.PodList
+	var ns v1.Namespace
+	if err := k8s.List(t.Context(), &nodes); err != nil {
+		t.Fatal(err)
+	}
+	if err := k8s.List(t.Context(), &pods, client.InNamespace(f.ns)); err != nil {
+		t.Fatal(err)
+	}
+	if err := k8s.Get(t.Context(), client.ObjectKey{Name: f.ns}, &ns); err != nil {
+		t.Fatal(err)
+	}
+	list := v1.List{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "List"}}
+	add := func(obj runtime.Object, kind string) {
+		obj.GetObjectKind().SetGroupVersionKind(v1.SchemeGroupVersion.WithKind(kind))
+		list.Items = append(list.Items, runtime.RawExtension{Object: obj})
+	}
+	ns.ManagedFields = nil
+	add(&ns, "Namespace")
+	for i := range nodes.Items {
+		nodes.Items[i].ManagedFields = nil
+		add(&nodes.Items[i], "Node")
+	}
+	for i := range pods.Items {
+		pods.Items[i].ManagedFields = nil
+		add(&pods.Items[i], "Pod")
+	}
+	path := filepath.Join(t.TempDir(), "cluster.yaml")
+	writeYAML(t, path, &list)
+	return path
+}
+
+func writeYAML(t *testing.T, path string, obj any) {
+	t.Helper()
+	data, err := sigsyaml.Marshal(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
 	}
 }

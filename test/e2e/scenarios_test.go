@@ -45,6 +45,7 @@ func TestE2E(t *testing.T) {
 		{"kubectl-spread explain of a Deployment placed 3/3/3 counts that placement and agrees with the webhook on the next pod", explainAgrees},
 		{"the serving certificate renewed on disk under 20 creates/s: none fails or misses the webhook, and the new certificate is served without a restart", certificateRenewedUnderLoad},
 		{"one of two webhook replicas killed under 20 creates/s: no create fails (failurePolicy Ignore)", replicaKilledMidBurst},
+		{"kube-apiserver restarted under the webhook: its informers resync, and the verdict on pods created afterwards matches kubectl-spread check on a dump", apiServerRestarted},
 	}
 	for _, s := range scenarios {
 		t.Run(s.name, s.run)
