@@ -17,7 +17,6 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -328,17 +327,7 @@ func TestAPolicyStoredPastTheWebhookIsReportedNotSilentlySkipped(t *testing.T) {
 	})
 
 	eventually(t, "an InvalidPolicy Warning event on the policy", func(ctx context.Context) (bool, error) {
-		var list eventsv1.EventList
-		if err := suite.client.List(ctx, &list, client.InNamespace(ns)); err != nil {
-			return false, err
-		}
-		for _, e := range list.Items {
-			if e.Regarding.Name == bad.Name && e.Reason == "InvalidPolicy" && e.Type == v1.EventTypeWarning &&
-				strings.Contains(e.Note, `spec.podSelector.matchLabels: Invalid value: "bad key"`) {
-				return true, nil
-			}
-		}
-		return false, nil
+		return warningEvent(ctx, ns, bad.Name, "InvalidPolicy", `spec.podSelector.matchLabels: Invalid value: "bad key"`)
 	})
 	eventually(t, "spreadguard_invalid_policies counts it", func(context.Context) (bool, error) {
 		return metricValue(t, suite.metricsURL, `spreadguard_invalid_policies{kind="SpreadPolicy"} `) >= 1, nil

@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -187,4 +188,20 @@ func clientWithWarnings(t *testing.T) (client.Client, *warningRecorder) {
 		t.Fatal(err)
 	}
 	return c, rec
+}
+
+// warningEvent reports whether namespace ns holds a Warning event
+// (events.k8s.io) about the object called regarding, with reason and a note
+// that contains note.
+func warningEvent(ctx context.Context, ns, regarding, reason, note string) (bool, error) {
+	var list eventsv1.EventList
+	if err := suite.client.List(ctx, &list, client.InNamespace(ns)); err != nil {
+		return false, err
+	}
+	for _, e := range list.Items {
+		if e.Regarding.Name == regarding && e.Reason == reason && e.Type == v1.EventTypeWarning && strings.Contains(e.Note, note) {
+			return true, nil
+		}
+	}
+	return false, nil
 }

@@ -17,7 +17,6 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -453,17 +452,7 @@ func TestGatedPods(t *testing.T) {
 			t.Errorf("warnings %q do not give the numbers and the remedy", rec.warnings)
 		}
 		eventually(t, "a SpreadUnsatisfiable event on the pod", func(ctx context.Context) (bool, error) {
-			var list eventsv1.EventList
-			if err := suite.client.List(ctx, &list, client.InNamespace(ns)); err != nil {
-				return false, err
-			}
-			for _, e := range list.Items {
-				if e.Regarding.Name == pod.Name && e.Reason == "SpreadUnsatisfiable" && e.Type == v1.EventTypeWarning &&
-					strings.Contains(e.Note, "zone-c=0") {
-					return true, nil
-				}
-			}
-			return false, nil
+			return warningEvent(ctx, ns, pod.Name, "SpreadUnsatisfiable", "zone-c=0")
 		})
 	})
 }
