@@ -16,6 +16,12 @@ import (
 	"github.com/spreadguard/spreadguard/pkg/spread/spreadtest"
 )
 
+// dryRun marks req as a dry run.
+func dryRun(req admission.Request) admission.Request {
+	req.DryRun = new(true)
+	return req
+}
+
 func TestPodValidatorJudgesGatedPodsWhenTheirLastGateGoes(t *testing.T) {
 	unsatisfiable := &spread.Result{Verdict: spread.VerdictUnsatisfiable, Message: "zone-c has no schedulable node; zone-a=1, zone-b=1, zone-c=0"}
 	feasible := &spread.Result{Verdict: spread.VerdictFeasible, FeasibleCount: 1}
@@ -59,6 +65,14 @@ func TestPodValidatorJudgesGatedPodsWhenTheirLastGateGoes(t *testing.T) {
 			wantResult:   ResultWarned,
 			wantChecks:   2,
 			wantEvents:   []string{"Warning SpreadUnsatisfiable " + unsatisfiable.Message},
+		},
+		{
+			name:         "dry-run UPDATE removing the last gate of a pod no node can take -> the warning, but no event",
+			result:       unsatisfiable,
+			req:          dryRun(update(gated().Obj(), ungated)),
+			wantWarnings: []string{unsatisfiable.Message},
+			wantResult:   ResultWarned,
+			wantChecks:   2,
 		},
 		{
 			name:       "UPDATE removing the last gate of a pod that fits -> admitted silently",

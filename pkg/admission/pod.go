@@ -230,7 +230,10 @@ func (h *PodValidator) handle(ctx context.Context, req admission.Request, f faul
 	if lifted && (!v.Allowed || v.Action == v1alpha1.ActionWarn) {
 		// The scheduler is about to try this pod: say why it will stay
 		// Pending, on the update and on the pod, without refusing.
-		h.recordUnsatisfiable(pod, v.Message)
+		// A dry run leaves no trace: the webhook declares no side effects.
+		if req.DryRun == nil || !*req.DryRun {
+			h.recordUnsatisfiable(pod, v.Message)
+		}
 		log.Info("pod whose last scheduling gate was removed cannot be placed: hard topology spread constraints cannot be met",
 			"policy", v.Policy)
 		return admission.Allowed("").WithWarnings(v.Message), ResultWarned
