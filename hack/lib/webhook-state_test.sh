@@ -47,6 +47,24 @@ sleep 300 & newer=$!
 webhook_state_started "$dir" "$newer"
 expect alive "the new pid written"
 
+# The real functions, watched after each file operation inside them: the
+# supervisor must never see a death during 50 stops and starts.
+fired=0
+look() { if webhook_died "$dir"; then fired=$((fired + 1)); fi; }
+rm() { command rm "$@"; look; }
+mv() { command mv "$@"; look; }
+touch() { command touch "$@"; look; }
+for _ in $(seq 1 50); do
+  webhook_state_stopping "$dir"; kill "$newer"; wait "$newer" 2>/dev/null || true; look
+  sleep 300 & newer=$!; look
+  webhook_state_started "$dir" "$newer"
+done
+unset -f rm mv touch
+if ((fired > 0)); then
+  echo "FAIL: the supervisor saw a death $fired times inside 50 stops and starts of the real functions"
+  failures=$((failures + 1))
+fi
+
 # A real death is still seen.
 kill "$newer"; wait "$newer" 2>/dev/null || true
 expect died "the webhook exited by itself"
@@ -54,4 +72,4 @@ webhook_state_started "$dir" "$(dead_pid)"
 expect died "the webhook exited at once after a start"
 
 if ((failures > 0)); then echo "webhook-state: $failures failed"; exit 1; fi
-echo "webhook-state: 10 checks passed"
+echo "webhook-state: 11 checks passed"
