@@ -217,8 +217,9 @@ type Validation struct {
 }
 
 // Validate decides whether pod, as it will be stored, can be placed. With
-// explain the result lists feasible and excluded nodes; without it the check
-// stops early and explains only an unsatisfiable pod.
+// explain the result lists feasible and excluded nodes; without it the
+// result carries counts, the verdict and, for an unsatisfiable pod, the
+// message.
 func Validate(pod *v1.Pod, src Sources, checker spread.Checker, cfg Config, explain bool) (*Validation, error) {
 	if reason := skipReason(pod, cfg); reason != "" {
 		return &Validation{Allowed: true, Skipped: reason}, nil
@@ -241,13 +242,9 @@ func Validate(pod *v1.Pod, src Sources, checker spread.Checker, cfg Config, expl
 	if err != nil {
 		return nil, fmt.Errorf("checking the spread constraints: %w", err)
 	}
-	if res.Verdict == spread.VerdictUnsatisfiable && !explain {
-		// The cheap check found no feasible node; the numbers for the
-		// message are worth a second, explaining pass.
-		if res, err = checker.Check(pod, spread.Options{Explain: true, Detail: cfg.MessageDetail}); err != nil {
-			return nil, fmt.Errorf("explaining the spread constraints: %w", err)
-		}
-	}
+	// An unsatisfiable pod's message is complete without Explain: the
+	// checkers keep what it needs on the first pass (the spread tests hold
+	// the two messages equal), so a denial costs one check.
 
 	v := &Validation{Allowed: true, Result: res}
 	switch res.Verdict {

@@ -143,6 +143,37 @@ func BenchmarkCheck(b *testing.B) {
 	}
 }
 
+// BenchmarkCheckDenied measures a denial as the webhook computes it, message
+// included, in one check: the incoming pod's zone constraint asks for 4
+// zones of 3 (minDomains 4, so the global minimum is 0), and every zone
+// already holds 10 of its Deployment's pods: 10 + 1 - 0 > maxSkew 1.
+func BenchmarkCheckDenied(b *testing.B) {
+	for _, nodes := range benchSizes {
+		c := clusterOf(nodes)
+		ix := spread.IndexFromSnapshot(c.snap)
+		denied := c.incoming.DeepCopy()
+		denied.Spec.TopologySpreadConstraints[0].MinDomains = new(int32(4))
+		b.Run(sizeName(nodes), func(b *testing.B) {
+			res, err := ix.Check(denied, spread.Options{})
+			if err != nil || res.Verdict != spread.VerdictUnsatisfiable || res.FeasibleCount != 0 || res.Message == "" {
+				b.Fatalf("Check() = %+v, %v; want Unsatisfiable with a message", res, err)
+			}
+			samples := make([]time.Duration, 0, b.N)
+			b.ReportAllocs()
+			b.ResetTimer()
+			cpu := startCPU()
+			for b.Loop() {
+				start := time.Now()
+				_, _ = ix.Check(denied, spread.Options{})
+				samples = append(samples, time.Since(start))
+			}
+			b.StopTimer()
+			cpu.report(b, len(samples))
+			reportLatency(b, samples)
+		})
+	}
+}
+
 // BenchmarkCheckExplain measures the same decision with Explain, as the
 // webhook runs it to word a denial and the kubectl plugin always does:
 // per-node lists make it grow with the number of nodes.
