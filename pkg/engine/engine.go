@@ -109,75 +109,82 @@ func Mutate(pod *v1.Pod, src Sources, cfg Config) (*Mutation, error) {
 	}
 	// As the scheduler does, a pod that declares any constraint, hard or
 	// soft, gets no defaults; unless spreadguard wrote them itself.
-	if len(pod.Spec.TopologySpreadConstraints) > 0 {
-		if _, ours := pod.Annotations[v1alpha1.AnnotationPolicy]; ours {
-			return reinvoked(pod, src)
-		}
+	current := pod.Spec.TopologySpreadConstraints
+	_, ours := pod.Annotations[v1alpha1.AnnotationPolicy]
+	if len(current) > 0 && !ours {
 		return &Mutation{Skipped: SkipOwnConstraints}, nil
 	}
+	applied, injected, err := defaults(pod, src)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case len(current) > 0:
+		return reinvoked(pod, applied, injected), nil
+	case applied == nil:
+		return &Mutation{Skipped: SkipNoPolicy}, nil
+	case len(injected) == 0:
+		return &Mutation{Policy: applied, Skipped: SkipNoSelector}, nil
+	}
+	return withDefaults(pod, applied, injected), nil
+}
+
+// defaults returns the policy that applies to pod and the constraints it
+// would write into pod if pod declared none: its constraints with the
+// selector derived from pod's Services and controller.
+func defaults(pod *v1.Pod, src Sources) (*policy.Applied, []v1.TopologySpreadConstraint, error) {
 	applied, err := policy.Resolve(pod, src)
 	if err != nil {
-		return nil, lookupError{fmt.Errorf("resolving the policy: %w", err)}
+		return nil, nil, lookupError{fmt.Errorf("resolving the policy: %w", err)}
 	}
 	if applied == nil {
-		return &Mutation{Skipped: SkipNoPolicy}, nil
+		return nil, nil, nil
 	}
 	sel, err := spread.DefaultSelector(pod, src)
 	if err != nil {
-		return nil, lookupError{fmt.Errorf("building the default selector: %w", err)}
+		return nil, nil, lookupError{fmt.Errorf("building the default selector: %w", err)}
 	}
-	injected, err := spread.InjectConstraints(pod, sel, applied.Constraints)
+	bare := *pod
+	bare.Spec.TopologySpreadConstraints = nil
+	injected, err := spread.InjectConstraints(&bare, sel, applied.Constraints)
 	if err != nil {
-		return nil, fmt.Errorf("injecting the constraints of %s %s: %w", applied.Kind, applied.Name, err)
+		return nil, nil, fmt.Errorf("injecting the constraints of %s %s: %w", applied.Kind, applied.Name, err)
 	}
-	if len(injected) == 0 {
-		return &Mutation{Policy: applied, Skipped: SkipNoSelector}, nil
-	}
+	return applied, injected, nil
+}
+
+// withDefaults is the mutation that writes injected and the policy
+// annotation into a copy of pod.
+func withDefaults(pod *v1.Pod, applied *policy.Applied, injected []v1.TopologySpreadConstraint) *Mutation {
 	out := pod.DeepCopy()
 	out.Spec.TopologySpreadConstraints = injected
 	if out.Annotations == nil {
 		out.Annotations = map[string]string{}
 	}
 	out.Annotations[v1alpha1.AnnotationPolicy] = applied.Name
-	return &Mutation{Pod: out, Policy: applied, Injected: injected}, nil
+	return &Mutation{Pod: out, Policy: applied, Injected: injected}
 }
 
-// reinvoked handles a pod that carries spreadguard's policy annotation and
-// constraints: with reinvocationPolicy IfNeeded the API server calls the
+// reinvoked decides for a pod that carries spreadguard's policy annotation
+// and constraints: with reinvocationPolicy IfNeeded the API server calls the
 // mutating webhook again after a later webhook changed the pod, and if that
 // one changed the labels, the selector derived the first time may no longer
-// be the pod's. The constraints are recomputed and replaced when they are
-// still the ones the policy writes (equal but for the derived labelSelector
-// and the matchLabelKeys folded into it); constraints that differ
-// otherwise were written by someone else and are left alone.
-func reinvoked(pod *v1.Pod, src Sources) (*Mutation, error) {
-	applied, err := policy.Resolve(pod, src)
-	if err != nil {
-		return nil, lookupError{fmt.Errorf("resolving the policy: %w", err)}
-	}
-	if applied == nil || applied.Name != pod.Annotations[v1alpha1.AnnotationPolicy] {
-		return &Mutation{Policy: applied, Skipped: SkipOwnConstraints}, nil
-	}
-	sel, err := spread.DefaultSelector(pod, src)
-	if err != nil {
-		return nil, lookupError{fmt.Errorf("building the default selector: %w", err)}
-	}
-	bare := *pod
-	bare.Spec.TopologySpreadConstraints = nil
-	fresh, err := spread.InjectConstraints(&bare, sel, applied.Constraints)
-	if err != nil {
-		return nil, fmt.Errorf("injecting the constraints of %s %s: %w", applied.Kind, applied.Name, err)
-	}
+// be the pod's. The constraints are replaced by fresh ones when they are
+// still the ones the named policy writes (equal but for the derived
+// labelSelector and the matchLabelKeys folded into it); constraints that
+// differ otherwise, or come from a policy that no longer applies, were
+// written by someone else and are left alone.
+func reinvoked(pod *v1.Pod, applied *policy.Applied, fresh []v1.TopologySpreadConstraint) *Mutation {
 	current := pod.Spec.TopologySpreadConstraints
 	switch {
+	case applied == nil || applied.Name != pod.Annotations[v1alpha1.AnnotationPolicy]:
+		return &Mutation{Policy: applied, Skipped: SkipOwnConstraints}
 	case len(fresh) == 0 || !sameButSelector(current, fresh):
-		return &Mutation{Policy: applied, Skipped: SkipOwnConstraints}, nil
+		return &Mutation{Policy: applied, Skipped: SkipOwnConstraints}
 	case equality.Semantic.DeepEqual(current, fresh):
-		return &Mutation{Policy: applied, Skipped: SkipUpToDate}, nil
+		return &Mutation{Policy: applied, Skipped: SkipUpToDate}
 	}
-	out := pod.DeepCopy()
-	out.Spec.TopologySpreadConstraints = fresh
-	return &Mutation{Pod: out, Policy: applied, Injected: fresh}, nil
+	return withDefaults(pod, applied, fresh)
 }
 
 // sameButSelector reports whether a and b differ at most in the parts a
