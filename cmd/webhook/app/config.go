@@ -133,62 +133,35 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 		"Serve /metrics over HTTPS to callers the API server authenticates and authorizes (GET on the non-resource URL /metrics); false serves plain HTTP to anyone.")
 	fs.StringVar(&c.HealthProbeBindAddress, "health-probe-bind-address", c.HealthProbeBindAddress,
 		`Address of the /healthz and /readyz endpoints; "0" turns them off.`)
-	fs.Var(actionFlag{&c.DefaultAction}, "default-action",
+	fs.Var(enumFlag[v1alpha1.ValidationAction]{&c.DefaultAction, "action"}, "default-action",
 		"What to do with a pod whose hard spread constraints cannot be met when its policy sets no action: Deny, Warn or Audit.")
 	fs.StringSliceVar(&c.ExcludedNamespaces, "excluded-namespaces", c.ExcludedNamespaces,
 		"Comma-separated namespaces whose pods are never mutated nor validated; kube-system is always added.")
 	fs.BoolVar(&c.RefuseUntilSynced, "refuse-until-synced", c.RefuseUntilSynced,
 		"Deny pods until the caches have synced, instead of allowing them with a warning.")
-	fs.Var(failurePolicyFlag{&c.FailurePolicy}, "failure-policy",
+	fs.Var(enumFlag[admissionregistrationv1.FailurePolicyType]{&c.FailurePolicy, "policy"}, "failure-policy",
 		"The failurePolicy of the pod webhook configurations (Ignore or Fail): an internal error admits the pod with a warning under Ignore and refuses it under Fail.")
-	fs.Var(messageDetailFlag{&c.MessageDetail}, "message-detail",
+	fs.Var(enumFlag[spread.MessageDetail]{&c.MessageDetail, "detail"}, "message-detail",
 		"What a denial may name: domains (counts and reasons per domain, no node names, labels or taints) or nodes.")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel,
 		"Log level: error, info, debug, or a verbosity number (4 and above log per-node detail).")
 }
 
-// actionFlag lets --default-action bind straight to a ValidationAction.
-type actionFlag struct{ p *v1alpha1.ValidationAction }
-
-func (a actionFlag) String() string {
-	if a.p == nil {
-		return ""
-	}
-	return string(*a.p)
-}
-func (a actionFlag) Set(s string) error { *a.p = v1alpha1.ValidationAction(s); return nil }
-func (a actionFlag) Type() string       { return "action" }
-
-// failurePolicyFlag lets --failure-policy bind straight to a
-// FailurePolicyType.
-type failurePolicyFlag struct {
-	p *admissionregistrationv1.FailurePolicyType
+// enumFlag lets a flag bind straight to a field of a string type (an
+// action, a failure policy, a message detail); Validate checks the value.
+type enumFlag[T ~string] struct {
+	p   *T
+	typ string
 }
 
-func (f failurePolicyFlag) String() string {
+func (f enumFlag[T]) String() string {
 	if f.p == nil {
 		return ""
 	}
 	return string(*f.p)
 }
-func (f failurePolicyFlag) Set(s string) error {
-	*f.p = admissionregistrationv1.FailurePolicyType(s)
-	return nil
-}
-func (f failurePolicyFlag) Type() string { return "policy" }
-
-// messageDetailFlag lets --message-detail bind straight to a
-// spread.MessageDetail.
-type messageDetailFlag struct{ p *spread.MessageDetail }
-
-func (f messageDetailFlag) String() string {
-	if f.p == nil {
-		return ""
-	}
-	return string(*f.p)
-}
-func (f messageDetailFlag) Set(s string) error { *f.p = spread.MessageDetail(s); return nil }
-func (f messageDetailFlag) Type() string       { return "detail" }
+func (f enumFlag[T]) Set(s string) error { *f.p = T(s); return nil }
+func (f enumFlag[T]) Type() string       { return f.typ }
 
 // ParseConfig builds the configuration from the command line: the defaults,
 // then the --config file when one is named, then the flags again so that
