@@ -192,15 +192,6 @@ func freeLocalPort(t *testing.T) int {
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
-// runCmd runs the shell command in env with args.
-func runCmd(ctx context.Context, env string, args ...string) error {
-	cmd := exec.CommandContext(ctx, "sh", "-c", os.Getenv(env)+" "+strings.Join(args, " "))
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("%s %v: %w\n%s", env, args, err, out)
-	}
-	return nil
-}
-
 func replicaKilledMidBurst(t *testing.T) {
 	webhookURL := os.Getenv(envWebhookURL)
 	if webhookURL == "" || os.Getenv(envExtraStartCmd) == "" || os.Getenv(envExtraKillCmd) == "" {
@@ -218,11 +209,11 @@ func replicaKilledMidBurst(t *testing.T) {
 		t.Fatal(err)
 	}
 	port, probe := freeLocalPort(t), freeLocalPort(t)
-	if err := runCmd(t.Context(), envExtraStartCmd, strconv.Itoa(port), strconv.Itoa(probe)); err != nil {
+	if err := runHook(t.Context(), t, envExtraStartCmd, strconv.Itoa(port), strconv.Itoa(probe)); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if err := runCmd(context.Background(), envExtraKillCmd, strconv.Itoa(port)); err != nil {
+		if err := runHook(context.Background(), t, envExtraKillCmd, strconv.Itoa(port)); err != nil {
 			t.Error(err)
 		}
 	})
@@ -243,7 +234,7 @@ func replicaKilledMidBurst(t *testing.T) {
 	go func() {
 		time.Sleep(duration / 3)
 		beforeKill = lb.conns[1].Load()
-		killed <- runCmd(context.Background(), envExtraKillCmd, strconv.Itoa(port))
+		killed <- runHook(context.Background(), t, envExtraKillCmd, strconv.Itoa(port))
 	}()
 	r := f.createStream(t.Context(), rate, duration, time.Second)
 	if err := <-killed; err != nil {
@@ -278,7 +269,7 @@ func apiServerRestarted(t *testing.T) {
 	}
 
 	start := time.Now()
-	if err := runCmd(t.Context(), envRestartAPIServerCmd); err != nil {
+	if err := runHook(t.Context(), t, envRestartAPIServerCmd); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("kube-apiserver restarted and ready in %s", time.Since(start).Round(time.Millisecond))

@@ -233,13 +233,14 @@ func warningClient(t *testing.T) (client.Client, *warningRecorder) {
 	return c, rec
 }
 
-// runHook runs one of the suite's shell hooks (envStopCmd, envStartCmd).
-func runHook(ctx context.Context, t testing.TB, env string) error {
-	cmd := exec.CommandContext(ctx, "sh", "-c", os.Getenv(env))
-	out, err := cmd.CombinedOutput()
-	t.Logf("%s: %s\n%s", env, os.Getenv(env), bytes.TrimSpace(out))
+// runHook runs one of the suite's shell hooks (envStopCmd, envStartCmd,
+// ...) with args appended.
+func runHook(ctx context.Context, t testing.TB, env string, args ...string) error {
+	line := strings.TrimSpace(os.Getenv(env) + " " + strings.Join(args, " "))
+	out, err := exec.CommandContext(ctx, "sh", "-c", line).CombinedOutput()
+	t.Logf("%s: %s\n%s", env, line, bytes.TrimSpace(out))
 	if err != nil {
-		return fmt.Errorf("%s %q: %w", env, os.Getenv(env), err)
+		return fmt.Errorf("%s %q: %w", env, line, err)
 	}
 	return nil
 }
