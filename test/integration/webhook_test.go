@@ -396,9 +396,11 @@ func TestServer(t *testing.T) {
 		// allowed pod and a refused policy.
 		ns := newNamespace(t, "metrics")
 		create(t, podObj(spreadtest.MakePod().Namespace(ns).Name("counted")))
-		bad := policytest.MakeSpreadPolicy().Namespace(ns).Name("empty").Obj() // no constraints
-		if err := suite.client.Create(t.Context(), bad); err == nil {
-			t.Fatal("a policy without constraints was stored")
+		// The schema cannot check label keys, so the webhook refuses it.
+		bad := policytest.MakeSpreadPolicy().Namespace(ns).Name("bad-label-key").PodLabel("bad key", "web").
+			Constraint(policytest.MakeConstraint().Zone().MaxSkew(1).DoNotSchedule().Obj()).Obj()
+		if err := suite.client.Create(t.Context(), bad); err == nil || !strings.Contains(err.Error(), "spreadpolicies.validate.spreadguard.io") {
+			t.Fatalf("create of a policy with the label key %q = %v, want the webhook's refusal", "bad key", err)
 		}
 
 		resp, err := http.Get(suite.metricsURL)

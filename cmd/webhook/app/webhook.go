@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
@@ -135,7 +136,10 @@ func Run(ctx context.Context, cfg *Config, opts ...Option) error {
 		return fmt.Errorf("loading the serving certificate from --cert-dir %s: %w", cfg.CertDir, err)
 	}
 
-	webhookTLS := []func(*tls.Config){secureTLS, func(c *tls.Config) { c.GetCertificate = certs.GetCertificate }}
+	// The admission endpoints and the secure metrics present the same
+	// certificate, reloaded from disk.
+	servingTLS := []func(*tls.Config){secureTLS, func(c *tls.Config) { c.GetCertificate = certs.GetCertificate }}
+	webhookTLS := slices.Clone(servingTLS)
 	if cfg.ClientCAFile != "" {
 		pool, err := loadClientCAs(cfg.ClientCAFile)
 		if err != nil {
@@ -154,7 +158,7 @@ func Run(ctx context.Context, cfg *Config, opts ...Option) error {
 		Scheme:                 scheme,
 		Logger:                 log,
 		Cache:                  cacheOpts,
-		Metrics:                metricsOptions(cfg, certs),
+		Metrics:                metricsOptions(cfg, servingTLS),
 		HealthProbeBindAddress: cfg.HealthProbeBindAddress,
 		WebhookServer: webhook.NewServer(webhook.Options{
 			Host:    cmp.Or(o.host, cfg.Host),
@@ -277,12 +281,12 @@ func loadClientCAs(path string) (*x509.CertPool, error) {
 // controller-runtime's authentication and authorization filter (as
 // kubebuilder's scaffold does), so that the counts of denials per namespace
 // are not for anyone who can reach the pod.
-func metricsOptions(cfg *Config, certs *certwatcher.CertWatcher) metricsserver.Options {
+func metricsOptions(cfg *Config, servingTLS []func(*tls.Config)) metricsserver.Options {
 	o := metricsserver.Options{BindAddress: cfg.MetricsBindAddress}
 	if cfg.MetricsSecure {
 		o.SecureServing = true
 		o.FilterProvider = filters.WithAuthenticationAndAuthorization
-		o.TLSOpts = []func(*tls.Config){secureTLS, func(c *tls.Config) { c.GetCertificate = certs.GetCertificate }}
+		o.TLSOpts = servingTLS
 	}
 	return o
 }
