@@ -8,7 +8,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/spreadguard/spreadguard/pkg/engine"
-	"github.com/spreadguard/spreadguard/pkg/snapshot"
+	"github.com/spreadguard/spreadguard/pkg/lookup"
 	"github.com/spreadguard/spreadguard/pkg/spread"
 )
 
@@ -55,23 +55,23 @@ func (o *checkOptions) run() (*engine.Review, error) {
 	if err != nil {
 		return nil, err
 	}
-	cluster, err := snapshot.Load(o.cluster)
+	cluster, err := lookup.Load(o.cluster)
 	if err != nil {
 		return nil, err
 	}
-	pod, err := snapshot.LoadPod(o.pod)
+	pod, err := lookup.LoadPod(o.pod)
 	if err != nil {
 		return nil, err
 	}
 	return review(pod, cluster, cfg)
 }
 
-// review runs the engine as the webhook does: counts come from an Index,
-// the structure the webhook's informer handlers keep up to date, built here
-// from the snapshot in one go.
-func review(pod *v1.Pod, cluster *snapshot.Cluster, cfg engine.Config) (*engine.Review, error) {
-	index := spread.IndexFromSnapshot(cluster.Snapshot())
-	rev, err := engine.ReviewPod(pod, cluster, index, cfg)
+// review runs the engine as the webhook does: lookups through the
+// webhook's Sources, counts from an Index, the structure the webhook's
+// informer handlers keep up to date, built here from the store in one go.
+func review(pod *v1.Pod, store *lookup.Store, cfg engine.Config) (*engine.Review, error) {
+	index := spread.IndexFromSnapshot(store.Snapshot())
+	rev, err := engine.ReviewPod(pod, lookup.NewSources(store), index, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("reviewing pod %s/%s: %w", pod.Namespace, podName(pod), err)
 	}

@@ -15,7 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
-	"github.com/spreadguard/spreadguard/pkg/snapshot"
+	"github.com/spreadguard/spreadguard/pkg/lookup"
 )
 
 const (
@@ -71,7 +71,7 @@ func decodeReport(t *testing.T, out string) report {
 
 func loadPod(t *testing.T, path string) *v1.Pod {
 	t.Helper()
-	pod, err := snapshot.LoadPod(path)
+	pod, err := lookup.LoadPod(path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -42,8 +42,8 @@ func TestConnect(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if c.namespace != tt.wantNamespace || c.core == nil || c.dynamic == nil {
-				t.Errorf("connect() = namespace %q, clients %v/%v; want %q and both clients", c.namespace, c.core, c.dynamic, tt.wantNamespace)
+			if c.namespace != tt.wantNamespace || c.reader == nil {
+				t.Errorf("connect() = namespace %q, reader %v; want %q and a reader", c.namespace, c.reader, tt.wantNamespace)
 			}
 		})
 	}

@@ -12,21 +12,21 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
+	"github.com/spreadguard/spreadguard/pkg/cache"
 	"github.com/spreadguard/spreadguard/pkg/engine"
-	"github.com/spreadguard/spreadguard/pkg/snapshot"
+	"github.com/spreadguard/spreadguard/pkg/lookup"
 )
 
-// Clients are what explain reads a live cluster with. Tests give fakes.
+// clients are what explain reads a live cluster with. Tests give fakes.
 type clients struct {
-	core    kubernetes.Interface
-	dynamic dynamic.Interface
+	reader client.Reader
 	// namespace is the kubeconfig context's namespace, for when -n is not
 	// given.
 	namespace string
@@ -34,11 +34,6 @@ type clients struct {
 
 // connectFunc builds the clients from the kubeconfig flags.
 type connectFunc func(kubeconfig, context string) (*clients, error)
-
-var (
-	spreadPoliciesResource        = v1alpha1.GroupVersion.WithResource("spreadpolicies")
-	clusterSpreadPoliciesResource = v1alpha1.GroupVersion.WithResource("clusterspreadpolicies")
-)
 
 const (
 	// revisionAnnotation is the deployment controller's revision number on
@@ -63,9 +58,7 @@ workload would create next (from a Deployment's newest ReplicaSet, or from a
 StatefulSet's template at its next ordinal; a pod is taken as it is, unbound),
 and reviews it as the webhook would: the same output as check.
 
-It reads nodes, and in the namespace pods, services, replicationcontrollers,
-replicasets, statefulsets, spreadpolicies, plus the namespace and the
-clusterspreadpolicies.
+It lists what the webhook's informers hold: ` + readsText() + `.
 
 Exit codes: 0 allowed, 1 denied, 2 bad input or an unreachable cluster.`,
 		Example: `  kubectl spread explain deployment/web -n shop
@@ -114,15 +107,29 @@ func connect(kubeconfig, context string) (*clients, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the kubeconfig's namespace: %w", err)
 	}
-	core, err := kubernetes.NewForConfig(rest)
+	scheme, err := cache.NewScheme()
+	if err != nil {
+		return nil, err
+	}
+	// Deployments are read too; their group is in the scheme already.
+	r, err := client.New(rest, client.Options{Scheme: scheme})
 	if err != nil {
 		return nil, fmt.Errorf("creating the client: %w", err)
 	}
-	dyn, err := dynamic.NewForConfig(rest)
-	if err != nil {
-		return nil, fmt.Errorf("creating the client: %w", err)
+	return &clients{reader: r, namespace: ns}, nil
+}
+
+// readsText names what list reads, from the table of kinds.
+func readsText() string {
+	var cluster, namespaced []string
+	for _, k := range cache.Kinds {
+		if k.Namespaced {
+			namespaced = append(namespaced, k.Resource)
+		} else {
+			cluster = append(cluster, k.Resource)
+		}
 	}
-	return &clients{core: core, dynamic: dyn, namespace: ns}, nil
+	return strings.Join(cluster, ", ") + ", and in the namespace " + strings.Join(namespaced, ", ")
 }
 
 // parseTarget reads TYPE/NAME, accepting kubectl's names for the types.
@@ -143,9 +150,10 @@ func parseTarget(arg string) (kind, name string, err error) {
 }
 
 // explain lists what the engine reads, synthesises the next pod, and
-// reviews it against a snapshot built from the listed objects.
+// reviews it against a Store of the listed objects, as check reviews a
+// pod against a file.
 func explain(ctx context.Context, c *clients, kind, namespace, name string, cfg engine.Config) (*engine.Review, error) {
-	objs, err := list(ctx, c, namespace)
+	objs, err := list(ctx, c.reader, namespace)
 	if err != nil {
 		return nil, err
 	}
@@ -153,161 +161,81 @@ func explain(ctx context.Context, c *clients, kind, namespace, name string, cfg 
 	var pod *v1.Pod
 	switch kind {
 	case "Deployment":
-		d, err := c.core.AppsV1().Deployments(namespace).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
+		var d appsv1.Deployment
+		if err := c.reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &d); err != nil {
 			return nil, fmt.Errorf("getting deployment %s/%s: %w", namespace, name, err)
 		}
-		pod, err = nextDeploymentPod(d, objs.replicaSets)
+		pod, err = nextDeploymentPod(&d, ofType[*appsv1.ReplicaSet](objs))
 		if err != nil {
 			return nil, err
 		}
 	case "StatefulSet":
-		s := find(objs.statefulSets, name)
+		s := find(ofType[*appsv1.StatefulSet](objs), name)
 		if s == nil {
 			return nil, fmt.Errorf("statefulset %s/%s not found", namespace, name)
 		}
-		pod = nextStatefulSetPod(s, objs.pods)
+		pod = nextStatefulSetPod(s, ofType[*v1.Pod](objs))
 	case "Pod":
-		p := find(objs.pods, name)
+		p := find(ofType[*v1.Pod](objs), name)
 		if p == nil {
 			return nil, fmt.Errorf("pod %s/%s not found", namespace, name)
 		}
 		pod = unbound(p)
 		// The pod is reviewed as if it were being created now: it must not
 		// count itself where it runs.
-		objs.pods = slices.DeleteFunc(objs.pods, func(o *v1.Pod) bool { return o == p })
+		objs = slices.DeleteFunc(objs, func(o runtime.Object) bool { return o == runtime.Object(p) })
 	default:
 		return nil, fmt.Errorf("cannot explain kind %q", kind)
 	}
 
-	cluster, err := snapshot.New(objs.all()...)
+	store, err := lookup.NewStore(objs...)
 	if err != nil {
-		return nil, fmt.Errorf("building the snapshot of the cluster: %w", err)
+		return nil, fmt.Errorf("building the store of the cluster: %w", err)
 	}
-	return review(pod, cluster, cfg)
-}
-
-// listed is what explain read from the cluster.
-type listed struct {
-	nodes                  []*v1.Node
-	pods                   []*v1.Pod
-	services               []*v1.Service
-	replicationControllers []*v1.ReplicationController
-	replicaSets            []*appsv1.ReplicaSet
-	statefulSets           []*appsv1.StatefulSet
-	namespace              *v1.Namespace
-	spreadPolicies         []*v1alpha1.SpreadPolicy
-	clusterSpreadPolicies  []*v1alpha1.ClusterSpreadPolicy
-}
-
-func (l *listed) all() []runtime.Object {
-	var out []runtime.Object
-	out = appendAll(out, l.nodes)
-	out = appendAll(out, l.pods)
-	out = appendAll(out, l.services)
-	out = appendAll(out, l.replicationControllers)
-	out = appendAll(out, l.replicaSets)
-	out = appendAll(out, l.statefulSets)
-	if l.namespace != nil {
-		out = append(out, l.namespace)
-	}
-	out = appendAll(out, l.spreadPolicies)
-	return appendAll(out, l.clusterSpreadPolicies)
-}
-
-func appendAll[T runtime.Object](out []runtime.Object, objs []T) []runtime.Object {
-	for _, o := range objs {
-		out = append(out, o)
-	}
-	return out
+	return review(pod, store, cfg)
 }
 
 // list reads exactly what the webhook's informers hold that can matter for
-// a pod of namespace: every node, and the namespace's own objects (spread
-// counts only pods of the pod's namespace).
-func list(ctx context.Context, c *clients, namespace string) (*listed, error) {
-	l := &listed{}
-	core, apps := c.core.CoreV1(), c.core.AppsV1()
-	all := metav1.ListOptions{}
-
-	nodes, err := core.Nodes().List(ctx, all)
-	if err != nil {
-		return nil, fmt.Errorf("listing nodes: %w", err)
-	}
-	l.nodes = pointers(nodes.Items)
-	pods, err := core.Pods(namespace).List(ctx, all)
-	if err != nil {
-		return nil, fmt.Errorf("listing the pods of namespace %s: %w", namespace, err)
-	}
-	l.pods = pointers(pods.Items)
-	svcs, err := core.Services(namespace).List(ctx, all)
-	if err != nil {
-		return nil, fmt.Errorf("listing the services of namespace %s: %w", namespace, err)
-	}
-	l.services = pointers(svcs.Items)
-	rcs, err := core.ReplicationControllers(namespace).List(ctx, all)
-	if err != nil {
-		return nil, fmt.Errorf("listing the replicationcontrollers of namespace %s: %w", namespace, err)
-	}
-	l.replicationControllers = pointers(rcs.Items)
-	rss, err := apps.ReplicaSets(namespace).List(ctx, all)
-	if err != nil {
-		return nil, fmt.Errorf("listing the replicasets of namespace %s: %w", namespace, err)
-	}
-	l.replicaSets = pointers(rss.Items)
-	sss, err := apps.StatefulSets(namespace).List(ctx, all)
-	if err != nil {
-		return nil, fmt.Errorf("listing the statefulsets of namespace %s: %w", namespace, err)
-	}
-	l.statefulSets = pointers(sss.Items)
-
-	ns, err := core.Namespaces().Get(ctx, namespace, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		return nil, fmt.Errorf("namespace %s not found", namespace)
-	case err != nil:
-		return nil, fmt.Errorf("getting namespace %s: %w", namespace, err)
-	}
-	l.namespace = ns
-
-	if l.spreadPolicies, err = listPolicies[v1alpha1.SpreadPolicy](ctx, c.dynamic.Resource(spreadPoliciesResource).Namespace(namespace)); err != nil {
-		return nil, fmt.Errorf("listing the spreadpolicies of namespace %s: %w", namespace, err)
-	}
-	if l.clusterSpreadPolicies, err = listPolicies[v1alpha1.ClusterSpreadPolicy](ctx, c.dynamic.Resource(clusterSpreadPoliciesResource)); err != nil {
-		return nil, fmt.Errorf("listing the clusterspreadpolicies: %w", err)
-	}
-	return l, nil
-}
-
-// listPolicies lists spreadguard's resources through the dynamic client,
-// since they have no generated clientset. A cluster without the CRDs has
-// no policies, which is an answer, not an error.
-func listPolicies[T any, PT interface {
-	*T
-	runtime.Object
-}](ctx context.Context, r dynamic.ResourceInterface) ([]PT, error) {
-	list, err := r.List(ctx, metav1.ListOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	out := make([]PT, 0, len(list.Items))
-	for _, u := range list.Items {
-		obj := PT(new(T))
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, obj); err != nil {
-			return nil, fmt.Errorf("converting %s %s: %w", u.GetKind(), u.GetName(), err)
+// a pod of namespace: every object of the kinds it reads, limited to the
+// namespace for the namespaced ones (spread counts only the pods of the
+// pod's own namespace). A cluster without spreadguard's CRDs has no
+// policies, which is an answer, not an error.
+func list(ctx context.Context, r client.Reader, namespace string) ([]runtime.Object, error) {
+	var objs []runtime.Object
+	for _, k := range cache.Kinds {
+		l := k.NewList()
+		var opts []client.ListOption
+		where := ""
+		if k.Namespaced {
+			opts = append(opts, client.InNamespace(namespace))
+			where = " of namespace " + namespace
 		}
-		out = append(out, obj)
+		err := r.List(ctx, l, opts...)
+		if k.GVK.Group == v1alpha1.GroupName && (meta.IsNoMatchError(err) || apierrors.IsNotFound(err)) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("listing the %s%s: %w", k.Resource, where, err)
+		}
+		items, err := meta.ExtractList(l)
+		if err != nil {
+			return nil, fmt.Errorf("listing the %s%s: %w", k.Resource, where, err)
+		}
+		objs = append(objs, items...)
 	}
-	return out, nil
+	if !slices.ContainsFunc(ofType[*v1.Namespace](objs), func(ns *v1.Namespace) bool { return ns.Name == namespace }) {
+		return nil, fmt.Errorf("namespace %s not found", namespace)
+	}
+	return objs, nil
 }
 
-func pointers[T any](items []T) []*T {
-	out := make([]*T, len(items))
-	for i := range items {
-		out[i] = &items[i]
+// ofType returns the objects of objs of type T.
+func ofType[T runtime.Object](objs []runtime.Object) []T {
+	var out []T
+	for _, o := range objs {
+		if t, ok := o.(T); ok {
+			out = append(out, t)
+		}
 	}
 	return out
 }

@@ -11,39 +11,24 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	dynamicfake "k8s.io/client-go/dynamic/fake"
-	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
-	"github.com/spreadguard/spreadguard/pkg/snapshot"
+	"github.com/spreadguard/spreadguard/pkg/cache"
+	"github.com/spreadguard/spreadguard/pkg/lookup"
 )
 
-// fakeCluster serves objs through fake clients, as a live cluster would:
-// spreadguard's policies through the dynamic client, the rest through the
-// clientset.
+// fakeCluster serves objs through a fake client, as a live cluster
+// would.
 func fakeCluster(t *testing.T, objs ...runtime.Object) connectFunc {
 	t.Helper()
-	var core, policies []runtime.Object
-	for _, o := range objs {
-		switch o.(type) {
-		case *v1alpha1.SpreadPolicy, *v1alpha1.ClusterSpreadPolicy:
-			policies = append(policies, o)
-		default:
-			core = append(core, o)
-		}
-	}
-	scheme := runtime.NewScheme()
-	if err := v1alpha1.AddToScheme(scheme); err != nil {
+	scheme, err := cache.NewScheme()
+	if err != nil {
 		t.Fatal(err)
 	}
-	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(scheme, map[schema.GroupVersionResource]string{
-		spreadPoliciesResource:        "SpreadPolicyList",
-		clusterSpreadPoliciesResource: "ClusterSpreadPolicyList",
-	}, policies...)
-	c := &clients{core: fake.NewClientset(core...), dynamic: dyn}
+	c := &clients{reader: fake.NewClientBuilder().WithScheme(scheme).WithRuntimeObjects(objs...).Build()}
 	return func(kubeconfig, context string) (*clients, error) { return c, nil }
 }
 
@@ -55,7 +40,7 @@ const deploymentUID = types.UID("d0000000-0000-4000-8000-000000000001")
 // and db-1 in zone-b.
 func exampleWithOwners(t *testing.T) []runtime.Object {
 	t.Helper()
-	c, err := snapshot.Load(exampleCluster)
+	c, err := lookup.Load(exampleCluster)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,11 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/spreadguard/spreadguard/pkg/spread"
 )
+
+var _ spread.ServiceCandidates = (*ServiceIndex)(nil)
 
 // ServiceIndex finds the Services that may select a pod without visiting
 // the other Services of its namespace, so that a pod's default selector
@@ -114,6 +118,12 @@ func (x *ServiceIndex) remove(namespace, name string) {
 	if len(ns.filed) == 0 {
 		delete(x.namespaces, namespace)
 	}
+}
+
+// ServicesSelecting is Selecting as spread.ServiceCandidates asks it; it
+// never fails.
+func (x *ServiceIndex) ServicesSelecting(namespace string, podLabels map[string]string) ([]*v1.Service, error) {
+	return x.Selecting(namespace, podLabels), nil
 }
 
 // Selecting returns the Services of namespace that may select a pod

@@ -5,45 +5,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	toolscache "k8s.io/client-go/tools/cache"
-	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
 )
-
-// Options returns the cache options of the webhook: one informer per type it
-// reads, each keeping only the fields the algorithm reads. At 150,000 pods
-// the pod cache is most of the server's memory; a stripped pod is a few
-// hundred bytes instead of several kilobytes.
-func Options() crcache.Options {
-	return crcache.Options{
-		// Every informer is started up front and waited for; a read of a
-		// type nobody planned for would start an informer lazily (and need
-		// RBAC nobody granted).
-		ReaderFailOnMissingInformer: true,
-		DefaultTransform:            crcache.TransformStripManagedFields(),
-		ByObject: map[client.Object]crcache.ByObject{
-			&v1.Pod{}:                   {Transform: StripPod},
-			&v1.Node{}:                  {Transform: StripNode},
-			&v1.Service{}:               {Transform: StripService},
-			&v1.ReplicationController{}: {Transform: StripReplicationController},
-			&appsv1.ReplicaSet{}:        {Transform: StripReplicaSet},
-			&appsv1.StatefulSet{}:       {Transform: StripStatefulSet},
-			&v1.Namespace{}:             {Transform: StripNamespace},
-		},
-	}
-}
-
-// Watched lists one object of every type the webhook caches, in the order
-// their informers are started. Policies are cached whole, without
-// managedFields.
-func Watched() []client.Object {
-	return []client.Object{
-		&v1.Pod{}, &v1.Node{}, &v1.Service{}, &v1.ReplicationController{},
-		&appsv1.ReplicaSet{}, &appsv1.StatefulSet{}, &v1.Namespace{},
-		&v1alpha1.SpreadPolicy{}, &v1alpha1.ClusterSpreadPolicy{},
-	}
-}
 
 // meta keeps the identity of an object; resourceVersion stays so that
 // informer updates can still be told apart.

@@ -11,7 +11,7 @@ import (
 
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
 	"github.com/spreadguard/spreadguard/pkg/engine"
-	"github.com/spreadguard/spreadguard/pkg/snapshot"
+	"github.com/spreadguard/spreadguard/pkg/lookup"
 	"github.com/spreadguard/spreadguard/pkg/spread"
 	"github.com/spreadguard/spreadguard/pkg/spread/spreadtest"
 )
@@ -94,13 +94,23 @@ const boundPods = `
 {apiVersion: v1, kind: Pod, metadata: {name: web-4, namespace: shop, labels: {app: web, pod-template-hash: abc}}, spec: {nodeName: b2, containers: [{name: c, image: i}]}}
 `
 
-func load(t *testing.T) *snapshot.Cluster {
+// loaded is the test cluster as the engine reads it: through the
+// webhook's Sources, over a Store decoded from the file.
+type loaded struct {
+	*lookup.Sources
+	store *lookup.Store
+}
+
+// Snapshot is the store's nodes and pods.
+func (l loaded) Snapshot() spread.Snapshot { return l.store.Snapshot() }
+
+func load(t *testing.T) loaded {
 	t.Helper()
-	c, err := snapshot.Decode("cluster.yaml", strings.NewReader(cluster+nodes+boundPods))
+	store, err := lookup.Decode("cluster.yaml", strings.NewReader(cluster+nodes+boundPods))
 	if err != nil {
 		t.Fatalf("decoding the test cluster: %v", err)
 	}
-	return c
+	return loaded{Sources: lookup.NewSources(store), store: store}
 }
 
 func webPod() *spreadtest.PodWrapper {

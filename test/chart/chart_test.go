@@ -29,6 +29,7 @@ import (
 
 	"github.com/spreadguard/spreadguard/cmd/webhook/app"
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
+	"github.com/spreadguard/spreadguard/pkg/cache"
 )
 
 func TestRenderedObjects(t *testing.T) {
@@ -507,14 +508,12 @@ func checkCertManagerChain(t *testing.T, r release) {
 	}
 }
 
+// TestRBACReadsExactlyWhatTheServerReadsAndWritesOnlyEvents holds the
+// ClusterRole to the server's table of kinds: get, list and watch on each
+// kind it reads and nothing more, plus the Events it records.
 func TestRBACReadsExactlyWhatTheServerReadsAndWritesOnlyEvents(t *testing.T) {
-	read := []string{"get", "list", "watch"}
-	want := []rbacv1.PolicyRule{
-		{APIGroups: []string{""}, Resources: []string{"pods", "nodes", "services", "namespaces", "replicationcontrollers"}, Verbs: read},
-		{APIGroups: []string{"apps"}, Resources: []string{"replicasets", "statefulsets"}, Verbs: read},
-		{APIGroups: []string{"spreadguard.io"}, Resources: []string{"spreadpolicies", "clusterspreadpolicies"}, Verbs: read},
-		{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
-	}
+	want := append(cache.ReadRules(),
+		rbacv1.PolicyRule{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}})
 	for _, f := range ciFiles {
 		t.Run(f.name, func(t *testing.T) {
 			r := render(t, ciValues(t, f.file))

@@ -21,12 +21,14 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
+	"github.com/spreadguard/spreadguard/pkg/cache"
 	"github.com/spreadguard/spreadguard/pkg/spread/spreadtest"
 )
 
@@ -309,37 +311,32 @@ func apiServerRestarted(t *testing.T) {
 	}
 }
 
-// dumpCluster writes the nodes, the test namespace and its pods as a v1
-// List, the file kubectl-spread check reads, and returns its path.
+// dumpCluster writes every object of the kinds the webhook reads (the
+// namespaced ones of the test namespace) as a v1 List, the file
+// kubectl-spread check reads, and returns its path.
 func (f *framework) dumpCluster() string {
 	t := f.t
 	t.Helper()
-	var nodes v1.NodeList
-	var pods v1.PodList
-	var ns v1.Namespace
-	if err := k8s.List(t.Context(), &nodes); err != nil {
-		t.Fatal(err)
-	}
-	if err := k8s.List(t.Context(), &pods, client.InNamespace(f.ns)); err != nil {
-		t.Fatal(err)
-	}
-	if err := k8s.Get(t.Context(), client.ObjectKey{Name: f.ns}, &ns); err != nil {
-		t.Fatal(err)
-	}
 	list := v1.List{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "List"}}
-	add := func(obj runtime.Object, kind string) {
-		obj.GetObjectKind().SetGroupVersionKind(v1.SchemeGroupVersion.WithKind(kind))
-		list.Items = append(list.Items, runtime.RawExtension{Object: obj})
-	}
-	ns.ManagedFields = nil
-	add(&ns, "Namespace")
-	for i := range nodes.Items {
-		nodes.Items[i].ManagedFields = nil
-		add(&nodes.Items[i], "Node")
-	}
-	for i := range pods.Items {
-		pods.Items[i].ManagedFields = nil
-		add(&pods.Items[i], "Pod")
+	for _, k := range cache.Kinds {
+		objs := k.NewList()
+		var opts []client.ListOption
+		if k.Namespaced {
+			opts = append(opts, client.InNamespace(f.ns))
+		}
+		if err := k8s.List(t.Context(), objs, opts...); err != nil {
+			t.Fatalf("listing the %s: %v", k.Resource, err)
+		}
+		items, err := meta.ExtractList(objs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, obj := range items {
+			o := obj.(client.Object)
+			o.SetManagedFields(nil)
+			o.GetObjectKind().SetGroupVersionKind(k.GVK)
+			list.Items = append(list.Items, runtime.RawExtension{Object: o})
+		}
 	}
 	path := filepath.Join(t.TempDir(), "cluster.yaml")
 	writeYAML(t, path, &list)

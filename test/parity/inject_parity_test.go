@@ -12,8 +12,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
+	"github.com/spreadguard/spreadguard/pkg/lookup"
 	"github.com/spreadguard/spreadguard/pkg/spread"
-	"github.com/spreadguard/spreadguard/pkg/spread/spreadtest"
 )
 
 // injectDefaults are cluster-wide default constraints as a SpreadPolicy
@@ -131,7 +131,10 @@ func (g *gen) injectCase() (*clusterCase, *selectorCase) {
 // every difference from the scheduler, filtering the stored mutated pod
 // (explicit) and, when not nil, defaulting the pod itself (listDefaulting).
 func compareInjected(ctx context.Context, explicit, listDefaulting *scheduler, c *clusterCase, sc *selectorCase, defaults []v1.TopologySpreadConstraint, events *gen) (bool, []string, error) {
-	src := spreadtest.Sources(sc.objects()...)
+	src, err := sc.sources()
+	if err != nil {
+		return false, nil, fmt.Errorf("storing the Services and owners: %w", err)
+	}
 	sel, err := spread.DefaultSelector(c.Pod, src)
 	if err != nil {
 		return false, []string{fmt.Sprintf("DefaultSelector returned error %v", err)}, nil
@@ -180,8 +183,19 @@ func compareInjected(ctx context.Context, explicit, listDefaulting *scheduler, c
 	return len(constraints) > 0, diffs, nil
 }
 
-func (sc *selectorCase) objects() []any {
-	var objs []any
+// sources answers DefaultSelector's lookups for sc through the webhook's
+// own lookup code (lookup.Sources over a Store), as kubectl-spread check
+// does.
+func (sc *selectorCase) sources() (*lookup.Sources, error) {
+	store, err := lookup.NewStore(sc.objects()...)
+	if err != nil {
+		return nil, err
+	}
+	return lookup.NewSources(store), nil
+}
+
+func (sc *selectorCase) objects() []runtime.Object {
+	var objs []runtime.Object
 	for _, o := range sc.Services {
 		objs = append(objs, o)
 	}

@@ -19,7 +19,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/spreadguard/spreadguard/pkg/spread"
-	"github.com/spreadguard/spreadguard/pkg/spread/spreadtest"
 )
 
 // selectorCase is one pod and the objects of its cluster that
@@ -101,7 +100,11 @@ func realDefaultSelector(t *testing.T, c *selectorCase) labels.Selector {
 
 func compareSelector(c *selectorCase, upstream labels.Selector, universe []labels.Set) []string {
 	pod := c.Pod.DeepCopy()
-	got, err := spread.DefaultSelector(pod, spreadtest.Sources(c.objects()...))
+	src, err := c.sources()
+	if err != nil {
+		return []string{fmt.Sprintf("storing the Services and owners: %v", err)}
+	}
+	got, err := spread.DefaultSelector(pod, src)
 	if err != nil {
 		return []string{fmt.Sprintf("DefaultSelector returned error %v, want a selector", err)}
 	}

@@ -37,6 +37,7 @@ import (
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
 	"github.com/spreadguard/spreadguard/pkg/cache"
 	"github.com/spreadguard/spreadguard/pkg/engine"
+	"github.com/spreadguard/spreadguard/pkg/lookup"
 	"github.com/spreadguard/spreadguard/pkg/spread"
 )
 
@@ -201,7 +202,7 @@ func Run(ctx context.Context, cfg *Config, opts ...Option) error {
 		}
 	}
 
-	sources := cache.NewSources(mgr.GetCache(), mgr.GetAPIReader(), tracker.Synced).WithServiceIndex(services)
+	sources := lookup.NewSources(mgr.GetCache()).WithFallback(mgr.GetAPIReader(), tracker.Synced).WithServiceIndex(services)
 	sourcesFor := func(ctx context.Context) engine.Sources { return sources.WithContext(ctx) }
 	if wrap := o.wrapSources; wrap != nil {
 		sourcesFor = func(ctx context.Context) engine.Sources { return wrap(sources.WithContext(ctx)) }

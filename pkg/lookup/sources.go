@@ -1,4 +1,4 @@
-package cache
+package lookup
 
 import (
 	"context"
@@ -11,27 +11,41 @@ import (
 
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
 	"github.com/spreadguard/spreadguard/pkg/engine"
+	"github.com/spreadguard/spreadguard/pkg/spread"
 )
 
 var _ engine.Sources = (*Sources)(nil)
 
-// Sources answers the engine's lookups from the informer cache, and from the
-// API server when the cache cannot: for a Get that misses (the object may be
-// younger than the cache), and for everything until the cache has synced.
-// The live reader is the one that bypasses every cache
-// (manager.GetAPIReader()).
+// Sources is the one implementation of engine.Sources: it answers the
+// engine's lookups (owners, Services, namespaces, policies) from a
+// client.Reader. The webhook puts its informer cache behind it, with the
+// API server as the fallback; kubectl-spread puts a Store behind it, filled
+// from a file or from a live cluster's listing. So a decision made offline
+// reads the cluster through the webhook's own code.
+//
+// With a fallback, a Get that misses is read again from the fallback (the
+// object may be younger than the cache), and every read goes to the
+// fallback until synced reports true. The webhook's fallback is the reader
+// that bypasses every cache (manager.GetAPIReader()).
 type Sources struct {
 	ctx      context.Context
-	cached   client.Reader
+	reader   client.Reader
 	live     client.Reader
 	synced   func() bool
-	services *ServiceIndex
+	services spread.ServiceCandidates
 }
 
-// NewSources returns lookups over cached, falling back to live. synced
-// reports whether cached is complete; nil means it always is.
-func NewSources(cached, live client.Reader, synced func() bool) *Sources {
-	return &Sources{ctx: context.Background(), cached: cached, live: live, synced: synced}
+// NewSources returns lookups over r.
+func NewSources(r client.Reader) *Sources {
+	return &Sources{ctx: context.Background(), reader: r}
+}
+
+// WithFallback returns a copy that reads from live what the reader does
+// not have, and everything until synced reports true (nil: at once).
+func (s *Sources) WithFallback(live client.Reader, synced func() bool) *Sources {
+	c := *s
+	c.live, c.synced = live, synced
+	return &c
 }
 
 // WithContext returns a copy whose reads are bound to ctx (the admission
@@ -43,8 +57,8 @@ func (s *Sources) WithContext(ctx context.Context) *Sources {
 }
 
 // WithServiceIndex returns a copy that answers ServicesSelecting from x
-// once synced reports true; x must be fed by the same informers as cached.
-func (s *Sources) WithServiceIndex(x *ServiceIndex) *Sources {
+// once synced; x must be fed by the same informers as the reader.
+func (s *Sources) WithServiceIndex(x spread.ServiceCandidates) *Sources {
 	c := *s
 	c.services = x
 	return &c
@@ -52,20 +66,21 @@ func (s *Sources) WithServiceIndex(x *ServiceIndex) *Sources {
 
 func (s *Sources) isSynced() bool { return s.synced == nil || s.synced() }
 
-func (s *Sources) reader() client.Reader {
-	if !s.isSynced() {
+// current is the reader to ask first.
+func (s *Sources) current() client.Reader {
+	if s.live != nil && !s.isSynced() {
 		return s.live
 	}
-	return s.cached
+	return s.reader
 }
 
 // get reads namespace/name into obj: the cache first, then the API server
 // on a miss. It reports false when neither has the object.
 func (s *Sources) get(namespace, name string, obj client.Object) (bool, error) {
 	key := client.ObjectKey{Namespace: namespace, Name: name}
-	r := s.reader()
+	r := s.current()
 	err := r.Get(s.ctx, key, obj)
-	if apierrors.IsNotFound(err) && r != s.live {
+	if apierrors.IsNotFound(err) && s.live != nil && r != s.live {
 		err = s.live.Get(s.ctx, key, obj)
 	}
 	if apierrors.IsNotFound(err) {
@@ -78,7 +93,7 @@ func (s *Sources) get(namespace, name string, obj client.Object) (bool, error) {
 }
 
 func (s *Sources) list(list client.ObjectList, opts ...client.ListOption) error {
-	if err := s.reader().List(s.ctx, list, opts...); err != nil {
+	if err := s.current().List(s.ctx, list, opts...); err != nil {
 		return fmt.Errorf("listing %T: %w", list, err)
 	}
 	return nil
@@ -113,7 +128,7 @@ func (s *Sources) Services(namespace string) ([]*v1.Service, error) {
 // namespace's Services before that.
 func (s *Sources) ServicesSelecting(namespace string, podLabels map[string]string) ([]*v1.Service, error) {
 	if s.services != nil && s.isSynced() {
-		return s.services.Selecting(namespace, podLabels), nil
+		return s.services.ServicesSelecting(namespace, podLabels)
 	}
 	return s.Services(namespace)
 }

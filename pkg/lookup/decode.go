@@ -1,4 +1,4 @@
-package snapshot
+package lookup
 
 import (
 	"bufio"
@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 
-	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -20,44 +19,20 @@ import (
 	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
-	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
+	"github.com/spreadguard/spreadguard/pkg/cache"
 )
-
-// kinds are the kinds a snapshot may hold, in the order errors list them.
-var kinds = []schema.GroupVersionKind{
-	v1.SchemeGroupVersion.WithKind("Node"),
-	v1.SchemeGroupVersion.WithKind("Pod"),
-	v1.SchemeGroupVersion.WithKind("Service"),
-	v1.SchemeGroupVersion.WithKind("ReplicationController"),
-	appsv1.SchemeGroupVersion.WithKind("ReplicaSet"),
-	appsv1.SchemeGroupVersion.WithKind("StatefulSet"),
-	v1.SchemeGroupVersion.WithKind("Namespace"),
-	v1alpha1.GroupVersion.WithKind(v1alpha1.KindSpreadPolicy),
-	v1alpha1.GroupVersion.WithKind(v1alpha1.KindClusterSpreadPolicy),
-}
 
 // listKind is `kind: List, apiVersion: v1`, what `kubectl get -o yaml`
 // writes for more than one object.
 var listKind = v1.SchemeGroupVersion.WithKind("List")
 
+// wantKinds lists the kinds a cluster file may hold, for errors.
 var wantKinds = func() string {
-	names := make([]string, len(kinds))
-	for i, k := range kinds {
-		names[i] = k.Kind
+	names := make([]string, len(cache.Kinds))
+	for i, k := range cache.Kinds {
+		names[i] = k.GVK.Kind
 	}
 	return strings.Join(names, ", ") + ", or a v1 List"
-}()
-
-// scheme creates the typed objects; it knows the core, apps and
-// spreadguard.io/v1alpha1 types, and nothing else is accepted.
-var scheme = func() *runtime.Scheme {
-	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{v1.AddToScheme, appsv1.AddToScheme, v1alpha1.AddToScheme} {
-		if err := add(s); err != nil {
-			panic(fmt.Sprintf("building the snapshot scheme: %v", err))
-		}
-	}
-	return s
 }()
 
 // Error is a problem with one document of a snapshot: its message names the
@@ -95,7 +70,7 @@ func oneLine(s string) string {
 }
 
 // Load reads the snapshot file at path; see Decode.
-func Load(path string) (*Cluster, error) {
+func Load(path string) (*Store, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err // *PathError already reads "open PATH: reason".
@@ -110,18 +85,18 @@ func Load(path string) (*Cluster, error) {
 // missing apiVersion or kind, a missing name and two objects with the same
 // kind and name are errors. name labels the errors, e.g. the file name; the
 // first error is returned, as an *Error when it is about one document.
-func Decode(name string, r io.Reader) (*Cluster, error) {
+func Decode(name string, r io.Reader) (*Store, error) {
 	docs, err := decodeObjects(name, r)
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{seen: map[string]bool{}}
+	s := newStore()
 	for _, d := range docs {
-		if err := c.add(d.obj); err != nil {
+		if err := s.add(d.obj); err != nil {
 			return nil, &Error{File: name, Document: d.document, Item: d.item, Err: err}
 		}
 	}
-	return c, nil
+	return s, nil
 }
 
 // LoadPod reads the file at path, which must hold exactly one Pod; see
@@ -149,7 +124,7 @@ func DecodePod(name string, r io.Reader) (*v1.Pod, error) {
 	pod, ok := docs[0].obj.(*v1.Pod)
 	if !ok {
 		kind, _, _ := kindOf(docs[0].obj)
-		return nil, fmt.Errorf("%s: want exactly one Pod, found a %s", name, kind)
+		return nil, fmt.Errorf("%s: want exactly one Pod, found a %s", name, kind.GVK.Kind)
 	}
 	if pod.Name == "" && pod.GenerateName == "" {
 		return nil, &Error{File: name, Document: docs[0].document, Item: docs[0].item,
@@ -307,9 +282,9 @@ func decodeDocument(js []byte) (runtime.Object, []json.RawMessage, error) {
 	}
 
 	var want *schema.GroupVersionKind
-	for i := range kinds {
-		if kinds[i].Kind == tm.Kind {
-			want = &kinds[i]
+	for _, k := range cache.Kinds {
+		if k.GVK.Kind == tm.Kind {
+			want = &k.GVK
 		}
 	}
 	if want == nil {
@@ -321,10 +296,8 @@ func decodeDocument(js []byte) (runtime.Object, []json.RawMessage, error) {
 	if gvk != *want {
 		return nil, nil, fmt.Errorf("kind %q: unsupported apiVersion %q (want %s)", tm.Kind, tm.APIVersion, want.GroupVersion())
 	}
-	obj, err := scheme.New(gvk)
-	if err != nil {
-		return nil, nil, fmt.Errorf("creating a %s: %w", gvk.Kind, err)
-	}
+	kind, _ := cache.KindFor(gvk)
+	obj := kind.New()
 	if err := strictUnmarshal(js, obj); err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", tm.Kind, err)
 	}

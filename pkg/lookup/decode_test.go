@@ -1,4 +1,4 @@
-package snapshot_test
+package lookup_test
 
 import (
 	"errors"
@@ -10,14 +10,15 @@ import (
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
-	"github.com/spreadguard/spreadguard/pkg/engine"
-	"github.com/spreadguard/spreadguard/pkg/snapshot"
+	"github.com/spreadguard/spreadguard/pkg/lookup"
 )
 
-// The admission engine reads a snapshot as it reads informers.
-var _ engine.Sources = (*snapshot.Cluster)(nil)
+// The admission engine reads a cluster file through the Sources it reads
+// the informer cache through.
+var _ client.Reader = (*lookup.Store)(nil)
 
 // everyKind holds one object of each kind a snapshot accepts.
 const everyKind = `
@@ -104,7 +105,7 @@ type contents struct {
 }
 
 // summarize looks everything up in namespaces, as the engine would.
-func summarize(t *testing.T, c *snapshot.Cluster, namespaces ...string) contents {
+func summarize(t *testing.T, c *lookup.Store, namespaces ...string) contents {
 	t.Helper()
 	var got contents
 	snap := c.Snapshot()
@@ -115,18 +116,18 @@ func summarize(t *testing.T, c *snapshot.Cluster, namespaces ...string) contents
 		got.Pods = append(got.Pods, p.Namespace+"/"+p.Name)
 	}
 	for _, ns := range namespaces {
-		svcs, err := c.Services(ns)
+		svcs, err := lookup.NewSources(c).Services(ns)
 		mustNot(t, err)
 		for _, s := range svcs {
 			got.Services = append(got.Services, s.Namespace+"/"+s.Name)
 		}
-		sps, err := c.SpreadPolicies(ns)
+		sps, err := lookup.NewSources(c).SpreadPolicies(ns)
 		mustNot(t, err)
 		for _, p := range sps {
 			got.SpreadPolicies = append(got.SpreadPolicies, p.Namespace+"/"+p.Name)
 		}
 	}
-	csps, err := c.ClusterSpreadPolicies()
+	csps, err := lookup.NewSources(c).ClusterSpreadPolicies()
 	mustNot(t, err)
 	for _, p := range csps {
 		got.ClusterSpreadPolicies = append(got.ClusterSpreadPolicies, p.Name)
@@ -189,7 +190,7 @@ items:
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, err := snapshot.Decode("cluster.yaml", strings.NewReader(tt.in))
+			c, err := lookup.Decode("cluster.yaml", strings.NewReader(tt.in))
 			mustNot(t, err)
 			if diff := cmp.Diff(tt.want, summarize(t, c, "shop", "default")); diff != "" {
 				t.Errorf("Decode() contents (-want +got):\n%s", diff)
@@ -299,7 +300,7 @@ func TestDecodeErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, err := snapshot.Decode("cluster.yaml", strings.NewReader(tt.in))
+			c, err := lookup.Decode("cluster.yaml", strings.NewReader(tt.in))
 			if err == nil {
 				t.Fatalf("Decode() = %d objects, want error %q", c.Len(), tt.want)
 			}
@@ -325,25 +326,25 @@ func TestLoad(t *testing.T) {
 	}
 
 	t.Run("an existing file -> its objects", func(t *testing.T) {
-		c, err := snapshot.Load(good)
+		c, err := lookup.Load(good)
 		mustNot(t, err)
 		if got, want := c.Len(), 10; got != want {
 			t.Errorf("Load() holds %d objects, want %d", got, want)
 		}
 	})
 	t.Run("a bad file -> the error names the path and document", func(t *testing.T) {
-		_, err := snapshot.Load(bad)
-		var docErr *snapshot.Error
+		_, err := lookup.Load(bad)
+		var docErr *lookup.Error
 		if !errors.As(err, &docErr) {
-			t.Fatalf("Load() error = %v, want a *snapshot.Error", err)
+			t.Fatalf("Load() error = %v, want a *lookup.Error", err)
 		}
-		if diff := cmp.Diff(snapshot.Error{File: bad, Document: 1, Item: -1}, *docErr,
+		if diff := cmp.Diff(lookup.Error{File: bad, Document: 1, Item: -1}, *docErr,
 			cmp.FilterPath(func(p cmp.Path) bool { return p.Last().String() == ".Err" }, cmp.Ignore())); diff != "" {
 			t.Errorf("Load() error (-want +got):\n%s", diff)
 		}
 	})
 	t.Run("a missing file -> the open error", func(t *testing.T) {
-		_, err := snapshot.Load(filepath.Join(dir, "missing.yaml"))
+		_, err := lookup.Load(filepath.Join(dir, "missing.yaml"))
 		want := "open " + filepath.Join(dir, "missing.yaml") + ": no such file or directory"
 		if err == nil || err.Error() != want {
 			t.Errorf("Load() error = %v, want %q", err, want)
@@ -352,16 +353,16 @@ func TestLoad(t *testing.T) {
 }
 
 func TestLookups(t *testing.T) {
-	c, err := snapshot.Decode("cluster.yaml", strings.NewReader(everyKind))
+	c, err := lookup.Decode("cluster.yaml", strings.NewReader(everyKind))
 	mustNot(t, err)
 
-	rc, err := c.ReplicationController("shop", "old")
+	rc, err := lookup.NewSources(c).ReplicationController("shop", "old")
 	mustNot(t, err)
-	rs, err := c.ReplicaSet("shop", "web-abc")
+	rs, err := lookup.NewSources(c).ReplicaSet("shop", "web-abc")
 	mustNot(t, err)
-	ss, err := c.StatefulSet("shop", "db")
+	ss, err := lookup.NewSources(c).StatefulSet("shop", "db")
 	mustNot(t, err)
-	ns, err := c.Namespace("shop")
+	ns, err := lookup.NewSources(c).Namespace("shop")
 	mustNot(t, err)
 	if rc == nil || rs == nil || ss == nil || ns == nil {
 		t.Fatalf("lookups of present objects: rc=%v rs=%v ss=%v ns=%v, want all set", rc, rs, ss, ns)
@@ -376,10 +377,10 @@ func TestLookups(t *testing.T) {
 		name string
 		get  func() (any, error)
 	}{
-		{"a ReplicationController in another namespace", func() (any, error) { return c.ReplicationController("default", "old") }},
-		{"an unknown ReplicaSet", func() (any, error) { return c.ReplicaSet("shop", "web-zzz") }},
-		{"an unknown StatefulSet", func() (any, error) { return c.StatefulSet("shop", "web") }},
-		{"an undeclared Namespace", func() (any, error) { return c.Namespace("default") }},
+		{"a ReplicationController in another namespace", func() (any, error) { return lookup.NewSources(c).ReplicationController("default", "old") }},
+		{"an unknown ReplicaSet", func() (any, error) { return lookup.NewSources(c).ReplicaSet("shop", "web-zzz") }},
+		{"an unknown StatefulSet", func() (any, error) { return lookup.NewSources(c).StatefulSet("shop", "web") }},
+		{"an undeclared Namespace", func() (any, error) { return lookup.NewSources(c).Namespace("default") }},
 	}
 	for _, a := range absent {
 		t.Run(a.name+" -> nil, nil", func(t *testing.T) {
@@ -407,7 +408,7 @@ func TestLookups(t *testing.T) {
 			}
 		})
 	}
-	if svcs, _ := c.Services("default"); len(svcs) != 0 {
+	if svcs, _ := lookup.NewSources(c).Services("default"); len(svcs) != 0 {
 		t.Errorf("Services(default) = %d, want none", len(svcs))
 	}
 }
@@ -421,7 +422,7 @@ func TestNew(t *testing.T) {
 	policy.Name, policy.Namespace = "zones", "shop"
 
 	t.Run("live objects of three kinds -> stored, the pod in default", func(t *testing.T) {
-		c, err := snapshot.New(node, pod, policy)
+		c, err := lookup.NewStore(node, pod, policy)
 		mustNot(t, err)
 		want := contents{Nodes: []string{"n1"}, Pods: []string{"default/p"}, SpreadPolicies: []string{"shop/zones"}}
 		if diff := cmp.Diff(want, summarize(t, c, "shop")); diff != "" {
@@ -432,13 +433,13 @@ func TestNew(t *testing.T) {
 		}
 	})
 	t.Run("the same node twice -> duplicate", func(t *testing.T) {
-		_, err := snapshot.New(node, node)
+		_, err := lookup.NewStore(node, node)
 		if want := "object 2: duplicate Node n1"; err == nil || err.Error() != want {
 			t.Errorf("New() error = %v, want %q", err, want)
 		}
 	})
 	t.Run("a Deployment -> unsupported type", func(t *testing.T) {
-		_, err := snapshot.New(&appsv1.Deployment{})
+		_, err := lookup.NewStore(&appsv1.Deployment{})
 		want := "object 1: unsupported object type *v1.Deployment (want one of Node, Pod, Service, ReplicationController, ReplicaSet, StatefulSet, Namespace, SpreadPolicy, ClusterSpreadPolicy, or a v1 List)"
 		if err == nil || err.Error() != want {
 			t.Errorf("New() error = %v, want %q", err, want)
@@ -486,7 +487,7 @@ func TestDecodePod(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			pod, err := snapshot.DecodePod("pod.yaml", strings.NewReader(tt.in))
+			pod, err := lookup.DecodePod("pod.yaml", strings.NewReader(tt.in))
 			if tt.wantErr != "" {
 				if err == nil || err.Error() != tt.wantErr {
 					t.Fatalf("DecodePod() error = %v, want %q", err, tt.wantErr)

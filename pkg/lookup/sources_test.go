@@ -1,4 +1,4 @@
-package cache
+package lookup
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
+	"github.com/spreadguard/spreadguard/pkg/cache"
 	"github.com/spreadguard/spreadguard/pkg/policy/policytest"
 	"github.com/spreadguard/spreadguard/pkg/spread/spreadtest"
 )
@@ -114,7 +115,7 @@ func TestSourcesReplicaSet(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := NewSources(tt.cached, tt.live, func() bool { return !tt.unsynced }).WithContext(t.Context())
+			s := NewSources(tt.cached).WithFallback(tt.live, func() bool { return !tt.unsynced }).WithContext(t.Context())
 			got, err := s.ReplicaSet("shop", "web-7d")
 			if tt.wantErr != "" {
 				if err == nil || !errors.Is(err, tt.live.err) && !errors.Is(err, tt.cached.err) {
@@ -153,7 +154,7 @@ func TestSourcesEveryLookup(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			cached, live := reader(t, objs...), reader(t, objs...)
-			s := NewSources(cached, live, func() bool { return synced }).WithContext(t.Context())
+			s := NewSources(cached).WithFallback(live, func() bool { return synced }).WithContext(t.Context())
 			opts := []cmp.Option{ignoreServerFields, cmpopts.IgnoreFields(metav1.TypeMeta{}, "Kind", "APIVersion")}
 
 			gotSvcs, err := s.Services("shop")
@@ -199,7 +200,7 @@ func TestServicesSelectingUsesTheIndexOnceSynced(t *testing.T) {
 	web := spreadtest.MakeService().Namespace("shop").Name("web").Selector("app", "web").Obj()
 	db := spreadtest.MakeService().Namespace("shop").Name("db").Selector("app", "db").Obj()
 	// The index knows only web: answers from it are told apart from a list.
-	x := NewServiceIndex()
+	x := cache.NewServiceIndex()
 	x.Set(web)
 	tests := []struct {
 		name      string
@@ -213,12 +214,12 @@ func TestServicesSelectingUsesTheIndexOnceSynced(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cached, live := reader(t, web, db), reader(t, web, db)
-			s := NewSources(cached, live, func() bool { return tt.synced }).WithServiceIndex(x).WithContext(t.Context())
+			s := NewSources(cached).WithFallback(live, func() bool { return tt.synced }).WithServiceIndex(x).WithContext(t.Context())
 			got, err := s.ServicesSelecting("shop", map[string]string{"app": "web"})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(tt.want, names(got)); diff != "" {
+			if diff := cmp.Diff(tt.want, serviceNames(got)); diff != "" {
 				t.Errorf("Services (-want +got):\n%s", diff)
 			}
 			if lists := [2]int{cached.lists, live.lists}; lists != tt.wantLists {
@@ -226,4 +227,12 @@ func TestServicesSelectingUsesTheIndexOnceSynced(t *testing.T) {
 			}
 		})
 	}
+}
+
+func serviceNames(svcs []*v1.Service) []string {
+	out := make([]string, len(svcs))
+	for i, s := range svcs {
+		out[i] = s.Namespace + "/" + s.Name
+	}
+	return out
 }

@@ -1,0 +1,174 @@
+package cache
+
+import (
+	"fmt"
+	"reflect"
+
+	appsv1 "k8s.io/api/apps/v1"
+	v1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	toolscache "k8s.io/client-go/tools/cache"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
+)
+
+// Kind is one kind of object spreadguard reads from a cluster. Kinds is the
+// only list of them: the informers and their transforms, the offline
+// decoder of cluster files, kubectl-spread's live reads and the test that
+// holds the chart's ClusterRole to get/list/watch on exactly these all
+// come from it, so that reading one more kind is one more row.
+type Kind struct {
+	// GVK is the kind's group, version and kind.
+	GVK schema.GroupVersionKind
+	// Resource is the lower-case plural of the kind, as RBAC rules and the
+	// API's paths name it.
+	Resource string
+	// Namespaced is false for a cluster-scoped kind.
+	Namespaced bool
+	// Transform turns an object as the watch decodes it into what the
+	// informer keeps: only what spreadguard reads. Nil keeps the object
+	// whole, less its managedFields.
+	Transform toolscache.TransformFunc
+
+	object client.Object
+	list   client.ObjectList
+}
+
+// New returns an empty object of the kind's Go type.
+func (k Kind) New() client.Object { return k.object.DeepCopyObject().(client.Object) }
+
+// NewList returns an empty list of the kind's Go type.
+func (k Kind) NewList() client.ObjectList { return k.list.DeepCopyObject().(client.ObjectList) }
+
+// GroupResource is the kind's API group and resource, as errors and RBAC
+// name it.
+func (k Kind) GroupResource() schema.GroupResource {
+	return schema.GroupResource{Group: k.GVK.Group, Resource: k.Resource}
+}
+
+// Kinds are the kinds spreadguard reads, in the order its informers start
+// and errors list them: the nodes and pods it counts, the objects
+// kube-scheduler's DefaultSelector derives a selector from, the namespaces
+// policies select, and the policies.
+var Kinds = []Kind{
+	{GVK: v1.SchemeGroupVersion.WithKind("Node"), Resource: "nodes", Transform: StripNode,
+		object: &v1.Node{}, list: &v1.NodeList{}},
+	{GVK: v1.SchemeGroupVersion.WithKind("Pod"), Resource: "pods", Namespaced: true, Transform: StripPod,
+		object: &v1.Pod{}, list: &v1.PodList{}},
+	{GVK: v1.SchemeGroupVersion.WithKind("Service"), Resource: "services", Namespaced: true, Transform: StripService,
+		object: &v1.Service{}, list: &v1.ServiceList{}},
+	{GVK: v1.SchemeGroupVersion.WithKind("ReplicationController"), Resource: "replicationcontrollers", Namespaced: true,
+		Transform: StripReplicationController, object: &v1.ReplicationController{}, list: &v1.ReplicationControllerList{}},
+	{GVK: appsv1.SchemeGroupVersion.WithKind("ReplicaSet"), Resource: "replicasets", Namespaced: true,
+		Transform: StripReplicaSet, object: &appsv1.ReplicaSet{}, list: &appsv1.ReplicaSetList{}},
+	{GVK: appsv1.SchemeGroupVersion.WithKind("StatefulSet"), Resource: "statefulsets", Namespaced: true,
+		Transform: StripStatefulSet, object: &appsv1.StatefulSet{}, list: &appsv1.StatefulSetList{}},
+	{GVK: v1.SchemeGroupVersion.WithKind("Namespace"), Resource: "namespaces", Transform: StripNamespace,
+		object: &v1.Namespace{}, list: &v1.NamespaceList{}},
+	// Policies are kept whole: the validating webhook and the policy
+	// watcher read every field.
+	{GVK: v1alpha1.GroupVersion.WithKind(v1alpha1.KindSpreadPolicy), Resource: "spreadpolicies", Namespaced: true,
+		object: &v1alpha1.SpreadPolicy{}, list: &v1alpha1.SpreadPolicyList{}},
+	{GVK: v1alpha1.GroupVersion.WithKind(v1alpha1.KindClusterSpreadPolicy), Resource: "clusterspreadpolicies",
+		object: &v1alpha1.ClusterSpreadPolicy{}, list: &v1alpha1.ClusterSpreadPolicyList{}},
+}
+
+// byType finds a kind by the Go type of its object or of its list.
+var byType = func() map[reflect.Type]int {
+	m := map[reflect.Type]int{}
+	for i, k := range Kinds {
+		m[reflect.TypeOf(k.object)] = i
+		m[reflect.TypeOf(k.list)] = i
+	}
+	return m
+}()
+
+// KindOf returns the kind of obj, an object or a list of one of Kinds; ok
+// is false for any other type.
+func KindOf(obj runtime.Object) (k Kind, ok bool) {
+	i, ok := byType[reflect.TypeOf(obj)]
+	if !ok {
+		return Kind{}, false
+	}
+	return Kinds[i], true
+}
+
+// KindFor returns the kind of gvk; ok is false when spreadguard does not
+// read it.
+func KindFor(gvk schema.GroupVersionKind) (k Kind, ok bool) {
+	for _, k := range Kinds {
+		if k.GVK == gvk {
+			return k, true
+		}
+	}
+	return Kind{}, false
+}
+
+// NewScheme returns a scheme that knows the Go types of Kinds (and
+// whatever else their API groups register), and nothing more.
+func NewScheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{v1.AddToScheme, appsv1.AddToScheme, v1alpha1.AddToScheme} {
+		if err := add(s); err != nil {
+			return nil, fmt.Errorf("building the scheme: %w", err)
+		}
+	}
+	for _, k := range Kinds {
+		if !s.Recognizes(k.GVK) {
+			return nil, fmt.Errorf("building the scheme: %s is not registered", k.GVK)
+		}
+	}
+	return s, nil
+}
+
+// Options returns the cache options of the webhook: an informer for every
+// kind, each keeping only what the algorithm reads. At 150,000 pods the pod
+// cache is most of the server's memory; a compact pod is a few dozen bytes
+// instead of several kilobytes.
+func Options() crcache.Options {
+	byObject := map[client.Object]crcache.ByObject{}
+	for _, k := range Kinds {
+		if k.Transform != nil {
+			byObject[k.New()] = crcache.ByObject{Transform: k.Transform}
+		}
+	}
+	return crcache.Options{
+		// Every informer is started up front and waited for; a read of a
+		// kind nobody planned for would start an informer lazily (and need
+		// RBAC nobody granted).
+		ReaderFailOnMissingInformer: true,
+		DefaultTransform:            crcache.TransformStripManagedFields(),
+		ByObject:                    byObject,
+	}
+}
+
+// ReadRules returns the RBAC rules that let spreadguard read Kinds:
+// get, list and watch, one rule per API group, groups and resources in the
+// order of Kinds.
+func ReadRules() []rbacv1.PolicyRule {
+	var rules []rbacv1.PolicyRule
+	at := map[string]int{}
+	for _, k := range Kinds {
+		i, ok := at[k.GVK.Group]
+		if !ok {
+			i = len(rules)
+			at[k.GVK.Group] = i
+			rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{k.GVK.Group}, Verbs: []string{"get", "list", "watch"}})
+		}
+		rules[i].Resources = append(rules[i].Resources, k.Resource)
+	}
+	return rules
+}
+
+// Watched returns an empty object of every kind, in the order of Kinds.
+func Watched() []client.Object {
+	out := make([]client.Object, len(Kinds))
+	for i, k := range Kinds {
+		out[i] = k.New()
+	}
+	return out
+}
