@@ -73,8 +73,8 @@ func newReport(rev *engine.Review) report {
 // policyName is the policy whose action decided, or else the one whose
 // constraints were injected: the policy that applies to the pod.
 func policyName(rev *engine.Review) string {
-	if rev.Validation.Policy != "" {
-		return rev.Validation.Policy
+	if rev.Validation.Policy != nil {
+		return rev.Validation.Policy.Name
 	}
 	if rev.Mutation != nil && rev.Mutation.Policy != nil {
 		return rev.Mutation.Policy.Name

@@ -235,12 +235,12 @@ func (h *PodValidator) handle(ctx context.Context, req admission.Request, f faul
 			h.recordUnsatisfiable(pod, v.Message)
 		}
 		log.Info("pod whose last scheduling gate was removed cannot be placed: hard topology spread constraints cannot be met",
-			"policy", v.Policy)
+			"policy", v.Policy.String())
 		return admission.Allowed("").WithWarnings(v.Message), ResultWarned
 	}
 	if !v.Allowed {
 		h.Metrics.denied(DenialUnsatisfiable)
-		log.Info("denied pod: hard topology spread constraints cannot be met", "policy", v.Policy)
+		log.Info("denied pod: hard topology spread constraints cannot be met", "policy", v.Policy.String())
 		return admission.Denied(v.Message), ResultDenied
 	}
 	resp := admission.Allowed("").WithWarnings(v.Warnings...)
@@ -251,10 +251,10 @@ func (h *PodValidator) handle(ctx context.Context, req admission.Request, f faul
 		if h.Metrics != nil {
 			h.Metrics.Audits.Inc()
 		}
-		log.Info("audit: hard topology spread constraints cannot be met; pod admitted", "policy", v.Policy, "message", v.Message)
+		log.Info("audit: hard topology spread constraints cannot be met; pod admitted", "policy", v.Policy.String(), "message", v.Message)
 		return resp, ResultAudited
 	default:
-		log.V(1).Info("warned about pod: hard topology spread constraints cannot be met", "policy", v.Policy)
+		log.V(1).Info("warned about pod: hard topology spread constraints cannot be met", "policy", v.Policy.String())
 		return resp, ResultWarned
 	}
 }

@@ -211,8 +211,9 @@ type Validation struct {
 	// Action is what was done about an unsatisfiable pod: Deny, Warn or
 	// Audit; empty when the pod can be placed or was not checked.
 	Action v1alpha1.ValidationAction
-	// Policy names the policy whose action applied, empty for the default.
-	Policy string
+	// Policy is the policy whose action applied, nil when the default
+	// action did (no policy applies to the pod).
+	Policy *policy.Applied
 	// Message explains an unsatisfiable pod, with the numbers.
 	Message string
 	// Warnings go back to the client as admission warnings.
@@ -269,7 +270,7 @@ func Validate(pod *v1.Pod, src Sources, checker spread.Checker, cfg Config, expl
 	}
 	v.Action = cfg.DefaultAction
 	if applied != nil {
-		v.Policy = applied.Name
+		v.Policy = applied
 		if applied.Action != "" {
 			v.Action = applied.Action
 		}

@@ -335,11 +335,11 @@ func TestValidate(t *testing.T) {
 					if err != nil {
 						t.Fatalf("Validate (%s, explain %v): %v", checkerName, explain, err)
 					}
-					if v.Allowed != tc.wantAllowed || v.Action != tc.wantAction || v.Policy != tc.wantPolicy ||
+					if v.Allowed != tc.wantAllowed || v.Action != tc.wantAction || v.Policy.String() != tc.wantPolicy ||
 						len(v.Warnings) != tc.wantWarnings || v.Skipped != tc.wantSkipped {
 						t.Errorf("Validate (%s, explain %v) = allowed %v action %q policy %q %d warnings skipped %q, "+
 							"want allowed %v action %q policy %q %d warnings skipped %q; message: %s",
-							checkerName, explain, v.Allowed, v.Action, v.Policy, len(v.Warnings), v.Skipped,
+							checkerName, explain, v.Allowed, v.Action, v.Policy.String(), len(v.Warnings), v.Skipped,
 							tc.wantAllowed, tc.wantAction, tc.wantPolicy, tc.wantWarnings, tc.wantSkipped, v.Message)
 					}
 					for _, s := range tc.wantInMsg {

@@ -30,6 +30,14 @@ type Applied struct {
 	Action v1alpha1.ValidationAction
 }
 
+// String is the policy's Name, or "" for none, as logs and outputs show it.
+func (a *Applied) String() string {
+	if a == nil {
+		return ""
+	}
+	return a.Name
+}
+
 // Skipped is a policy that matched a pod and ranked above the applied one,
 // but failed validation, so resolution passed over it.
 type Skipped struct {
