@@ -107,12 +107,30 @@ func injected(sel map[string]string) []v1.TopologySpreadConstraint {
 	}}
 }
 
+// admittedOnZones is the report of a pod the example's zone policy admits:
+// pod as mutated, its feasible nodes, and the zone counts with their
+// minimum.
+func admittedOnZones(pod *v1.Pod, feasible []string, globalMin int, zones map[string]int) report {
+	pod.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}
+	pod.Annotations = map[string]string{v1alpha1.AnnotationPolicy: examplePolicy}
+	return report{
+		Allowed:       true,
+		Warnings:      []string{},
+		Policy:        examplePolicy,
+		Pod:           pod,
+		FeasibleNodes: feasible,
+		Constraints: []constraintCounted{{
+			TopologyKey: zoneKey, MaxSkew: 1, WhenUnsatisfiable: v1.DoNotSchedule,
+			GlobalMin: globalMin, Domains: zones,
+		}},
+	}
+}
+
 func TestExplain(t *testing.T) {
 	webRS := metav1.OwnerReference{
 		APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-abc", UID: "5b0e6a1c-0000-4000-8000-00000000a0bc",
 		Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
 	}
-	policyAnnotation := map[string]string{v1alpha1.AnnotationPolicy: examplePolicy}
 	nginx := []v1.Container{{Name: "web", Image: "nginx:1.29"}}
 
 	tests := []struct {
@@ -123,92 +141,56 @@ func TestExplain(t *testing.T) {
 		{
 			name: "deployment/web with ReplicaSets of revisions 1 and 2 -> the next pod comes from revision 2, as check of pod-web says",
 			args: []string{"explain", "deployment/web", "-n", "shop", "-o", "json"},
-			want: report{
-				Allowed:  true,
-				Warnings: []string{},
-				Policy:   examplePolicy,
-				Pod: &v1.Pod{
-					TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
-					ObjectMeta: metav1.ObjectMeta{
-						GenerateName: "web-abc-", Namespace: "shop",
-						Labels:          map[string]string{"app": "web", "pod-template-hash": "abc"},
-						Annotations:     policyAnnotation,
-						OwnerReferences: []metav1.OwnerReference{webRS},
-					},
-					Spec: v1.PodSpec{
-						Containers:                nginx,
-						TopologySpreadConstraints: injected(map[string]string{"app": "web", "pod-template-hash": "abc"}),
-					},
+			want: admittedOnZones(&v1.Pod{
+				ObjectMeta: metav1.ObjectMeta{
+					GenerateName: "web-abc-", Namespace: "shop",
+					Labels:          map[string]string{"app": "web", "pod-template-hash": "abc"},
+					OwnerReferences: []metav1.OwnerReference{webRS},
 				},
-				FeasibleNodes: []string{"node-b1", "node-b2"},
-				Constraints: []constraintCounted{{
-					TopologyKey: zoneKey, MaxSkew: 1, WhenUnsatisfiable: v1.DoNotSchedule,
-					GlobalMin: 2, Domains: map[string]int{"zone-a": 3, "zone-b": 2},
-				}},
-			},
+				Spec: v1.PodSpec{
+					Containers:                nginx,
+					TopologySpreadConstraints: injected(map[string]string{"app": "web", "pod-template-hash": "abc"}),
+				},
+			}, []string{"node-b1", "node-b2"}, 2, map[string]int{"zone-a": 3, "zone-b": 2}),
 		},
 		{
 			name: "statefulset/db with db-0 in zone-a and db-1 in zone-b -> db-2, counts [1,1] -> allowed on zone-a and zone-b",
 			args: []string{"explain", "sts/db", "--namespace=shop", "-o", "json"},
-			want: report{
-				Allowed:  true,
-				Warnings: []string{},
-				Policy:   examplePolicy,
-				Pod: &v1.Pod{
-					TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
-					ObjectMeta: metav1.ObjectMeta{
-						Name: "db-2", Namespace: "shop",
-						Labels: map[string]string{
-							"app": "db", appsv1.StatefulSetPodNameLabel: "db-2", appsv1.PodIndexLabel: "2",
-							appsv1.ControllerRevisionHashLabelKey: "db-7f9c",
-						},
-						Annotations: policyAnnotation,
-						OwnerReferences: []metav1.OwnerReference{{
-							APIVersion: "apps/v1", Kind: "StatefulSet", Name: "db", UID: "s0000000-0000-4000-8000-000000000001",
-							Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
-						}},
+			want: admittedOnZones(&v1.Pod{
+				ObjectMeta: metav1.ObjectMeta{
+					Name: "db-2", Namespace: "shop",
+					Labels: map[string]string{
+						"app": "db", appsv1.StatefulSetPodNameLabel: "db-2", appsv1.PodIndexLabel: "2",
+						appsv1.ControllerRevisionHashLabelKey: "db-7f9c",
 					},
-					Spec: v1.PodSpec{
-						Containers:                []v1.Container{{Name: "db", Image: "postgres:18"}},
-						TopologySpreadConstraints: injected(map[string]string{"app": "db"}),
-					},
+					OwnerReferences: []metav1.OwnerReference{{
+						APIVersion: "apps/v1", Kind: "StatefulSet", Name: "db", UID: "s0000000-0000-4000-8000-000000000001",
+						Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
+					}},
 				},
-				FeasibleNodes: []string{"node-a1", "node-a2", "node-b1", "node-b2"},
-				Constraints: []constraintCounted{{
-					TopologyKey: zoneKey, MaxSkew: 1, WhenUnsatisfiable: v1.DoNotSchedule,
-					GlobalMin: 1, Domains: map[string]int{"zone-a": 1, "zone-b": 1},
-				}},
-			},
+				Spec: v1.PodSpec{
+					Containers:                []v1.Container{{Name: "db", Image: "postgres:18"}},
+					TopologySpreadConstraints: injected(map[string]string{"app": "db"}),
+				},
+			}, []string{"node-a1", "node-a2", "node-b1", "node-b2"}, 1, map[string]int{"zone-a": 1, "zone-b": 1}),
 		},
 		{
 			name: "pod/web-abc-1 running on node-a1 -> reviewed unbound and not counted, counts [2,2] -> every zone-a and zone-b node",
 			args: []string{"explain", "pod/web-abc-1", "-n", "shop", "-o", "json"},
-			want: report{
-				Allowed:  true,
-				Warnings: []string{},
-				Policy:   examplePolicy,
-				Pod: &v1.Pod{
-					TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
-					ObjectMeta: metav1.ObjectMeta{
-						Name: "web-abc-1", Namespace: "shop",
-						Labels:      map[string]string{"app": "web", "pod-template-hash": "abc"},
-						Annotations: policyAnnotation,
-						OwnerReferences: []metav1.OwnerReference{{
-							APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-abc",
-							UID: "5b0e6a1c-0000-4000-8000-00000000a0bc", Controller: ptr.To(true),
-						}},
-					},
-					Spec: v1.PodSpec{
-						Containers:                nginx,
-						TopologySpreadConstraints: injected(map[string]string{"app": "web", "pod-template-hash": "abc"}),
-					},
+			want: admittedOnZones(&v1.Pod{
+				ObjectMeta: metav1.ObjectMeta{
+					Name: "web-abc-1", Namespace: "shop",
+					Labels: map[string]string{"app": "web", "pod-template-hash": "abc"},
+					OwnerReferences: []metav1.OwnerReference{{
+						APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-abc",
+						UID: "5b0e6a1c-0000-4000-8000-00000000a0bc", Controller: ptr.To(true),
+					}},
 				},
-				FeasibleNodes: []string{"node-a1", "node-a2", "node-b1", "node-b2"},
-				Constraints: []constraintCounted{{
-					TopologyKey: zoneKey, MaxSkew: 1, WhenUnsatisfiable: v1.DoNotSchedule,
-					GlobalMin: 2, Domains: map[string]int{"zone-a": 2, "zone-b": 2},
-				}},
-			},
+				Spec: v1.PodSpec{
+					Containers:                nginx,
+					TopologySpreadConstraints: injected(map[string]string{"app": "web", "pod-template-hash": "abc"}),
+				},
+			}, []string{"node-a1", "node-a2", "node-b1", "node-b2"}, 2, map[string]int{"zone-a": 2, "zone-b": 2}),
 		},
 	}
 	for _, tt := range tests {
