@@ -3,10 +3,12 @@ package main
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/spreadguard/spreadguard/pkg/cache"
 	"github.com/spreadguard/spreadguard/pkg/engine"
 	"github.com/spreadguard/spreadguard/pkg/lookup"
 	"github.com/spreadguard/spreadguard/pkg/spread"
@@ -25,8 +27,7 @@ func newCheckCommand(code *int) *cobra.Command {
 		Short: "Review a pod against a cluster snapshot, offline",
 		Long: `check runs the webhook's mutation and validation on the pod in POD.yaml,
 against the cluster described by CLUSTER.yaml: a multi-document YAML (or a
-v1 List) of Nodes, Pods, Services, ReplicationControllers, ReplicaSets,
-StatefulSets, Namespaces, SpreadPolicies and ClusterSpreadPolicies.
+v1 List) of ` + kindsText() + `.
 
 Exit codes: 0 allowed, 1 denied, 2 bad input.`,
 		Example: `  kubectl spread check --cluster examples/cluster.yaml --pod examples/pod-web.yaml
@@ -76,6 +77,21 @@ func review(pod *v1.Pod, store *lookup.Store, cfg engine.Config) (*engine.Review
 		return nil, fmt.Errorf("reviewing pod %s/%s: %w", pod.Namespace, podName(pod), err)
 	}
 	return rev, nil
+}
+
+// kindsText names the kinds a cluster file may hold, from the table of
+// kinds.
+func kindsText() string {
+	names := make([]string, len(cache.Kinds))
+	for i, k := range cache.Kinds {
+		names[i] = strings.TrimSuffix(k.GVK.Kind, "y")
+		if names[i] != k.GVK.Kind {
+			names[i] += "ies"
+		} else {
+			names[i] += "s"
+		}
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
 }
 
 func exitCode(rev *engine.Review) int {
