@@ -108,36 +108,6 @@ func (s *StatefulSetWrapper) Replicas(n int32) *StatefulSetWrapper {
 	return s
 }
 
-// SpreadPolicyWrapper builds a SpreadPolicy.
-type SpreadPolicyWrapper struct{ v1alpha1.SpreadPolicy }
-
-func makeSpreadPolicy(name string) *SpreadPolicyWrapper {
-	return &SpreadPolicyWrapper{v1alpha1.SpreadPolicy{ObjectMeta: metav1.ObjectMeta{Name: name}}}
-}
-
-func (p *SpreadPolicyWrapper) Obj() *v1alpha1.SpreadPolicy { return p.SpreadPolicy.DeepCopy() }
-
-// Constraint appends a constraint; its labelSelector, if any, is dropped,
-// as a policy may not carry one.
-func (p *SpreadPolicyWrapper) Constraint(c *spreadtest.ConstraintWrapper) *SpreadPolicyWrapper {
-	tsc := c.Obj()
-	p.Spec.Constraints = append(p.Spec.Constraints, v1alpha1.Constraint{
-		MaxSkew:            tsc.MaxSkew,
-		TopologyKey:        tsc.TopologyKey,
-		WhenUnsatisfiable:  tsc.WhenUnsatisfiable,
-		MinDomains:         tsc.MinDomains,
-		NodeAffinityPolicy: tsc.NodeAffinityPolicy,
-		NodeTaintsPolicy:   tsc.NodeTaintsPolicy,
-		MatchLabelKeys:     tsc.MatchLabelKeys,
-	})
-	return p
-}
-
-func (p *SpreadPolicyWrapper) Action(a v1alpha1.ValidationAction) *SpreadPolicyWrapper {
-	p.Spec.Validation = &v1alpha1.ValidationSpec{Action: a}
-	return p
-}
-
 // injected returns the constraints spreadguard writes into a pod for
 // policy constraints cs, given the selector it derives for the pod: the
 // policy's fields, nodeTaintsPolicy Honor where the policy leaves it unset,
