@@ -2,7 +2,6 @@ package admission
 
 import (
 	"net/http"
-	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -90,24 +89,7 @@ func TestPolicyValidators(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			resp := tt.handler.Handle(t.Context(), tt.req)
-			if err := resp.Complete(tt.req); err != nil {
-				t.Fatal(err)
-			}
-			if resp.Result.Code != tt.wantCode {
-				t.Fatalf("code = %d (%s), want %d", resp.Result.Code, resp.Result.Message, tt.wantCode)
-			}
-			if resp.Allowed != (tt.wantCode == http.StatusOK) {
-				t.Errorf("allowed = %v with code %d", resp.Allowed, tt.wantCode)
-			}
-			rest := resp.Result.Message
-			for _, want := range tt.wantMsg {
-				i := strings.Index(rest, want)
-				if i < 0 {
-					t.Fatalf("message %q lacks %q (or has it out of order)", resp.Result.Message, want)
-				}
-				rest = rest[i+len(want):]
-			}
+			handle(t, tt.handler, tt.req, tt.wantCode, tt.wantMsg...)
 		})
 	}
 }
