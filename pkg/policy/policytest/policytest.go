@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
+	"github.com/spreadguard/spreadguard/pkg/policy"
 	"github.com/spreadguard/spreadguard/pkg/spread/spreadtest"
 )
 
@@ -187,12 +188,43 @@ func (w *ClusterSpreadPolicyWrapper) NamespaceSelector(sel *metav1.LabelSelector
 	return w
 }
 
-// MakeNamespace returns a namespace with labels. Like the apiserver, it
-// adds kubernetes.io/metadata.name=<name>.
-func MakeNamespace(name string, labels map[string]string) *v1.Namespace {
-	ns := &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{v1.LabelMetadataName: name}}}
-	for k, v := range labels {
-		ns.Labels[k] = v
+// NamespaceWrapper builds a *v1.Namespace. Start with MakeNamespace.
+type NamespaceWrapper struct {
+	spreadtest.ObjectMetaOptions[*NamespaceWrapper]
+	ns v1.Namespace
+}
+
+// MakeNamespace starts the namespace called name. Like the apiserver, it
+// labels it kubernetes.io/metadata.name=<name>; RemoveLabel takes the label
+// away, as from a namespace stored before the apiserver added it.
+func MakeNamespace(name string) *NamespaceWrapper {
+	w := &NamespaceWrapper{}
+	w.ObjectMetaOptions = spreadtest.BindObjectMeta(w, &w.ns.ObjectMeta)
+	return w.Name(name).Label(v1.LabelMetadataName, name)
+}
+
+// Obj returns a copy of the namespace built so far.
+func (w *NamespaceWrapper) Obj() *v1.Namespace { return w.ns.DeepCopy() }
+
+// Listed is what Lister holds: a policy or a namespace builder.
+type Listed interface {
+	addTo(l *policy.SliceLister)
+}
+
+func (w *NamespaceWrapper) addTo(l *policy.SliceLister) { l.Namespaces = append(l.Namespaces, w.Obj()) }
+
+func (w *SpreadPolicyWrapper) addTo(l *policy.SliceLister) { l.Policies = append(l.Policies, w.Obj()) }
+
+func (w *ClusterSpreadPolicyWrapper) addTo(l *policy.SliceLister) {
+	l.ClusterPolicies = append(l.ClusterPolicies, w.Obj())
+}
+
+// Lister returns a policy.SliceLister holding what each builder of objs
+// has built.
+func Lister(objs ...Listed) policy.SliceLister {
+	var l policy.SliceLister
+	for _, o := range objs {
+		o.addTo(&l)
 	}
-	return ns
+	return l
 }

@@ -6,8 +6,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 )
 
-// NodeWrapper builds a *v1.Node. Start with MakeNode. Label, UID and
-// Annotation come with ObjectMetaOptions.
+// NodeWrapper builds a *v1.Node. Start with MakeNode. Label, RemoveLabel,
+// UID and Annotation come with ObjectMetaOptions.
 type NodeWrapper struct {
 	v1.Node
 	ObjectMetaOptions[*NodeWrapper]
@@ -28,12 +28,6 @@ func (n *NodeWrapper) Obj() *v1.Node { return n.Node.DeepCopy() }
 func (n *NodeWrapper) Name(name string) *NodeWrapper {
 	n.ObjectMetaOptions.Name(name)
 	return n.Label(v1.LabelHostname, name)
-}
-
-// RemoveLabel deletes a label, e.g. the hostname label Name set.
-func (n *NodeWrapper) RemoveLabel(k string) *NodeWrapper {
-	delete(n.Labels, k)
-	return n
 }
 
 // Zone sets the topology.kubernetes.io/zone label.

@@ -63,6 +63,12 @@ func (o ObjectMetaOptions[W]) Label(k, v string) W {
 	return o.self
 }
 
+// RemoveLabel deletes a label, e.g. the hostname label a node's Name sets.
+func (o ObjectMetaOptions[W]) RemoveLabel(k string) W {
+	delete(o.meta.Labels, k)
+	return o.self
+}
+
 // Annotation adds one annotation.
 func (o ObjectMetaOptions[W]) Annotation(k, v string) W {
 	setEntry(&o.meta.Annotations, k, v)
