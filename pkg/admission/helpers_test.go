@@ -135,6 +135,13 @@ func (w *RequestWrapper) Kind(group, version, kind string) *RequestWrapper {
 	return w
 }
 
+// Resource overrides the resource of the request, which names the endpoint
+// the API server sends it to.
+func (w *RequestWrapper) Resource(resource string) *RequestWrapper {
+	w.r.Resource.Resource = resource
+	return w
+}
+
 // Raw sets the object's bytes as they are.
 func (w *RequestWrapper) Raw(raw []byte) *RequestWrapper {
 	w.r.Object = runtime.RawExtension{Raw: raw}
