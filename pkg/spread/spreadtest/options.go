@@ -77,15 +77,15 @@ func (o ObjectMetaOptions[W]) Annotation(k, v string) W {
 
 // LabelSelectorOptions are the options of a builder that holds one label
 // selector (a ReplicaSet's or StatefulSet's spec.selector, a constraint's
-// labelSelector), bound by BindLabelSelector to that field.
+// labelSelector), bound by bindLabelSelector to that field.
 type LabelSelectorOptions[W any] struct {
 	self W
 	sel  **metav1.LabelSelector
 }
 
-// BindLabelSelector returns the selector options of wrapper self, which
+// bindLabelSelector returns the selector options of wrapper self, which
 // write into *sel.
-func BindLabelSelector[W any](self W, sel **metav1.LabelSelector) LabelSelectorOptions[W] {
+func bindLabelSelector[W any](self W, sel **metav1.LabelSelector) LabelSelectorOptions[W] {
 	return LabelSelectorOptions[W]{self: self, sel: sel}
 }
 

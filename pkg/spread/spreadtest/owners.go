@@ -94,7 +94,7 @@ type LabelSelectorWrapper[T any] struct {
 func newLabelSelector[T any](obj deepCopier[T], kind string, meta *metav1.ObjectMeta, sel **metav1.LabelSelector) *LabelSelectorWrapper[T] {
 	w := &LabelSelectorWrapper[T]{obj: obj}
 	w.ObjectMetaOptions = bindOwnerMeta(w, meta, kind)
-	w.LabelSelectorOptions = BindLabelSelector(w, sel)
+	w.LabelSelectorOptions = bindLabelSelector(w, sel)
 	return w
 }
 

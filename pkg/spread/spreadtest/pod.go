@@ -169,7 +169,7 @@ func Constraint(maxSkew int32, topologyKey string) *ConstraintWrapper {
 	w := &ConstraintWrapper{TopologySpreadConstraint: v1.TopologySpreadConstraint{
 		MaxSkew: maxSkew, TopologyKey: topologyKey, WhenUnsatisfiable: v1.DoNotSchedule,
 	}}
-	w.LabelSelectorOptions = BindLabelSelector(w, &w.LabelSelector)
+	w.LabelSelectorOptions = bindLabelSelector(w, &w.LabelSelector)
 	return w
 }
 
