@@ -8,7 +8,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
-	"github.com/spreadguard/spreadguard/pkg/policy"
 )
 
 func TestPolicyBuildersWriteMetadataAndSpecOfTheirOwnPolicy(t *testing.T) {
@@ -29,26 +28,32 @@ func TestPolicyBuildersWriteMetadataAndSpecOfTheirOwnPolicy(t *testing.T) {
 		Constraints: []v1alpha1.Constraint{zone},
 		Validation:  &v1alpha1.ValidationSpec{Action: v1alpha1.ActionWarn},
 	}
-	want := policy.SliceLister{
-		Namespaces: []*v1.Namespace{{ObjectMeta: metav1.ObjectMeta{
-			Name: "shop", Labels: map[string]string{v1.LabelMetadataName: "shop", "env": "prod"},
-		}}},
-		Policies: []*v1alpha1.SpreadPolicy{{
-			TypeMeta:   metav1.TypeMeta{APIVersion: "spreadguard.io/v1alpha1", Kind: "SpreadPolicy"},
-			ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "zones", Generation: 2},
-			Spec:       spec,
-		}},
-		ClusterPolicies: []*v1alpha1.ClusterSpreadPolicy{{
-			TypeMeta:   metav1.TypeMeta{APIVersion: "spreadguard.io/v1alpha1", Kind: "ClusterSpreadPolicy"},
-			ObjectMeta: metav1.ObjectMeta{Name: "default"},
-			Spec: v1alpha1.ClusterSpreadPolicySpec{
-				PolicySpec:        v1alpha1.PolicySpec{Priority: 1, Constraints: []v1alpha1.Constraint{zone}},
-				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}},
-			},
-		}},
+	got := Lister(csp, sp, ns)
+
+	wantNamespaces := []*v1.Namespace{{ObjectMeta: metav1.ObjectMeta{
+		Name: "shop", Labels: map[string]string{v1.LabelMetadataName: "shop", "env": "prod"},
+	}}}
+	if diff := cmp.Diff(wantNamespaces, got.Namespaces); diff != "" {
+		t.Errorf("namespaces mismatch (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(want, Lister(csp, sp, ns)); diff != "" {
-		t.Errorf("Lister(csp, sp, ns) mismatch (-want +got):\n%s", diff)
+	wantPolicies := []*v1alpha1.SpreadPolicy{{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "spreadguard.io/v1alpha1", Kind: "SpreadPolicy"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "zones", Generation: 2},
+		Spec:       spec,
+	}}
+	if diff := cmp.Diff(wantPolicies, got.Policies); diff != "" {
+		t.Errorf("SpreadPolicies mismatch (-want +got):\n%s", diff)
+	}
+	wantClusterPolicies := []*v1alpha1.ClusterSpreadPolicy{{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "spreadguard.io/v1alpha1", Kind: "ClusterSpreadPolicy"},
+		ObjectMeta: metav1.ObjectMeta{Name: "default"},
+		Spec: v1alpha1.ClusterSpreadPolicySpec{
+			PolicySpec:        v1alpha1.PolicySpec{Priority: 1, Constraints: []v1alpha1.Constraint{zone}},
+			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}},
+		},
+	}}
+	if diff := cmp.Diff(wantClusterPolicies, got.ClusterPolicies); diff != "" {
+		t.Errorf("ClusterSpreadPolicies mismatch (-want +got):\n%s", diff)
 	}
 }
 
