@@ -59,8 +59,10 @@ func makeDeployment(name string) *DeploymentWrapper {
 	}}
 }
 
+// Obj returns a deep copy of the Deployment built so far.
 func (d *DeploymentWrapper) Obj() *appsv1.Deployment { return d.Deployment.DeepCopy() }
 
+// Replicas sets spec.replicas.
 func (d *DeploymentWrapper) Replicas(n int32) *DeploymentWrapper {
 	d.Spec.Replicas = new(n)
 	return d
@@ -82,7 +84,9 @@ func (d *DeploymentWrapper) RollingUpdate(maxSurge, maxUnavailable int) *Deploym
 	return d
 }
 
-// StatefulSetWrapper builds an apps/v1 StatefulSet whose pods carry app=<name>.
+// StatefulSetWrapper builds an apps/v1 StatefulSet whose pods carry
+// app=<name>: unlike spreadtest's, it writes the pod template and replicas
+// a controller needs to create pods.
 type StatefulSetWrapper struct{ appsv1.StatefulSet }
 
 func makeStatefulSet(name string) *StatefulSetWrapper {
@@ -101,8 +105,10 @@ func makeStatefulSet(name string) *StatefulSetWrapper {
 	}}
 }
 
+// Obj returns a deep copy of the StatefulSet built so far.
 func (s *StatefulSetWrapper) Obj() *appsv1.StatefulSet { return s.StatefulSet.DeepCopy() }
 
+// Replicas sets spec.replicas.
 func (s *StatefulSetWrapper) Replicas(n int32) *StatefulSetWrapper {
 	s.Spec.Replicas = new(n)
 	return s
