@@ -39,6 +39,13 @@ const (
 		"retry it, and if this persists check the spreadguard-webhook logs"
 )
 
+// What each pod webhook could not do, completing WarningFault and
+// MessageFault.
+const (
+	whatMutate   = "add this pod's default topology spread constraints"
+	whatValidate = "check this pod's topology spread constraints"
+)
+
 // maxFaultDetail bounds the error text quoted in a fault's warning.
 const maxFaultDetail = 160
 
@@ -53,12 +60,13 @@ const maxFaultDetail = 160
 type faults struct {
 	policy  admissionregistrationv1.FailurePolicyType
 	webhook string
+	// what says what could not be done (whatMutate, whatValidate).
+	what    string
 	metrics *Metrics
 }
 
-// answer counts err and returns the response its failure policy calls for;
-// what says what could not be done ("check this pod's ...").
-func (f faults) answer(ctx context.Context, reason, what string, err error) admission.Response {
+// answer counts err and returns the response its failure policy calls for.
+func (f faults) answer(ctx context.Context, reason string, err error) admission.Response {
 	logf.FromContext(ctx).Error(err, "internal error; answering as the failure policy says",
 		"reason", reason, "failurePolicy", f.effectivePolicy())
 	if f.metrics != nil {
@@ -66,31 +74,32 @@ func (f faults) answer(ctx context.Context, reason, what string, err error) admi
 	}
 	detail := oneLineN(err.Error(), maxFaultDetail)
 	if f.effectivePolicy() == admissionregistrationv1.Fail {
-		return admission.Errored(http.StatusInternalServerError, fmt.Errorf(MessageFault, what, detail))
+		return admission.Errored(http.StatusInternalServerError, fmt.Errorf(MessageFault, f.what, detail))
 	}
-	return admission.Allowed("").WithWarnings(fmt.Sprintf(WarningFault, what, detail))
+	return admission.Allowed("").WithWarnings(fmt.Sprintf(WarningFault, f.what, detail))
 }
 
-// serve runs handle, answers a panic in it as a fault, and records the
-// request's result and latency.
-func (f faults) serve(ctx context.Context, what string, handle func(faults) (admission.Response, string)) (resp admission.Response) {
+// serve answers req with handle, answers a panic in it as a fault, and
+// records the request's result and latency.
+func (f faults) serve(ctx context.Context, req admission.Request,
+	handle func(context.Context, admission.Request, faults) (admission.Response, string)) (resp admission.Response) {
 	start := time.Now()
 	result := ResultErrored
 	defer func() {
 		if r := recover(); r != nil {
-			resp, result = f.recovered(ctx, what, r), ResultErrored
+			resp, result = f.recovered(ctx, r), ResultErrored
 		}
 		f.metrics.observe(f.webhook, result, start)
 	}()
-	resp, result = handle(f)
+	resp, result = handle(ctx, req, f)
 	return resp
 }
 
 // recovered turns a panic value into the fault answer. It runs on the
 // panicking goroutine, so the error log's stack trace (the server logs one
 // at error level) shows where the panic came from.
-func (f faults) recovered(ctx context.Context, what string, r any) admission.Response {
-	return f.answer(ctx, FaultPanic, what, fmt.Errorf("panic: %v", r))
+func (f faults) recovered(ctx context.Context, r any) admission.Response {
+	return f.answer(ctx, FaultPanic, fmt.Errorf("panic: %v", r))
 }
 
 // effectivePolicy is Ignore unless Fail is set, as the chart's default.

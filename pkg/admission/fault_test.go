@@ -136,7 +136,7 @@ func TestPodEndpointsAnswerFaultsAsTheFailurePolicySays(t *testing.T) {
 func TestFaultWarningQuotesALongErrorOnOneShortLine(t *testing.T) {
 	m := newTestMetrics(t)
 	long := errors.New("first line\nsecond line " + strings.Repeat("x", 400))
-	resp := faults{webhook: WebhookValidatePod, metrics: m}.answer(t.Context(), FaultLookup, whatValidate, long)
+	resp := faults{webhook: WebhookValidatePod, what: whatValidate, metrics: m}.answer(t.Context(), FaultLookup, long)
 	if len(resp.Warnings) != 1 {
 		t.Fatalf("warnings = %q, want one", resp.Warnings)
 	}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net/http"
+	"strings"
 	"testing"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
@@ -44,6 +46,33 @@ func newTestMetrics(t *testing.T) *Metrics {
 		t.Fatal(err)
 	}
 	return m
+}
+
+// handle answers req with h as the webhook server does (Handle, then
+// Complete) and checks the answer: its status code, that it allows exactly
+// when the code is 200, and that its message holds each of wantMsg, in this
+// order.
+func handle(t *testing.T, h admission.Handler, req admission.Request, wantCode int32, wantMsg ...string) admission.Response {
+	t.Helper()
+	resp := h.Handle(t.Context(), req)
+	if err := resp.Complete(req); err != nil {
+		t.Fatal(err)
+	}
+	if resp.Result.Code != wantCode {
+		t.Fatalf("code = %d (%s), want %d", resp.Result.Code, resp.Result.Message, wantCode)
+	}
+	if resp.Allowed != (wantCode == http.StatusOK) {
+		t.Errorf("allowed = %v with code %d", resp.Allowed, wantCode)
+	}
+	rest := resp.Result.Message
+	for _, want := range wantMsg {
+		i := strings.Index(rest, want)
+		if i < 0 {
+			t.Fatalf("message %q lacks %q (or has it out of order)", resp.Result.Message, want)
+		}
+		rest = rest[i+len(want):]
+	}
+	return resp
 }
 
 // RequestWrapper builds an admission.Request for tests.
@@ -103,6 +132,13 @@ func (w *RequestWrapper) ClusterSpreadPolicy(p *v1alpha1.ClusterSpreadPolicy) *R
 // Kind overrides the kind of the request.
 func (w *RequestWrapper) Kind(group, version, kind string) *RequestWrapper {
 	w.r.Kind = metav1.GroupVersionKind{Group: group, Version: version, Kind: kind}
+	return w
+}
+
+// Resource overrides the resource of the request, which names the endpoint
+// the API server sends it to.
+func (w *RequestWrapper) Resource(resource string) *RequestWrapper {
+	w.r.Resource.Resource = resource
 	return w
 }
 

@@ -69,45 +69,27 @@ type Metrics struct {
 // controller-runtime registry in the server, a fresh one in tests).
 func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	m := &Metrics{
-		Requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "spreadguard_admission_requests_total",
-			Help: "Admission requests answered, by webhook and result.",
-		}, []string{"webhook", "result"}),
+		Requests: counterVec("spreadguard_admission_requests_total",
+			"Admission requests answered, by webhook and result.", "webhook", "result"),
 		Latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "spreadguard_admission_decision_duration_seconds",
 			Help: "Time taken to decide an admission request, by webhook.",
 			// The decision budget is 1 ms at p99; the buckets resolve it.
 			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, 1},
 		}, []string{"webhook"}),
-		Injected: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "spreadguard_injected_constraints_total",
-			Help: "Topology spread constraints injected into pods.",
-		}),
-		Denials: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "spreadguard_denials_total",
-			Help: "Admission requests denied, by reason.",
-		}, []string{"reason"}),
-		Audits: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "spreadguard_audited_pods_total",
-			Help: "Pods whose hard spread constraints cannot be met, admitted under the Audit action.",
-		}),
-		CacheSynced: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "spreadguard_cache_synced",
-			Help: "1 once the informer caches have synced, else 0.",
-		}),
-		Skips: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "spreadguard_skipped_pods_total",
-			Help: "Pods left unmutated or unchecked, by webhook and reason.",
-		}, []string{"webhook", "reason"}),
-		InvalidPolicies: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "spreadguard_invalid_policies",
-			Help: "Stored SpreadPolicies and ClusterSpreadPolicies that spreadguard rejects and passes over, by kind.",
-		}, []string{"kind"}),
-		Errors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "spreadguard_admission_errors_total",
-			Help: "Pod admission requests not decided because of an internal error, by webhook and reason; " +
-				"each was admitted unchanged (failurePolicy Ignore) or refused (Fail).",
-		}, []string{"webhook", "reason"}),
+		Injected: counter("spreadguard_injected_constraints_total",
+			"Topology spread constraints injected into pods."),
+		Denials: counterVec("spreadguard_denials_total", "Admission requests denied, by reason.", "reason"),
+		Audits: counter("spreadguard_audited_pods_total",
+			"Pods whose hard spread constraints cannot be met, admitted under the Audit action."),
+		CacheSynced: gauge("spreadguard_cache_synced", "1 once the informer caches have synced, else 0."),
+		Skips: counterVec("spreadguard_skipped_pods_total",
+			"Pods left unmutated or unchecked, by webhook and reason.", "webhook", "reason"),
+		InvalidPolicies: gaugeVec("spreadguard_invalid_policies",
+			"Stored SpreadPolicies and ClusterSpreadPolicies that spreadguard rejects and passes over, by kind.", "kind"),
+		Errors: counterVec("spreadguard_admission_errors_total",
+			"Pod admission requests not decided because of an internal error, by webhook and reason; "+
+				"each was admitted unchanged (failurePolicy Ignore) or refused (Fail).", "webhook", "reason"),
 	}
 	for _, c := range []prometheus.Collector{m.Requests, m.Latency, m.Injected, m.Denials, m.Audits, m.CacheSynced, m.Skips, m.InvalidPolicies, m.Errors} {
 		if err := reg.Register(c); err != nil {
@@ -115,6 +97,25 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		}
 	}
 	return m, nil
+}
+
+// The metrics other than the latency histogram need a name and a help
+// text, and labels if they have any.
+
+func counter(name, help string) prometheus.Counter {
+	return prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
+}
+
+func counterVec(name, help string, labels ...string) *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+}
+
+func gauge(name, help string) prometheus.Gauge {
+	return prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help})
+}
+
+func gaugeVec(name, help string, labels ...string) *prometheus.GaugeVec {
+	return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels)
 }
 
 // observe records one answered request.

@@ -61,13 +61,10 @@ type PodMutator struct {
 	Metrics       *Metrics
 }
 
-// whatMutate completes WarningFault and MessageFault for the mutator.
-const whatMutate = "add this pod's default topology spread constraints"
-
 // Handle answers one request to /mutate-v1-pod.
 func (h *PodMutator) Handle(ctx context.Context, req admission.Request) admission.Response {
-	f := faults{policy: h.FailurePolicy, webhook: WebhookMutatePod, metrics: h.Metrics}
-	return f.serve(ctx, whatMutate, func(f faults) (admission.Response, string) { return h.handle(ctx, req, f) })
+	f := faults{policy: h.FailurePolicy, webhook: WebhookMutatePod, what: whatMutate, metrics: h.Metrics}
+	return f.serve(ctx, req, h.handle)
 }
 
 func (h *PodMutator) handle(ctx context.Context, req admission.Request, f faults) (admission.Response, string) {
@@ -82,7 +79,7 @@ func (h *PodMutator) handle(ctx context.Context, req admission.Request, f faults
 	}
 	m, err := engine.Mutate(pod, h.Sources(ctx), h.Config)
 	if err != nil {
-		return f.answer(ctx, faultReason(err), whatMutate, err), ResultErrored
+		return f.answer(ctx, faultReason(err), err), ResultErrored
 	}
 	if m.Pod == nil {
 		log.V(1).Info("pod left unchanged", "reason", m.Skipped)
@@ -162,13 +159,10 @@ type PodValidator struct {
 	Metrics       *Metrics
 }
 
-// whatValidate completes WarningFault and MessageFault for the validator.
-const whatValidate = "check this pod's topology spread constraints"
-
 // Handle answers one request to /validate-v1-pod.
 func (h *PodValidator) Handle(ctx context.Context, req admission.Request) admission.Response {
-	f := faults{policy: h.FailurePolicy, webhook: WebhookValidatePod, metrics: h.Metrics}
-	return f.serve(ctx, whatValidate, func(f faults) (admission.Response, string) { return h.handle(ctx, req, f) })
+	f := faults{policy: h.FailurePolicy, webhook: WebhookValidatePod, what: whatValidate, metrics: h.Metrics}
+	return f.serve(ctx, req, h.handle)
 }
 
 // errNotSynced stops engine.Validate at the count, after it has decided
@@ -216,7 +210,7 @@ func (h *PodValidator) handle(ctx context.Context, req admission.Request, f faul
 	case errors.Is(err, errNotSynced):
 		return admission.Allowed("").WithWarnings(WarningNotSynced), ResultUnsynced
 	case err != nil:
-		return f.answer(ctx, faultReason(err), whatValidate, err), ResultErrored
+		return f.answer(ctx, faultReason(err), err), ResultErrored
 	}
 	if v.Skipped != "" {
 		log.V(1).Info("pod not checked", "reason", v.Skipped)

@@ -2,7 +2,6 @@ package admission
 
 import (
 	"net/http"
-	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -24,11 +23,13 @@ func TestPolicyValidators(t *testing.T) {
 	badNamespaceSelector := policytest.MakeClusterSpreadPolicy().Name("default").Constraint(zone).
 		NamespaceExpression("team", metav1.LabelSelectorOpExists, "x").Obj()
 
-	spreadPolicies := NewSpreadPolicyValidator(testDecoder, nil)
-	clusterPolicies := NewClusterSpreadPolicyValidator(testDecoder, nil)
+	// The API server sends each request to the endpoint of its resource.
+	endpoints := map[string]admission.Handler{
+		"spreadpolicies":        NewSpreadPolicyValidator(testDecoder, nil),
+		"clusterspreadpolicies": NewClusterSpreadPolicyValidator(testDecoder, nil),
+	}
 	tests := []struct {
 		name     string
-		handler  admission.Handler
 		req      admission.Request
 		wantCode int32
 		// wantMsg are substrings of the message, in order.
@@ -36,53 +37,45 @@ func TestPolicyValidators(t *testing.T) {
 	}{
 		{
 			name:     "valid SpreadPolicy created -> allowed",
-			handler:  spreadPolicies,
 			req:      makeRequest().SpreadPolicy(valid).Obj(),
 			wantCode: http.StatusOK,
 		},
 		{
 			name:     "SpreadPolicy whose topologyKey is not a label name -> denied naming the field",
-			handler:  spreadPolicies,
 			req:      makeRequest().SpreadPolicy(badKey).Obj(),
 			wantCode: http.StatusForbidden,
 			wantMsg:  []string{"SpreadPolicy shop/zones is invalid: ", "spec.constraints[0].topologyKey", "zone with spaces"},
 		},
 		{
 			name:     "SpreadPolicy updated to an In requirement without values -> denied naming the field",
-			handler:  spreadPolicies,
 			req:      makeRequest().Operation(admissionv1.Update).SpreadPolicy(badSelector).Obj(),
 			wantCode: http.StatusForbidden,
 			wantMsg:  []string{"spec.podSelector.matchExpressions[0].values"},
 		},
 		{
 			name:     "invalid SpreadPolicy deleted -> allowed",
-			handler:  spreadPolicies,
 			req:      makeRequest().Operation(admissionv1.Delete).SpreadPolicy(badKey).Obj(),
 			wantCode: http.StatusOK,
 		},
 		{
 			name:     "ClusterSpreadPolicy sent to the SpreadPolicy endpoint -> 400",
-			handler:  spreadPolicies,
-			req:      makeRequest().ClusterSpreadPolicy(validCluster).Obj(),
+			req:      makeRequest().ClusterSpreadPolicy(validCluster).Resource("spreadpolicies").Obj(),
 			wantCode: http.StatusBadRequest,
 			wantMsg:  []string{"expected a spreadguard.io/v1alpha1 SpreadPolicy, got spreadguard.io/v1alpha1 ClusterSpreadPolicy"},
 		},
 		{
 			name:     "SpreadPolicy that is not JSON -> 400",
-			handler:  spreadPolicies,
 			req:      makeRequest().SpreadPolicy(valid).Raw([]byte("[")).Obj(),
 			wantCode: http.StatusBadRequest,
 			wantMsg:  []string{"decoding the SpreadPolicy"},
 		},
 		{
-			name:     "valid ClusterSpreadPolicy -> allowed",
-			handler:  clusterPolicies,
-			req:      makeRequest().ClusterSpreadPolicy(validCluster).Obj(),
+			name:     "valid ClusterSpreadPolicy updated -> allowed",
+			req:      makeRequest().Operation(admissionv1.Update).ClusterSpreadPolicy(validCluster).Obj(),
 			wantCode: http.StatusOK,
 		},
 		{
 			name:     "ClusterSpreadPolicy with Exists and values in its namespaceSelector -> denied naming the field",
-			handler:  clusterPolicies,
 			req:      makeRequest().ClusterSpreadPolicy(badNamespaceSelector).Obj(),
 			wantCode: http.StatusForbidden,
 			wantMsg:  []string{"ClusterSpreadPolicy default is invalid: ", "spec.namespaceSelector.matchExpressions[0].values"},
@@ -90,24 +83,7 @@ func TestPolicyValidators(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			resp := tt.handler.Handle(t.Context(), tt.req)
-			if err := resp.Complete(tt.req); err != nil {
-				t.Fatal(err)
-			}
-			if resp.Result.Code != tt.wantCode {
-				t.Fatalf("code = %d (%s), want %d", resp.Result.Code, resp.Result.Message, tt.wantCode)
-			}
-			if resp.Allowed != (tt.wantCode == http.StatusOK) {
-				t.Errorf("allowed = %v with code %d", resp.Allowed, tt.wantCode)
-			}
-			rest := resp.Result.Message
-			for _, want := range tt.wantMsg {
-				i := strings.Index(rest, want)
-				if i < 0 {
-					t.Fatalf("message %q lacks %q (or has it out of order)", resp.Result.Message, want)
-				}
-				rest = rest[i+len(want):]
-			}
+			handle(t, endpoints[tt.req.Resource.Resource], tt.req, tt.wantCode, tt.wantMsg...)
 		})
 	}
 }

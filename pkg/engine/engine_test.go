@@ -30,9 +30,7 @@ metadata: {name: plain}
 apiVersion: spreadguard.io/v1alpha1
 kind: SpreadPolicy
 metadata: {name: zones, namespace: shop}
-spec:
-  constraints:
-  - {maxSkew: 1, topologyKey: topology.kubernetes.io/zone, whenUnsatisfiable: DoNotSchedule}
+spec: {constraints: [{maxSkew: 1, topologyKey: topology.kubernetes.io/zone, whenUnsatisfiable: DoNotSchedule}]}
 ---
 apiVersion: spreadguard.io/v1alpha1
 kind: SpreadPolicy
@@ -119,6 +117,16 @@ func webPod() *spreadtest.PodWrapper {
 		ControlledBy("ReplicaSet", "apps/v1", "web-abc")
 }
 
+// injectedBy is a web pod annotated with policy and carrying one hard zone
+// constraint of maxSkew that selects app=old: what the policy wrote while
+// the pod was labelled app=old or, with a maxSkew the policy does not
+// write, a constraint someone else wrote.
+func injectedBy(policy string, maxSkew int32) *v1.Pod {
+	return webPod().Annotation(v1alpha1.AnnotationPolicy, policy).SpreadConstraint(
+		spreadtest.Constraint(maxSkew, v1.LabelTopologyZone).DoNotSchedule().MatchLabel("app", "old").
+			NodeTaintsPolicy(v1.NodeInclusionPolicyHonor).Obj()).Obj()
+}
+
 var config = engine.Config{DefaultAction: v1alpha1.ActionDeny, ExcludedNamespaces: []string{"kube-system"}}
 
 func TestMutate(t *testing.T) {
@@ -194,26 +202,20 @@ func TestMutate(t *testing.T) {
 			wantPolicy:   "shop/zones",
 		},
 		{
-			name: "reinvoked after a later webhook changed the labels: the injected selector app=old is recomputed from the pod as it is now",
-			pod: webPod().Annotation(v1alpha1.AnnotationPolicy, "shop/zones").SpreadConstraint(
-				spreadtest.Constraint(1, v1.LabelTopologyZone).DoNotSchedule().MatchLabel("app", "old").
-					NodeTaintsPolicy(v1.NodeInclusionPolicyHonor).Obj()).Obj(),
+			name:         "reinvoked after a later webhook changed the labels: the injected selector app=old is recomputed from the pod as it is now",
+			pod:          injectedBy("shop/zones", 1),
 			wantInjected: injected,
 			wantPolicy:   "shop/zones",
 		},
 		{
-			name: "annotated by the policy but with maxSkew 3, which the policy does not write -> someone else's constraint, left alone",
-			pod: webPod().Annotation(v1alpha1.AnnotationPolicy, "shop/zones").SpreadConstraint(
-				spreadtest.Constraint(3, v1.LabelTopologyZone).DoNotSchedule().MatchLabel("app", "old").
-					NodeTaintsPolicy(v1.NodeInclusionPolicyHonor).Obj()).Obj(),
+			name:        "annotated by the policy but with maxSkew 3, which the policy does not write -> someone else's constraint, left alone",
+			pod:         injectedBy("shop/zones", 3),
 			wantSkipped: engine.SkipOwnConstraints,
 			wantPolicy:  "shop/zones",
 		},
 		{
-			name: "annotated by a policy that no longer applies -> left alone",
-			pod: webPod().Annotation(v1alpha1.AnnotationPolicy, "shop/gone").SpreadConstraint(
-				spreadtest.Constraint(1, v1.LabelTopologyZone).DoNotSchedule().MatchLabel("app", "old").
-					NodeTaintsPolicy(v1.NodeInclusionPolicyHonor).Obj()).Obj(),
+			name:        "annotated by a policy that no longer applies -> left alone",
+			pod:         injectedBy("shop/gone", 1),
 			wantSkipped: engine.SkipOwnConstraints,
 			wantPolicy:  "shop/zones",
 		},

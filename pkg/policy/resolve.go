@@ -129,33 +129,35 @@ func candidates(namespace string, l Lister) ([]candidate, error) {
 		return nil, fmt.Errorf("listing the ClusterSpreadPolicies: %w", err)
 	}
 	out := make([]candidate, 0, len(sps)+len(csps))
-	for _, p := range sps {
-		if p == nil {
-			continue
+	out = appendCandidates(out, sps, spreadPolicyCandidate)
+	return appendCandidates(out, csps, clusterSpreadPolicyCandidate), nil
+}
+
+// appendCandidates appends the candidate of each policy of ps; a nil entry,
+// which a lister may hand out, is none.
+func appendCandidates[P any](out []candidate, ps []*P, candidateOf func(*P) candidate) []candidate {
+	for _, p := range ps {
+		if p != nil {
+			out = append(out, candidateOf(p))
 		}
-		out = append(out, candidate{
-			kind:       v1alpha1.KindSpreadPolicy,
-			name:       p.Name,
-			annotation: p.Namespace + "/" + p.Name,
-			namespaced: true,
-			spec:       &p.Spec,
-			validate:   func() field.ErrorList { return ValidateSpreadPolicy(p) },
-		})
 	}
-	for _, p := range csps {
-		if p == nil {
-			continue
-		}
-		out = append(out, candidate{
-			kind:       v1alpha1.KindClusterSpreadPolicy,
-			name:       p.Name,
-			annotation: p.Name,
-			spec:       &p.Spec.PolicySpec,
-			nsSelector: p.Spec.NamespaceSelector,
-			validate:   func() field.ErrorList { return ValidateClusterSpreadPolicy(p) },
-		})
+	return out
+}
+
+func spreadPolicyCandidate(p *v1alpha1.SpreadPolicy) candidate {
+	return candidate{
+		kind: v1alpha1.KindSpreadPolicy, name: p.Name, annotation: p.Namespace + "/" + p.Name,
+		spec: &p.Spec, namespaced: true,
+		validate: func() field.ErrorList { return ValidateSpreadPolicy(p) },
 	}
-	return out, nil
+}
+
+func clusterSpreadPolicyCandidate(p *v1alpha1.ClusterSpreadPolicy) candidate {
+	return candidate{
+		kind: v1alpha1.KindClusterSpreadPolicy, name: p.Name, annotation: p.Name,
+		spec: &p.Spec.PolicySpec, nsSelector: p.Spec.NamespaceSelector,
+		validate: func() field.ErrorList { return ValidateClusterSpreadPolicy(p) },
+	}
 }
 
 // rank orders candidates: highest priority first, then SpreadPolicy before

@@ -49,26 +49,21 @@ func TestResolve(t *testing.T) {
 
 	tests := []struct {
 		name   string
-		pod    *v1.Pod
 		lister policy.SliceLister
 		want   *policy.Applied
 	}{
 		{
 			name: "no policies at all -> none applies",
-			pod:  webPod,
 			want: nil,
 		},
 		{
 			name: "one SpreadPolicy without podSelector in the pod's namespace -> it applies, with every field converted",
-			pod:  webPod,
-			lister: policy.SliceLister{Policies: []*v1alpha1.SpreadPolicy{
-				pt.MakeSpreadPolicy().Namespace("shop").Name("zones").Priority(3).Action(v1alpha1.ActionWarn).Constraint(
-					pt.MakeConstraint().Zone().MaxSkew(1).DoNotSchedule().MinDomains(3).
-						NodeAffinityPolicy(v1.NodeInclusionPolicyIgnore).NodeTaintsPolicy(v1.NodeInclusionPolicyHonor).
-						MatchLabelKeys("pod-template-hash").Obj(),
-					hostSoft().Obj(),
-				).Obj(),
-			}},
+			lister: pt.Lister(pt.MakeSpreadPolicy().Namespace("shop").Name("zones").Priority(3).Action(v1alpha1.ActionWarn).Constraint(
+				pt.MakeConstraint().Zone().MaxSkew(1).DoNotSchedule().MinDomains(3).
+					NodeAffinityPolicy(v1.NodeInclusionPolicyIgnore).NodeTaintsPolicy(v1.NodeInclusionPolicyHonor).
+					MatchLabelKeys("pod-template-hash").Obj(),
+				hostSoft().Obj(),
+			)),
 			want: &policy.Applied{Kind: "SpreadPolicy", Name: "shop/zones", Priority: 3, Action: v1alpha1.ActionWarn,
 				Constraints: []v1.TopologySpreadConstraint{
 					{MaxSkew: 1, TopologyKey: v1.LabelTopologyZone, WhenUnsatisfiable: v1.DoNotSchedule, MinDomains: ptr(int32(3)),
@@ -79,176 +74,131 @@ func TestResolve(t *testing.T) {
 		},
 		{
 			name:   "SpreadPolicy of another namespace -> none applies",
-			pod:    webPod,
-			lister: policy.SliceLister{Policies: []*v1alpha1.SpreadPolicy{sp("billing", "zones").Obj()}},
+			lister: pt.Lister(sp("billing", "zones")),
 			want:   nil,
 		},
 		{
 			name:   "podSelector app=api, pod app=web -> none applies",
-			pod:    webPod,
-			lister: policy.SliceLister{Policies: []*v1alpha1.SpreadPolicy{sp("shop", "api").PodLabel("app", "api").Obj()}},
+			lister: pt.Lister(sp("shop", "api").PodLabel("app", "api")),
 			want:   nil,
 		},
 		{
 			name: "podSelector app=web and tier In (front, back), pod app=web tier=front -> applies",
-			pod:  webPod,
-			lister: policy.SliceLister{Policies: []*v1alpha1.SpreadPolicy{
-				sp("shop", "web").PodLabel("app", "web").PodExpression("tier", metav1.LabelSelectorOpIn, "front", "back").Obj(),
-			}},
+			lister: pt.Lister(
+				sp("shop", "web").PodLabel("app", "web").PodExpression("tier", metav1.LabelSelectorOpIn, "front", "back"),
+			),
 			want: appliedSP("shop", "web", 0),
 		},
 		{
 			name:   "empty podSelector {} selects every pod -> applies",
-			pod:    webPod,
-			lister: policy.SliceLister{Policies: []*v1alpha1.SpreadPolicy{sp("shop", "all").PodSelector(&metav1.LabelSelector{}).Obj()}},
+			lister: pt.Lister(sp("shop", "all").PodSelector(&metav1.LabelSelector{})),
 			want:   appliedSP("shop", "all", 0),
 		},
 		{
-			name: "SpreadPolicies at priority 1 and 5 -> priority 5 applies",
-			pod:  webPod,
-			lister: policy.SliceLister{Policies: []*v1alpha1.SpreadPolicy{
-				sp("shop", "low").Priority(1).Obj(), sp("shop", "high").Priority(5).Obj(),
-			}},
-			want: appliedSP("shop", "high", 5),
+			name:   "SpreadPolicies at priority 1 and 5 -> priority 5 applies",
+			lister: pt.Lister(sp("shop", "low").Priority(1), sp("shop", "high").Priority(5)),
+			want:   appliedSP("shop", "high", 5),
 		},
 		{
-			name: "negative priority -10 loses to the default 0",
-			pod:  webPod,
-			lister: policy.SliceLister{Policies: []*v1alpha1.SpreadPolicy{
-				sp("shop", "a-negative").Priority(-10).Obj(), sp("shop", "z-default").Obj(),
-			}},
-			want: appliedSP("shop", "z-default", 0),
+			name:   "negative priority -10 loses to the default 0",
+			lister: pt.Lister(sp("shop", "a-negative").Priority(-10), sp("shop", "z-default")),
+			want:   appliedSP("shop", "z-default", 0),
 		},
 		{
 			name:   "ClusterSpreadPolicy at priority 10 beats a SpreadPolicy at priority 0",
-			pod:    webPod,
-			lister: policy.SliceLister{Policies: []*v1alpha1.SpreadPolicy{sp("shop", "local").Obj()}, ClusterPolicies: []*v1alpha1.ClusterSpreadPolicy{csp("global").Priority(10).Obj()}},
+			lister: pt.Lister(sp("shop", "local"), csp("global").Priority(10)),
 			want:   appliedCSP("global", 10),
 		},
 		{
 			name:   "SpreadPolicy and ClusterSpreadPolicy both at priority 0 -> the namespaced one applies",
-			pod:    webPod,
-			lister: policy.SliceLister{Policies: []*v1alpha1.SpreadPolicy{sp("shop", "zz-local").Obj()}, ClusterPolicies: []*v1alpha1.ClusterSpreadPolicy{csp("aa-global").Obj()}},
+			lister: pt.Lister(sp("shop", "zz-local"), csp("aa-global")),
 			want:   appliedSP("shop", "zz-local", 0),
 		},
 		{
-			name: "two SpreadPolicies b and a at equal priority -> a applies by name",
-			pod:  webPod,
-			lister: policy.SliceLister{Policies: []*v1alpha1.SpreadPolicy{
-				sp("shop", "b").Priority(2).Obj(), sp("shop", "a").Priority(2).Obj(),
-			}},
-			want: appliedSP("shop", "a", 2),
+			name:   "two SpreadPolicies b and a at equal priority -> a applies by name",
+			lister: pt.Lister(sp("shop", "b").Priority(2), sp("shop", "a").Priority(2)),
+			want:   appliedSP("shop", "a", 2),
 		},
 		{
-			name: "two ClusterSpreadPolicies defaults and base at equal priority -> base applies by name",
-			pod:  webPod,
-			lister: policy.SliceLister{ClusterPolicies: []*v1alpha1.ClusterSpreadPolicy{
-				csp("defaults").Obj(), csp("base").Obj(),
-			}},
-			want: appliedCSP("base", 0),
+			name:   "two ClusterSpreadPolicies defaults and base at equal priority -> base applies by name",
+			lister: pt.Lister(csp("defaults"), csp("base")),
+			want:   appliedCSP("base", 0),
 		},
 		{
 			name:   "ClusterSpreadPolicy without namespaceSelector, namespace absent from the lister -> applies",
-			pod:    webPod,
-			lister: policy.SliceLister{ClusterPolicies: []*v1alpha1.ClusterSpreadPolicy{csp("global").Obj()}},
+			lister: pt.Lister(csp("global")),
 			want:   appliedCSP("global", 0),
 		},
 		{
-			name: "namespaceSelector env=prod, namespace labelled env=prod -> applies",
-			pod:  webPod,
-			lister: policy.SliceLister{
-				Namespaces:      []*v1.Namespace{pt.MakeNamespace("shop", map[string]string{"env": "prod"})},
-				ClusterPolicies: []*v1alpha1.ClusterSpreadPolicy{csp("prod").NamespaceLabel("env", "prod").Obj()},
-			},
-			want: appliedCSP("prod", 0),
+			name:   "namespaceSelector env=prod, namespace labelled env=prod -> applies",
+			lister: pt.Lister(pt.MakeNamespace("shop").Label("env", "prod"), csp("prod").NamespaceLabel("env", "prod")),
+			want:   appliedCSP("prod", 0),
 		},
 		{
-			name: "namespaceSelector env=prod, namespace labelled env=dev -> none applies",
-			pod:  webPod,
-			lister: policy.SliceLister{
-				Namespaces:      []*v1.Namespace{pt.MakeNamespace("shop", map[string]string{"env": "dev"})},
-				ClusterPolicies: []*v1alpha1.ClusterSpreadPolicy{csp("prod").NamespaceLabel("env", "prod").Obj()},
-			},
-			want: nil,
+			name:   "namespaceSelector env=prod, namespace labelled env=dev -> none applies",
+			lister: pt.Lister(pt.MakeNamespace("shop").Label("env", "dev"), csp("prod").NamespaceLabel("env", "prod")),
+			want:   nil,
 		},
 		{
 			name: "namespaceSelector env=prod misses, the next ClusterSpreadPolicy without one applies",
-			pod:  webPod,
-			lister: policy.SliceLister{
-				Namespaces: []*v1.Namespace{pt.MakeNamespace("shop", map[string]string{"env": "dev"})},
-				ClusterPolicies: []*v1alpha1.ClusterSpreadPolicy{
-					csp("prod").Priority(9).NamespaceLabel("env", "prod").Obj(), csp("everyone").Obj(),
-				},
-			},
+			lister: pt.Lister(
+				pt.MakeNamespace("shop").Label("env", "dev"),
+				csp("prod").Priority(9).NamespaceLabel("env", "prod"),
+				csp("everyone"),
+			),
 			want: appliedCSP("everyone", 0),
 		},
 		{
 			name: "namespaceSelector on kubernetes.io/metadata.name, namespace stored without that label -> matches by name",
-			pod:  webPod,
-			lister: policy.SliceLister{
-				Namespaces:      []*v1.Namespace{{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}},
-				ClusterPolicies: []*v1alpha1.ClusterSpreadPolicy{csp("named").NamespaceExpression(v1.LabelMetadataName, metav1.LabelSelectorOpIn, "shop", "cart").Obj()},
-			},
+			lister: pt.Lister(
+				pt.MakeNamespace("shop").RemoveLabel(v1.LabelMetadataName),
+				csp("named").NamespaceExpression(v1.LabelMetadataName, metav1.LabelSelectorOpIn, "shop", "cart"),
+			),
 			want: appliedCSP("named", 0),
 		},
 		{
-			name: "namespaceSelector env NotIn (dev), namespace absent from the lister -> matches, as a namespace without env",
-			pod:  webPod,
-			lister: policy.SliceLister{
-				ClusterPolicies: []*v1alpha1.ClusterSpreadPolicy{csp("not-dev").NamespaceExpression("env", metav1.LabelSelectorOpNotIn, "dev").Obj()},
-			},
-			want: appliedCSP("not-dev", 0),
+			name:   "namespaceSelector env NotIn (dev), namespace absent from the lister -> matches, as a namespace without env",
+			lister: pt.Lister(csp("not-dev").NamespaceExpression("env", metav1.LabelSelectorOpNotIn, "dev")),
+			want:   appliedCSP("not-dev", 0),
 		},
 		{
 			name: "namespaceSelector matches but podSelector app=api does not -> none applies",
-			pod:  webPod,
-			lister: policy.SliceLister{
-				Namespaces:      []*v1.Namespace{pt.MakeNamespace("shop", map[string]string{"env": "prod"})},
-				ClusterPolicies: []*v1alpha1.ClusterSpreadPolicy{csp("api").NamespaceLabel("env", "prod").PodLabel("app", "api").Obj()},
-			},
+			lister: pt.Lister(
+				pt.MakeNamespace("shop").Label("env", "prod"),
+				csp("api").NamespaceLabel("env", "prod").PodLabel("app", "api"),
+			),
 			want: nil,
 		},
 		{
 			name: "SpreadPolicy at priority 5 sets labelSelector (invalid) -> skipped, the one at priority 1 applies",
-			pod:  webPod,
-			lister: policy.SliceLister{Policies: []*v1alpha1.SpreadPolicy{
-				pt.MakeSpreadPolicy().Namespace("shop").Name("bad").Priority(5).Constraint(withLabelSelector).Obj(),
-				sp("shop", "good").Priority(1).Obj(),
-			}},
+			lister: pt.Lister(
+				pt.MakeSpreadPolicy().Namespace("shop").Name("bad").Priority(5).Constraint(withLabelSelector),
+				sp("shop", "good").Priority(1),
+			),
 			want: appliedSP("shop", "good", 1),
 		},
 		{
 			name: "ClusterSpreadPolicy at priority 9 with minDomains and ScheduleAnyway (invalid) -> skipped, the SpreadPolicy applies",
-			pod:  webPod,
-			lister: policy.SliceLister{
-				Policies: []*v1alpha1.SpreadPolicy{sp("shop", "local").Obj()},
-				ClusterPolicies: []*v1alpha1.ClusterSpreadPolicy{
-					pt.MakeClusterSpreadPolicy().Name("bad").Priority(9).Constraint(hostSoft().MinDomains(2).Obj()).Obj(),
-				},
-			},
+			lister: pt.Lister(
+				sp("shop", "local"),
+				pt.MakeClusterSpreadPolicy().Name("bad").Priority(9).Constraint(hostSoft().MinDomains(2).Obj()),
+			),
 			want: appliedSP("shop", "local", 0),
 		},
 		{
-			name: "the only matching policy repeats {zone, DoNotSchedule} (invalid) -> none applies, never half of it",
-			pod:  webPod,
-			lister: policy.SliceLister{Policies: []*v1alpha1.SpreadPolicy{
-				sp("shop", "twice").Constraint(hostSoft().Obj(), zoneHard().Obj()).Obj(),
-			}},
-			want: nil,
+			name:   "the only matching policy repeats {zone, DoNotSchedule} (invalid) -> none applies, never half of it",
+			lister: pt.Lister(sp("shop", "twice").Constraint(hostSoft().Obj(), zoneHard().Obj())),
+			want:   nil,
 		},
 		{
-			name: "SpreadPolicy whose podSelector does not parse -> skipped, the ClusterSpreadPolicy applies",
-			pod:  webPod,
-			lister: policy.SliceLister{
-				Policies:        []*v1alpha1.SpreadPolicy{sp("shop", "broken").Priority(3).PodExpression("app", "Like", "web").Obj()},
-				ClusterPolicies: []*v1alpha1.ClusterSpreadPolicy{csp("global").Obj()},
-			},
-			want: appliedCSP("global", 0),
+			name:   "SpreadPolicy whose podSelector does not parse -> skipped, the ClusterSpreadPolicy applies",
+			lister: pt.Lister(sp("shop", "broken").Priority(3).PodExpression("app", "Like", "web"), csp("global")),
+			want:   appliedCSP("global", 0),
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := policy.Resolve(tt.pod, tt.lister)
+			got, err := policy.Resolve(webPod, tt.lister)
 			if err != nil {
 				t.Fatalf("Resolve: %v", err)
 			}
@@ -261,19 +211,17 @@ func TestResolve(t *testing.T) {
 
 func TestResolveDetailedReportsSkippedPolicies(t *testing.T) {
 	pod := spreadtest.MakePod().Name("web-1").Namespace("shop").Label("app", "web").Obj()
-	lister := policy.SliceLister{
-		Policies: []*v1alpha1.SpreadPolicy{
-			// Ranks first and is invalid: skipped.
-			sp("shop", "bad-skew").Priority(7).Constraint(hostSoft().MaxSkew(0).Obj()).Obj(),
-			// Invalid but does not select the pod: not reported.
-			pt.MakeSpreadPolicy().Namespace("shop").Name("other-app").Priority(6).PodLabel("app", "api").Obj(),
-			// Selector does not parse: cannot tell whether it matches, so reported.
-			sp("shop", "bad-selector").Priority(5).PodExpression("app", metav1.LabelSelectorOpIn).Obj(),
-			sp("shop", "good").Priority(4).Obj(),
-			// Ranks below the applied one: never looked at.
-			pt.MakeSpreadPolicy().Namespace("shop").Name("bad-but-low").Priority(1).Obj(),
-		},
-	}
+	lister := pt.Lister(
+		// Ranks first and is invalid: skipped.
+		sp("shop", "bad-skew").Priority(7).Constraint(hostSoft().MaxSkew(0).Obj()),
+		// Invalid but does not select the pod: not reported.
+		pt.MakeSpreadPolicy().Namespace("shop").Name("other-app").Priority(6).PodLabel("app", "api"),
+		// Selector does not parse: cannot tell whether it matches, so reported.
+		sp("shop", "bad-selector").Priority(5).PodExpression("app", metav1.LabelSelectorOpIn),
+		sp("shop", "good").Priority(4),
+		// Ranks below the applied one: never looked at.
+		pt.MakeSpreadPolicy().Namespace("shop").Name("bad-but-low").Priority(1),
+	)
 	got, err := policy.ResolveDetailed(pod, lister)
 	if err != nil {
 		t.Fatalf("ResolveDetailed: %v", err)
@@ -369,7 +317,7 @@ func TestResolveReadsTheNamespaceOnlyWhenASelectorNeedsIt(t *testing.T) {
 
 func TestResolveErrors(t *testing.T) {
 	errBoom := errors.New("boom")
-	withNsSelector := policy.SliceLister{ClusterPolicies: []*v1alpha1.ClusterSpreadPolicy{csp("prod").NamespaceLabel("env", "prod").Obj()}}
+	withNsSelector := pt.Lister(csp("prod").NamespaceLabel("env", "prod"))
 	tests := []struct {
 		name    string
 		pod     *v1.Pod

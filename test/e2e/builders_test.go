@@ -59,8 +59,10 @@ func makeDeployment(name string) *DeploymentWrapper {
 	}}
 }
 
+// Obj returns a deep copy of the Deployment built so far.
 func (d *DeploymentWrapper) Obj() *appsv1.Deployment { return d.Deployment.DeepCopy() }
 
+// Replicas sets spec.replicas.
 func (d *DeploymentWrapper) Replicas(n int32) *DeploymentWrapper {
 	d.Spec.Replicas = new(n)
 	return d
@@ -82,7 +84,9 @@ func (d *DeploymentWrapper) RollingUpdate(maxSurge, maxUnavailable int) *Deploym
 	return d
 }
 
-// StatefulSetWrapper builds an apps/v1 StatefulSet whose pods carry app=<name>.
+// StatefulSetWrapper builds an apps/v1 StatefulSet whose pods carry
+// app=<name>: unlike spreadtest's, it writes the pod template and replicas
+// a controller needs to create pods.
 type StatefulSetWrapper struct{ appsv1.StatefulSet }
 
 func makeStatefulSet(name string) *StatefulSetWrapper {
@@ -101,41 +105,13 @@ func makeStatefulSet(name string) *StatefulSetWrapper {
 	}}
 }
 
+// Obj returns a deep copy of the StatefulSet built so far.
 func (s *StatefulSetWrapper) Obj() *appsv1.StatefulSet { return s.StatefulSet.DeepCopy() }
 
+// Replicas sets spec.replicas.
 func (s *StatefulSetWrapper) Replicas(n int32) *StatefulSetWrapper {
 	s.Spec.Replicas = new(n)
 	return s
-}
-
-// SpreadPolicyWrapper builds a SpreadPolicy.
-type SpreadPolicyWrapper struct{ v1alpha1.SpreadPolicy }
-
-func makeSpreadPolicy(name string) *SpreadPolicyWrapper {
-	return &SpreadPolicyWrapper{v1alpha1.SpreadPolicy{ObjectMeta: metav1.ObjectMeta{Name: name}}}
-}
-
-func (p *SpreadPolicyWrapper) Obj() *v1alpha1.SpreadPolicy { return p.SpreadPolicy.DeepCopy() }
-
-// Constraint appends a constraint; its labelSelector, if any, is dropped,
-// as a policy may not carry one.
-func (p *SpreadPolicyWrapper) Constraint(c *spreadtest.ConstraintWrapper) *SpreadPolicyWrapper {
-	tsc := c.Obj()
-	p.Spec.Constraints = append(p.Spec.Constraints, v1alpha1.Constraint{
-		MaxSkew:            tsc.MaxSkew,
-		TopologyKey:        tsc.TopologyKey,
-		WhenUnsatisfiable:  tsc.WhenUnsatisfiable,
-		MinDomains:         tsc.MinDomains,
-		NodeAffinityPolicy: tsc.NodeAffinityPolicy,
-		NodeTaintsPolicy:   tsc.NodeTaintsPolicy,
-		MatchLabelKeys:     tsc.MatchLabelKeys,
-	})
-	return p
-}
-
-func (p *SpreadPolicyWrapper) Action(a v1alpha1.ValidationAction) *SpreadPolicyWrapper {
-	p.Spec.Validation = &v1alpha1.ValidationSpec{Action: a}
-	return p
 }
 
 // injected returns the constraints spreadguard writes into a pod for

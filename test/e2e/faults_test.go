@@ -102,7 +102,7 @@ func certificateRenewedUnderLoad(t *testing.T) {
 		t.Skipf("%s/%s unset: the serving certificate is not on this machine's disk", envWebhookURL, envRenewCertCmd)
 	}
 	f := newFramework(t)
-	f.create(makeSpreadPolicy("zones").Constraint(spreadtest.Constraint(1, zoneKey).DoNotSchedule()).Action(v1alpha1.ActionDeny).Obj())
+	f.create(hardZonePolicy(v1alpha1.ActionDeny))
 	f.create(service(spreadtest.MakeService().Name("load").Selector("app", "load")))
 	f.create(service(spreadtest.MakeService().Name("probe").Selector("e2e-probe", "true")))
 	f.eventually(policyChangeTimeout, "the webhook is serving", f.serving)
@@ -224,7 +224,7 @@ func replicaKilledMidBurst(t *testing.T) {
 		t.Fatal(err)
 	}
 	lb := newRoundRobin(t, u.Host, fmt.Sprintf("127.0.0.1:%d", port))
-	f.create(makeSpreadPolicy("zones").Constraint(spreadtest.Constraint(1, zoneKey).DoNotSchedule()).Action(v1alpha1.ActionDeny).Obj())
+	f.create(hardZonePolicy(v1alpha1.ActionDeny))
 	f.create(service(spreadtest.MakeService().Name("load").Selector("app", "load")))
 	f.create(service(spreadtest.MakeService().Name("probe").Selector("e2e-probe", "true")))
 	f.copiesAt("replicas", "https://"+lb.ln.Addr().String())

@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
+	"github.com/spreadguard/spreadguard/pkg/policy/policytest"
 	"github.com/spreadguard/spreadguard/pkg/spread/spreadtest"
 )
 
@@ -62,10 +63,24 @@ const (
 
 // zonePolicy is the namespace policy most scenarios use: a hard zone spread
 // and a soft node spread.
-func zonePolicy(name string) *SpreadPolicyWrapper {
-	return makeSpreadPolicy(name).
-		Constraint(spreadtest.Constraint(1, zoneKey).DoNotSchedule()).
-		Constraint(spreadtest.Constraint(2, hostKey).ScheduleAnyway())
+func zonePolicy(name string) *policytest.SpreadPolicyWrapper {
+	return policytest.MakeSpreadPolicy().Name(name).Constraint(hardZone(), softHost(2))
+}
+
+// hardZonePolicy is the policy "zones" with the one constraint hardZone,
+// whose verdicts are action.
+func hardZonePolicy(action v1alpha1.ValidationAction) *v1alpha1.SpreadPolicy {
+	return policytest.MakeSpreadPolicy().Name("zones").Constraint(hardZone()).Action(action).Obj()
+}
+
+// hardZone is a DoNotSchedule zone constraint of maxSkew 1.
+func hardZone() v1alpha1.Constraint {
+	return policytest.MakeConstraint().MaxSkew(1).TopologyKey(zoneKey).DoNotSchedule().Obj()
+}
+
+// softHost is a ScheduleAnyway node constraint of maxSkew skew.
+func softHost(skew int32) v1alpha1.Constraint {
+	return policytest.MakeConstraint().MaxSkew(skew).TopologyKey(hostKey).ScheduleAnyway().Obj()
 }
 
 // evenly is 9 pods over the cluster's three zones.
@@ -192,9 +207,7 @@ func cordonedZone(t *testing.T) {
 	}
 	t.Logf("cordoned zone %s: %s", zone, strings.Join(cluster.nodesByZone[zone], ", "))
 
-	policy := makeSpreadPolicy("zones").
-		Constraint(spreadtest.Constraint(1, zoneKey).DoNotSchedule()).
-		Action(v1alpha1.ActionDeny).Obj()
+	policy := hardZonePolicy(v1alpha1.ActionDeny)
 	f.create(policy)
 	f.create(makeDeployment("web").Replicas(4).Obj())
 
@@ -242,9 +255,7 @@ func cordonedZone(t *testing.T) {
 func warnAction(t *testing.T) {
 	f := newFramework(t)
 	zone := cluster.zones[0]
-	policy := makeSpreadPolicy("zones").
-		Constraint(spreadtest.Constraint(1, zoneKey).DoNotSchedule()).
-		Action(v1alpha1.ActionWarn).Obj()
+	policy := hardZonePolicy(v1alpha1.ActionWarn)
 	f.create(policy)
 	// Two pods in the first zone; bare pods get no constraints, as nothing
 	// selects them.
@@ -331,7 +342,7 @@ func webhookOutage(t *testing.T) {
 			t.Errorf("webhook %s in %s: namespaceSelector %v selects kube-system (labels %v)", w.name, w.configuration, w.namespaceSelector, kubeSystem.Labels)
 		}
 	}
-	f.create(makeSpreadPolicy("zones").Constraint(spreadtest.Constraint(1, zoneKey).DoNotSchedule()).Action(v1alpha1.ActionDeny).Obj())
+	f.create(hardZonePolicy(v1alpha1.ActionDeny))
 	f.create(service(spreadtest.MakeService().Name("probe").Selector("e2e-probe", "true")))
 	f.eventually(policyChangeTimeout, "the webhook is serving", f.serving)
 	// A pod no node can take (no node has the topology key) is denied here
@@ -502,7 +513,7 @@ func policyLifecycle(t *testing.T) {
 		}
 	}
 
-	policy := makeSpreadPolicy("live").Constraint(spreadtest.Constraint(1, hostKey).ScheduleAnyway()).Obj()
+	policy := policytest.MakeSpreadPolicy().Name("live").Constraint(softHost(1)).Obj()
 	f.create(policy)
 	nextPod("created: the next pod gets the policy", is(name), injected(policy.Spec.Constraints, selector))
 

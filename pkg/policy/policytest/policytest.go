@@ -16,6 +16,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
+	"github.com/spreadguard/spreadguard/pkg/policy"
+	"github.com/spreadguard/spreadguard/pkg/spread/spreadtest"
 )
 
 // ConstraintWrapper builds a v1alpha1.Constraint.
@@ -83,120 +85,100 @@ func (w *ConstraintWrapper) LabelSelector(sel *metav1.LabelSelector) *Constraint
 	return w
 }
 
+// PolicyOptions are the options every policy has, namespaced or
+// cluster-wide: its metadata's (Name, Namespace, Generation, ...) and its
+// spec's. A policy wrapper embeds them, bound to its own policy, so that
+// each option returns the wrapper W and calls chain.
+type PolicyOptions[W any] struct {
+	spreadtest.ObjectMetaOptions[W]
+	self W
+	spec *v1alpha1.PolicySpec
+}
+
+func bindPolicy[W any](self W, meta *metav1.ObjectMeta, spec *v1alpha1.PolicySpec) PolicyOptions[W] {
+	return PolicyOptions[W]{ObjectMetaOptions: spreadtest.BindObjectMeta(self, meta), self: self, spec: spec}
+}
+
+func typeMeta(kind string) metav1.TypeMeta {
+	return metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: kind}
+}
+
+// Priority sets spec.priority.
+func (o PolicyOptions[W]) Priority(p int32) W { o.spec.Priority = p; return o.self }
+
+// PodLabel adds k=v to spec.podSelector.matchLabels.
+func (o PolicyOptions[W]) PodLabel(k, v string) W {
+	o.spec.PodSelector = spreadtest.WithMatchLabel(o.spec.PodSelector, k, v)
+	return o.self
+}
+
+// PodExpression adds a requirement to spec.podSelector.matchExpressions.
+func (o PolicyOptions[W]) PodExpression(key string, op metav1.LabelSelectorOperator, vals ...string) W {
+	o.spec.PodSelector = spreadtest.WithMatchExpression(o.spec.PodSelector, key, op, vals...)
+	return o.self
+}
+
+// PodSelector sets spec.podSelector.
+func (o PolicyOptions[W]) PodSelector(sel *metav1.LabelSelector) W {
+	o.spec.PodSelector = sel
+	return o.self
+}
+
+// Constraint appends to spec.constraints.
+func (o PolicyOptions[W]) Constraint(cs ...v1alpha1.Constraint) W {
+	o.spec.Constraints = append(o.spec.Constraints, cs...)
+	return o.self
+}
+
+// Action sets spec.validation.action.
+func (o PolicyOptions[W]) Action(a v1alpha1.ValidationAction) W {
+	o.spec.Validation = &v1alpha1.ValidationSpec{Action: a}
+	return o.self
+}
+
 // SpreadPolicyWrapper builds a v1alpha1.SpreadPolicy.
-type SpreadPolicyWrapper struct{ p v1alpha1.SpreadPolicy }
+type SpreadPolicyWrapper struct {
+	PolicyOptions[*SpreadPolicyWrapper]
+	p v1alpha1.SpreadPolicy
+}
 
 // MakeSpreadPolicy starts an empty SpreadPolicy.
 func MakeSpreadPolicy() *SpreadPolicyWrapper {
-	return &SpreadPolicyWrapper{p: v1alpha1.SpreadPolicy{TypeMeta: metav1.TypeMeta{
-		APIVersion: v1alpha1.GroupVersion.String(), Kind: v1alpha1.KindSpreadPolicy,
-	}}}
+	w := &SpreadPolicyWrapper{p: v1alpha1.SpreadPolicy{TypeMeta: typeMeta(v1alpha1.KindSpreadPolicy)}}
+	w.PolicyOptions = bindPolicy(w, &w.p.ObjectMeta, &w.p.Spec)
+	return w
 }
 
 // Obj returns a copy of the policy built so far.
 func (w *SpreadPolicyWrapper) Obj() *v1alpha1.SpreadPolicy { return w.p.DeepCopy() }
 
-// Name sets metadata.name.
-func (w *SpreadPolicyWrapper) Name(n string) *SpreadPolicyWrapper { w.p.Name = n; return w }
-
-// Namespace sets metadata.namespace.
-func (w *SpreadPolicyWrapper) Namespace(ns string) *SpreadPolicyWrapper { w.p.Namespace = ns; return w }
-
-// Generation sets metadata.generation.
-func (w *SpreadPolicyWrapper) Generation(g int64) *SpreadPolicyWrapper { w.p.Generation = g; return w }
-
-// Priority sets spec.priority.
-func (w *SpreadPolicyWrapper) Priority(p int32) *SpreadPolicyWrapper { w.p.Spec.Priority = p; return w }
-
-// PodLabel adds k=v to spec.podSelector.matchLabels.
-func (w *SpreadPolicyWrapper) PodLabel(k, v string) *SpreadPolicyWrapper {
-	w.p.Spec.PodSelector = addMatchLabel(w.p.Spec.PodSelector, k, v)
-	return w
+// ClusterSpreadPolicyWrapper builds a v1alpha1.ClusterSpreadPolicy: the
+// options of a SpreadPolicy, and those of its namespaceSelector.
+type ClusterSpreadPolicyWrapper struct {
+	PolicyOptions[*ClusterSpreadPolicyWrapper]
+	p v1alpha1.ClusterSpreadPolicy
 }
-
-// PodExpression adds a requirement to spec.podSelector.matchExpressions.
-func (w *SpreadPolicyWrapper) PodExpression(key string, op metav1.LabelSelectorOperator, vals ...string) *SpreadPolicyWrapper {
-	w.p.Spec.PodSelector = addMatchExpression(w.p.Spec.PodSelector, key, op, vals)
-	return w
-}
-
-// PodSelector sets spec.podSelector.
-func (w *SpreadPolicyWrapper) PodSelector(sel *metav1.LabelSelector) *SpreadPolicyWrapper {
-	w.p.Spec.PodSelector = sel
-	return w
-}
-
-// Constraint appends to spec.constraints.
-func (w *SpreadPolicyWrapper) Constraint(cs ...v1alpha1.Constraint) *SpreadPolicyWrapper {
-	w.p.Spec.Constraints = append(w.p.Spec.Constraints, cs...)
-	return w
-}
-
-// Action sets spec.validation.action.
-func (w *SpreadPolicyWrapper) Action(a v1alpha1.ValidationAction) *SpreadPolicyWrapper {
-	w.p.Spec.Validation = &v1alpha1.ValidationSpec{Action: a}
-	return w
-}
-
-// ClusterSpreadPolicyWrapper builds a v1alpha1.ClusterSpreadPolicy.
-type ClusterSpreadPolicyWrapper struct{ p v1alpha1.ClusterSpreadPolicy }
 
 // MakeClusterSpreadPolicy starts an empty ClusterSpreadPolicy.
 func MakeClusterSpreadPolicy() *ClusterSpreadPolicyWrapper {
-	return &ClusterSpreadPolicyWrapper{p: v1alpha1.ClusterSpreadPolicy{TypeMeta: metav1.TypeMeta{
-		APIVersion: v1alpha1.GroupVersion.String(), Kind: v1alpha1.KindClusterSpreadPolicy,
-	}}}
+	w := &ClusterSpreadPolicyWrapper{p: v1alpha1.ClusterSpreadPolicy{TypeMeta: typeMeta(v1alpha1.KindClusterSpreadPolicy)}}
+	w.PolicyOptions = bindPolicy(w, &w.p.ObjectMeta, &w.p.Spec.PolicySpec)
+	return w
 }
 
 // Obj returns a copy of the policy built so far.
 func (w *ClusterSpreadPolicyWrapper) Obj() *v1alpha1.ClusterSpreadPolicy { return w.p.DeepCopy() }
 
-// Name sets metadata.name.
-func (w *ClusterSpreadPolicyWrapper) Name(n string) *ClusterSpreadPolicyWrapper {
-	w.p.Name = n
-	return w
-}
-
-// Generation sets metadata.generation.
-func (w *ClusterSpreadPolicyWrapper) Generation(g int64) *ClusterSpreadPolicyWrapper {
-	w.p.Generation = g
-	return w
-}
-
-// Priority sets spec.priority.
-func (w *ClusterSpreadPolicyWrapper) Priority(p int32) *ClusterSpreadPolicyWrapper {
-	w.p.Spec.Priority = p
-	return w
-}
-
-// PodLabel adds k=v to spec.podSelector.matchLabels.
-func (w *ClusterSpreadPolicyWrapper) PodLabel(k, v string) *ClusterSpreadPolicyWrapper {
-	w.p.Spec.PodSelector = addMatchLabel(w.p.Spec.PodSelector, k, v)
-	return w
-}
-
-// PodExpression adds a requirement to spec.podSelector.matchExpressions.
-func (w *ClusterSpreadPolicyWrapper) PodExpression(key string, op metav1.LabelSelectorOperator, vals ...string) *ClusterSpreadPolicyWrapper {
-	w.p.Spec.PodSelector = addMatchExpression(w.p.Spec.PodSelector, key, op, vals)
-	return w
-}
-
-// PodSelector sets spec.podSelector.
-func (w *ClusterSpreadPolicyWrapper) PodSelector(sel *metav1.LabelSelector) *ClusterSpreadPolicyWrapper {
-	w.p.Spec.PodSelector = sel
-	return w
-}
-
 // NamespaceLabel adds k=v to spec.namespaceSelector.matchLabels.
 func (w *ClusterSpreadPolicyWrapper) NamespaceLabel(k, v string) *ClusterSpreadPolicyWrapper {
-	w.p.Spec.NamespaceSelector = addMatchLabel(w.p.Spec.NamespaceSelector, k, v)
+	w.p.Spec.NamespaceSelector = spreadtest.WithMatchLabel(w.p.Spec.NamespaceSelector, k, v)
 	return w
 }
 
 // NamespaceExpression adds a requirement to
 // spec.namespaceSelector.matchExpressions.
 func (w *ClusterSpreadPolicyWrapper) NamespaceExpression(key string, op metav1.LabelSelectorOperator, vals ...string) *ClusterSpreadPolicyWrapper {
-	w.p.Spec.NamespaceSelector = addMatchExpression(w.p.Spec.NamespaceSelector, key, op, vals)
+	w.p.Spec.NamespaceSelector = spreadtest.WithMatchExpression(w.p.Spec.NamespaceSelector, key, op, vals...)
 	return w
 }
 
@@ -206,43 +188,43 @@ func (w *ClusterSpreadPolicyWrapper) NamespaceSelector(sel *metav1.LabelSelector
 	return w
 }
 
-// Constraint appends to spec.constraints.
-func (w *ClusterSpreadPolicyWrapper) Constraint(cs ...v1alpha1.Constraint) *ClusterSpreadPolicyWrapper {
-	w.p.Spec.Constraints = append(w.p.Spec.Constraints, cs...)
-	return w
+// NamespaceWrapper builds a *v1.Namespace. Start with MakeNamespace.
+type NamespaceWrapper struct {
+	spreadtest.ObjectMetaOptions[*NamespaceWrapper]
+	ns v1.Namespace
 }
 
-// Action sets spec.validation.action.
-func (w *ClusterSpreadPolicyWrapper) Action(a v1alpha1.ValidationAction) *ClusterSpreadPolicyWrapper {
-	w.p.Spec.Validation = &v1alpha1.ValidationSpec{Action: a}
-	return w
+// MakeNamespace starts the namespace called name. Like the apiserver, it
+// labels it kubernetes.io/metadata.name=<name>; RemoveLabel takes the label
+// away, as from a namespace stored before the apiserver added it.
+func MakeNamespace(name string) *NamespaceWrapper {
+	w := &NamespaceWrapper{}
+	w.ObjectMetaOptions = spreadtest.BindObjectMeta(w, &w.ns.ObjectMeta)
+	return w.Name(name).Label(v1.LabelMetadataName, name)
 }
 
-// MakeNamespace returns a namespace with labels. Like the apiserver, it
-// adds kubernetes.io/metadata.name=<name>.
-func MakeNamespace(name string, labels map[string]string) *v1.Namespace {
-	ns := &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{v1.LabelMetadataName: name}}}
-	for k, v := range labels {
-		ns.Labels[k] = v
-	}
-	return ns
+// Obj returns a copy of the namespace built so far.
+func (w *NamespaceWrapper) Obj() *v1.Namespace { return w.ns.DeepCopy() }
+
+// Listed is what Lister holds: a policy or a namespace builder.
+type Listed interface {
+	addTo(l *policy.SliceLister)
 }
 
-func addMatchLabel(sel *metav1.LabelSelector, k, v string) *metav1.LabelSelector {
-	if sel == nil {
-		sel = &metav1.LabelSelector{}
-	}
-	if sel.MatchLabels == nil {
-		sel.MatchLabels = map[string]string{}
-	}
-	sel.MatchLabels[k] = v
-	return sel
+func (w *NamespaceWrapper) addTo(l *policy.SliceLister) { l.Namespaces = append(l.Namespaces, w.Obj()) }
+
+func (w *SpreadPolicyWrapper) addTo(l *policy.SliceLister) { l.Policies = append(l.Policies, w.Obj()) }
+
+func (w *ClusterSpreadPolicyWrapper) addTo(l *policy.SliceLister) {
+	l.ClusterPolicies = append(l.ClusterPolicies, w.Obj())
 }
 
-func addMatchExpression(sel *metav1.LabelSelector, key string, op metav1.LabelSelectorOperator, vals []string) *metav1.LabelSelector {
-	if sel == nil {
-		sel = &metav1.LabelSelector{}
+// Lister returns a policy.SliceLister holding what each builder of objs
+// has built.
+func Lister(objs ...Listed) policy.SliceLister {
+	var l policy.SliceLister
+	for _, o := range objs {
+		o.addTo(&l)
 	}
-	sel.MatchExpressions = append(sel.MatchExpressions, metav1.LabelSelectorRequirement{Key: key, Operator: op, Values: vals})
-	return sel
+	return l
 }

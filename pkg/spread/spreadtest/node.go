@@ -6,11 +6,19 @@ import (
 	v1 "k8s.io/api/core/v1"
 )
 
-// NodeWrapper builds a *v1.Node. Start with MakeNode.
-type NodeWrapper struct{ v1.Node }
+// NodeWrapper builds a *v1.Node. Start with MakeNode. Label, RemoveLabel,
+// UID and Annotation come with ObjectMetaOptions.
+type NodeWrapper struct {
+	v1.Node
+	ObjectMetaOptions[*NodeWrapper]
+}
 
 // MakeNode returns a builder for a node without labels, taints or name.
-func MakeNode() *NodeWrapper { return &NodeWrapper{} }
+func MakeNode() *NodeWrapper {
+	w := &NodeWrapper{}
+	w.ObjectMetaOptions = BindObjectMeta(w, &w.Node.ObjectMeta)
+	return w
+}
 
 // Obj returns a deep copy of the node built so far.
 func (n *NodeWrapper) Obj() *v1.Node { return n.Node.DeepCopy() }
@@ -18,23 +26,8 @@ func (n *NodeWrapper) Obj() *v1.Node { return n.Node.DeepCopy() }
 // Name sets metadata.name and, as the kubelet does, the
 // kubernetes.io/hostname label.
 func (n *NodeWrapper) Name(name string) *NodeWrapper {
-	n.Node.Name = name
+	n.ObjectMetaOptions.Name(name)
 	return n.Label(v1.LabelHostname, name)
-}
-
-// Label adds one label.
-func (n *NodeWrapper) Label(k, v string) *NodeWrapper {
-	if n.Labels == nil {
-		n.Labels = map[string]string{}
-	}
-	n.Labels[k] = v
-	return n
-}
-
-// RemoveLabel deletes a label, e.g. the hostname label Name set.
-func (n *NodeWrapper) RemoveLabel(k string) *NodeWrapper {
-	delete(n.Labels, k)
-	return n
 }
 
 // Zone sets the topology.kubernetes.io/zone label.

@@ -4,181 +4,102 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 )
 
+// The builders of the objects whose selectors DefaultSelector reads are two
+// generic wrappers, one for a selector that is a plain map (Service,
+// ReplicationController) and one for a metav1.LabelSelector (ReplicaSet,
+// StatefulSet): the kinds of one family differ only in their type. The
+// owners' Name also sets the UID "<kind>/<name>" that
+// PodWrapper.ControlledBy puts in its owner reference.
+
 // ServiceWrapper builds a *v1.Service. Start with MakeService.
-type ServiceWrapper struct{ v1.Service }
+type ServiceWrapper = MapSelectorWrapper[v1.Service]
 
 // MakeService returns a builder for a Service in namespace "default" with
 // no selector (a Service without a selector selects no pod).
 func MakeService() *ServiceWrapper {
-	return &ServiceWrapper{v1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceDefault}}}
-}
-
-// Obj returns a deep copy of the Service built so far.
-func (s *ServiceWrapper) Obj() *v1.Service { return s.Service.DeepCopy() }
-
-// Name sets metadata.name.
-func (s *ServiceWrapper) Name(name string) *ServiceWrapper {
-	s.Service.Name = name
-	return s
-}
-
-// Namespace sets metadata.namespace.
-func (s *ServiceWrapper) Namespace(ns string) *ServiceWrapper {
-	s.Service.Namespace = ns
-	return s
-}
-
-// Selector adds one spec.selector entry.
-func (s *ServiceWrapper) Selector(k, v string) *ServiceWrapper {
-	if s.Spec.Selector == nil {
-		s.Spec.Selector = map[string]string{}
-	}
-	s.Spec.Selector[k] = v
-	return s
+	s := &v1.Service{ObjectMeta: inDefault()}
+	// A Service owns no pod: its Name sets no UID.
+	return newMapSelector(s, "", &s.ObjectMeta, &s.Spec.Selector)
 }
 
 // ReplicationControllerWrapper builds a *v1.ReplicationController. Start
 // with MakeReplicationController.
-type ReplicationControllerWrapper struct{ v1.ReplicationController }
+type ReplicationControllerWrapper = MapSelectorWrapper[v1.ReplicationController]
 
 // MakeReplicationController returns a builder for a ReplicationController in
 // namespace "default" with no selector.
 func MakeReplicationController() *ReplicationControllerWrapper {
-	return &ReplicationControllerWrapper{v1.ReplicationController{ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceDefault}}}
+	rc := &v1.ReplicationController{ObjectMeta: inDefault()}
+	return newMapSelector(rc, "ReplicationController", &rc.ObjectMeta, &rc.Spec.Selector)
 }
 
-// Obj returns a deep copy of the ReplicationController built so far.
-func (r *ReplicationControllerWrapper) Obj() *v1.ReplicationController {
-	return r.ReplicationController.DeepCopy()
+// deepCopier is what every API object of type T has.
+type deepCopier[T any] interface{ DeepCopy() *T }
+
+// MapSelectorWrapper builds a T whose selector is a map of labels, every
+// one of which a pod must carry.
+type MapSelectorWrapper[T any] struct {
+	ObjectMetaOptions[*MapSelectorWrapper[T]]
+	obj deepCopier[T]
+	sel *map[string]string
 }
 
-// Name sets metadata.name and a UID derived from it.
-func (r *ReplicationControllerWrapper) Name(name string) *ReplicationControllerWrapper {
-	r.ReplicationController.Name = name
-	r.UID = types.UID("ReplicationController/" + name)
-	return r
+func newMapSelector[T any](obj deepCopier[T], kind string, meta *metav1.ObjectMeta, sel *map[string]string) *MapSelectorWrapper[T] {
+	w := &MapSelectorWrapper[T]{obj: obj, sel: sel}
+	w.ObjectMetaOptions = bindOwnerMeta(w, meta, kind)
+	return w
 }
 
-// Namespace sets metadata.namespace.
-func (r *ReplicationControllerWrapper) Namespace(ns string) *ReplicationControllerWrapper {
-	r.ReplicationController.Namespace = ns
-	return r
-}
+// Obj returns a deep copy of the object built so far.
+func (w *MapSelectorWrapper[T]) Obj() *T { return w.obj.DeepCopy() }
 
-// Selector adds one spec.selector entry.
-func (r *ReplicationControllerWrapper) Selector(k, v string) *ReplicationControllerWrapper {
-	if r.Spec.Selector == nil {
-		r.Spec.Selector = map[string]string{}
-	}
-	r.Spec.Selector[k] = v
-	return r
+// Selector adds one entry to the selector.
+func (w *MapSelectorWrapper[T]) Selector(k, v string) *MapSelectorWrapper[T] {
+	setEntry(w.sel, k, v)
+	return w
 }
 
 // ReplicaSetWrapper builds an *appsv1.ReplicaSet. Start with MakeReplicaSet.
-type ReplicaSetWrapper struct{ appsv1.ReplicaSet }
+type ReplicaSetWrapper = LabelSelectorWrapper[appsv1.ReplicaSet]
 
 // MakeReplicaSet returns a builder for a ReplicaSet in namespace "default"
 // with a nil selector.
 func MakeReplicaSet() *ReplicaSetWrapper {
-	return &ReplicaSetWrapper{appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceDefault}}}
-}
-
-// Obj returns a deep copy of the ReplicaSet built so far.
-func (r *ReplicaSetWrapper) Obj() *appsv1.ReplicaSet { return r.ReplicaSet.DeepCopy() }
-
-// Name sets metadata.name and a UID derived from it.
-func (r *ReplicaSetWrapper) Name(name string) *ReplicaSetWrapper {
-	r.ReplicaSet.Name = name
-	r.UID = types.UID("ReplicaSet/" + name)
-	return r
-}
-
-// Namespace sets metadata.namespace.
-func (r *ReplicaSetWrapper) Namespace(ns string) *ReplicaSetWrapper {
-	r.ReplicaSet.Namespace = ns
-	return r
-}
-
-// Selector replaces spec.selector (nil removes it).
-func (r *ReplicaSetWrapper) Selector(sel *metav1.LabelSelector) *ReplicaSetWrapper {
-	r.Spec.Selector = sel.DeepCopy()
-	return r
-}
-
-// MatchLabel adds one matchLabels entry to spec.selector.
-func (r *ReplicaSetWrapper) MatchLabel(k, v string) *ReplicaSetWrapper {
-	r.Spec.Selector = addMatchLabel(r.Spec.Selector, k, v)
-	return r
-}
-
-// MatchExpression adds one matchExpressions entry to spec.selector.
-func (r *ReplicaSetWrapper) MatchExpression(key string, op metav1.LabelSelectorOperator, vals ...string) *ReplicaSetWrapper {
-	r.Spec.Selector = addMatchExpression(r.Spec.Selector, key, op, vals)
-	return r
+	rs := &appsv1.ReplicaSet{ObjectMeta: inDefault()}
+	return newLabelSelector(rs, "ReplicaSet", &rs.ObjectMeta, &rs.Spec.Selector)
 }
 
 // StatefulSetWrapper builds an *appsv1.StatefulSet. Start with
 // MakeStatefulSet.
-type StatefulSetWrapper struct{ appsv1.StatefulSet }
+type StatefulSetWrapper = LabelSelectorWrapper[appsv1.StatefulSet]
 
 // MakeStatefulSet returns a builder for a StatefulSet in namespace "default"
 // with a nil selector.
 func MakeStatefulSet() *StatefulSetWrapper {
-	return &StatefulSetWrapper{appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceDefault}}}
+	ss := &appsv1.StatefulSet{ObjectMeta: inDefault()}
+	return newLabelSelector(ss, "StatefulSet", &ss.ObjectMeta, &ss.Spec.Selector)
 }
 
-// Obj returns a deep copy of the StatefulSet built so far.
-func (s *StatefulSetWrapper) Obj() *appsv1.StatefulSet { return s.StatefulSet.DeepCopy() }
-
-// Name sets metadata.name and a UID derived from it.
-func (s *StatefulSetWrapper) Name(name string) *StatefulSetWrapper {
-	s.StatefulSet.Name = name
-	s.UID = types.UID("StatefulSet/" + name)
-	return s
+// LabelSelectorWrapper builds a controller owner of type T whose
+// spec.selector is a metav1.LabelSelector, written by Selector, MatchLabel
+// and MatchExpression.
+type LabelSelectorWrapper[T any] struct {
+	ObjectMetaOptions[*LabelSelectorWrapper[T]]
+	LabelSelectorOptions[*LabelSelectorWrapper[T]]
+	obj deepCopier[T]
 }
 
-// Namespace sets metadata.namespace.
-func (s *StatefulSetWrapper) Namespace(ns string) *StatefulSetWrapper {
-	s.StatefulSet.Namespace = ns
-	return s
+func newLabelSelector[T any](obj deepCopier[T], kind string, meta *metav1.ObjectMeta, sel **metav1.LabelSelector) *LabelSelectorWrapper[T] {
+	w := &LabelSelectorWrapper[T]{obj: obj}
+	w.ObjectMetaOptions = bindOwnerMeta(w, meta, kind)
+	w.LabelSelectorOptions = bindLabelSelector(w, sel)
+	return w
 }
 
-// Selector replaces spec.selector (nil removes it).
-func (s *StatefulSetWrapper) Selector(sel *metav1.LabelSelector) *StatefulSetWrapper {
-	s.Spec.Selector = sel.DeepCopy()
-	return s
-}
+// Obj returns a deep copy of the object built so far.
+func (w *LabelSelectorWrapper[T]) Obj() *T { return w.obj.DeepCopy() }
 
-// MatchLabel adds one matchLabels entry to spec.selector.
-func (s *StatefulSetWrapper) MatchLabel(k, v string) *StatefulSetWrapper {
-	s.Spec.Selector = addMatchLabel(s.Spec.Selector, k, v)
-	return s
-}
-
-// MatchExpression adds one matchExpressions entry to spec.selector.
-func (s *StatefulSetWrapper) MatchExpression(key string, op metav1.LabelSelectorOperator, vals ...string) *StatefulSetWrapper {
-	s.Spec.Selector = addMatchExpression(s.Spec.Selector, key, op, vals)
-	return s
-}
-
-func addMatchLabel(sel *metav1.LabelSelector, k, v string) *metav1.LabelSelector {
-	if sel == nil {
-		sel = &metav1.LabelSelector{}
-	}
-	if sel.MatchLabels == nil {
-		sel.MatchLabels = map[string]string{}
-	}
-	sel.MatchLabels[k] = v
-	return sel
-}
-
-func addMatchExpression(sel *metav1.LabelSelector, key string, op metav1.LabelSelectorOperator, vals []string) *metav1.LabelSelector {
-	if sel == nil {
-		sel = &metav1.LabelSelector{}
-	}
-	sel.MatchExpressions = append(sel.MatchExpressions, metav1.LabelSelectorRequirement{Key: key, Operator: op, Values: vals})
-	return sel
-}
+// inDefault is the metadata every namespaced builder starts from.
+func inDefault() metav1.ObjectMeta { return metav1.ObjectMeta{Namespace: metav1.NamespaceDefault} }

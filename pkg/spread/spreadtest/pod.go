@@ -12,58 +12,28 @@ import (
 // that objects built twice compare equal.
 var DeletionTime = metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 
-// PodWrapper builds a *v1.Pod. Start with MakePod.
-type PodWrapper struct{ v1.Pod }
+// PodWrapper builds a *v1.Pod. Start with MakePod. Name, Namespace, UID,
+// Label and Annotation come with ObjectMetaOptions.
+type PodWrapper struct {
+	v1.Pod
+	ObjectMetaOptions[*PodWrapper]
+}
 
 // MakePod returns a builder for a pod in namespace "default".
 func MakePod() *PodWrapper {
-	return &PodWrapper{v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceDefault}}}
+	w := &PodWrapper{Pod: v1.Pod{ObjectMeta: inDefault()}}
+	w.ObjectMetaOptions = BindObjectMeta(w, &w.Pod.ObjectMeta)
+	return w
 }
 
 // Obj returns a deep copy of the pod built so far.
 func (p *PodWrapper) Obj() *v1.Pod { return p.Pod.DeepCopy() }
-
-// Name sets metadata.name.
-func (p *PodWrapper) Name(name string) *PodWrapper {
-	p.Pod.Name = name
-	return p
-}
-
-// Namespace sets metadata.namespace.
-func (p *PodWrapper) Namespace(ns string) *PodWrapper {
-	p.Pod.Namespace = ns
-	return p
-}
-
-// UID sets metadata.uid.
-func (p *PodWrapper) UID(uid string) *PodWrapper {
-	p.Pod.UID = types.UID(uid)
-	return p
-}
-
-// Label adds one label.
-func (p *PodWrapper) Label(k, v string) *PodWrapper {
-	if p.Pod.Labels == nil {
-		p.Pod.Labels = map[string]string{}
-	}
-	p.Pod.Labels[k] = v
-	return p
-}
 
 // Labels adds every label of m.
 func (p *PodWrapper) Labels(m map[string]string) *PodWrapper {
 	for k, v := range m {
 		p.Label(k, v)
 	}
-	return p
-}
-
-// Annotation adds one annotation.
-func (p *PodWrapper) Annotation(k, v string) *PodWrapper {
-	if p.Pod.Annotations == nil {
-		p.Pod.Annotations = map[string]string{}
-	}
-	p.Pod.Annotations[k] = v
 	return p
 }
 
@@ -85,7 +55,8 @@ func (p *PodWrapper) Phase(phase v1.PodPhase) *PodWrapper {
 	return p
 }
 
-// OwnerRef adds an owner reference that is not the controller.
+// OwnerRef adds an owner reference that is not the controller. Its UID is
+// the one the owner builders' Name sets.
 func (p *PodWrapper) OwnerRef(kind, apiVersion, name string) *PodWrapper {
 	p.OwnerReferences = append(p.OwnerReferences, metav1.OwnerReference{
 		APIVersion: apiVersion, Kind: kind, Name: name, UID: types.UID(kind + "/" + name),
@@ -95,10 +66,9 @@ func (p *PodWrapper) OwnerRef(kind, apiVersion, name string) *PodWrapper {
 
 // ControlledBy adds an owner reference with controller: true.
 func (p *PodWrapper) ControlledBy(kind, apiVersion, name string) *PodWrapper {
-	p.OwnerReferences = append(p.OwnerReferences, metav1.OwnerReference{
-		APIVersion: apiVersion, Kind: kind, Name: name, UID: types.UID(kind + "/" + name),
-		Controller: new(true), BlockOwnerDeletion: new(true),
-	})
+	p.OwnerRef(kind, apiVersion, name)
+	ref := &p.OwnerReferences[len(p.OwnerReferences)-1]
+	ref.Controller, ref.BlockOwnerDeletion = new(true), new(true)
 	return p
 }
 
@@ -110,10 +80,7 @@ func (p *PodWrapper) SchedulingGate(name string) *PodWrapper {
 
 // NodeSelector adds one spec.nodeSelector entry.
 func (p *PodWrapper) NodeSelector(k, v string) *PodWrapper {
-	if p.Spec.NodeSelector == nil {
-		p.Spec.NodeSelector = map[string]string{}
-	}
-	p.Spec.NodeSelector[k] = v
+	setEntry(&p.Spec.NodeSelector, k, v)
 	return p
 }
 
@@ -189,15 +156,21 @@ func (p *PodWrapper) SpreadConstraint(c v1.TopologySpreadConstraint) *PodWrapper
 }
 
 // ConstraintWrapper builds a v1.TopologySpreadConstraint. Start with
-// Constraint.
-type ConstraintWrapper struct{ v1.TopologySpreadConstraint }
+// Constraint. Its Selector, MatchLabel and MatchExpression write
+// labelSelector.
+type ConstraintWrapper struct {
+	v1.TopologySpreadConstraint
+	LabelSelectorOptions[*ConstraintWrapper]
+}
 
 // Constraint returns a builder for a DoNotSchedule constraint with the given
 // maxSkew and topology key, no selector and every optional field unset.
 func Constraint(maxSkew int32, topologyKey string) *ConstraintWrapper {
-	return &ConstraintWrapper{v1.TopologySpreadConstraint{
+	w := &ConstraintWrapper{TopologySpreadConstraint: v1.TopologySpreadConstraint{
 		MaxSkew: maxSkew, TopologyKey: topologyKey, WhenUnsatisfiable: v1.DoNotSchedule,
 	}}
+	w.LabelSelectorOptions = bindLabelSelector(w, &w.LabelSelector)
+	return w
 }
 
 // Obj returns a deep copy of the constraint built so far.
@@ -214,34 +187,6 @@ func (c *ConstraintWrapper) DoNotSchedule() *ConstraintWrapper {
 // ScheduleAnyway makes the constraint soft.
 func (c *ConstraintWrapper) ScheduleAnyway() *ConstraintWrapper {
 	c.WhenUnsatisfiable = v1.ScheduleAnyway
-	return c
-}
-
-// Selector sets labelSelector (nil removes it).
-func (c *ConstraintWrapper) Selector(sel *metav1.LabelSelector) *ConstraintWrapper {
-	c.LabelSelector = sel.DeepCopy()
-	return c
-}
-
-// MatchLabel adds one matchLabels entry to labelSelector.
-func (c *ConstraintWrapper) MatchLabel(k, v string) *ConstraintWrapper {
-	if c.LabelSelector == nil {
-		c.LabelSelector = &metav1.LabelSelector{}
-	}
-	if c.LabelSelector.MatchLabels == nil {
-		c.LabelSelector.MatchLabels = map[string]string{}
-	}
-	c.LabelSelector.MatchLabels[k] = v
-	return c
-}
-
-// MatchExpression adds one matchExpressions entry to labelSelector.
-func (c *ConstraintWrapper) MatchExpression(key string, op metav1.LabelSelectorOperator, vals ...string) *ConstraintWrapper {
-	if c.LabelSelector == nil {
-		c.LabelSelector = &metav1.LabelSelector{}
-	}
-	c.LabelSelector.MatchExpressions = append(c.LabelSelector.MatchExpressions,
-		metav1.LabelSelectorRequirement{Key: key, Operator: op, Values: vals})
 	return c
 }
 

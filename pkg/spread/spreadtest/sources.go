@@ -5,6 +5,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // Lookup names one method of spread.SelectorSources, for FakeSources.Fail.
@@ -22,12 +23,9 @@ const (
 // an object that is not there returns (nil, nil), as the interface asks.
 // The zero value holds nothing and never fails.
 type FakeSources struct {
-	services               []*v1.Service
-	replicationControllers []*v1.ReplicationController
-	replicaSets            []*appsv1.ReplicaSet
-	statefulSets           []*appsv1.StatefulSet
-	errors                 map[Lookup]error
-	calls                  map[Lookup]int
+	objects []any
+	errors  map[Lookup]error
+	calls   map[Lookup]int
 }
 
 // Sources returns a FakeSources holding objs, which must be *v1.Service,
@@ -40,15 +38,9 @@ func Sources(objs ...any) *FakeSources {
 // Add adds objs, with the same rules as Sources.
 func (f *FakeSources) Add(objs ...any) *FakeSources {
 	for _, o := range objs {
-		switch o := o.(type) {
-		case *v1.Service:
-			f.services = append(f.services, o)
-		case *v1.ReplicationController:
-			f.replicationControllers = append(f.replicationControllers, o)
-		case *appsv1.ReplicaSet:
-			f.replicaSets = append(f.replicaSets, o)
-		case *appsv1.StatefulSet:
-			f.statefulSets = append(f.statefulSets, o)
+		switch o.(type) {
+		case *v1.Service, *v1.ReplicationController, *appsv1.ReplicaSet, *appsv1.StatefulSet:
+			f.objects = append(f.objects, o)
 		default:
 			panic(fmt.Sprintf("spreadtest.Sources: unsupported object %T", o))
 		}
@@ -82,8 +74,8 @@ func (f *FakeSources) Services(namespace string) ([]*v1.Service, error) {
 		return nil, err
 	}
 	var out []*v1.Service
-	for _, s := range f.services {
-		if s.Namespace == namespace {
+	for _, o := range f.objects {
+		if s, ok := o.(*v1.Service); ok && s.Namespace == namespace {
 			out = append(out, s)
 		}
 	}
@@ -92,39 +84,29 @@ func (f *FakeSources) Services(namespace string) ([]*v1.Service, error) {
 
 // ReplicationController returns namespace/name, or nil if there is none.
 func (f *FakeSources) ReplicationController(namespace, name string) (*v1.ReplicationController, error) {
-	if err := f.call(LookupReplicationController); err != nil {
-		return nil, err
-	}
-	for _, o := range f.replicationControllers {
-		if o.Namespace == namespace && o.Name == name {
-			return o, nil
-		}
-	}
-	return nil, nil
+	return get[*v1.ReplicationController](f, LookupReplicationController, namespace, name)
 }
 
 // ReplicaSet returns namespace/name, or nil if there is none.
 func (f *FakeSources) ReplicaSet(namespace, name string) (*appsv1.ReplicaSet, error) {
-	if err := f.call(LookupReplicaSet); err != nil {
-		return nil, err
-	}
-	for _, o := range f.replicaSets {
-		if o.Namespace == namespace && o.Name == name {
-			return o, nil
-		}
-	}
-	return nil, nil
+	return get[*appsv1.ReplicaSet](f, LookupReplicaSet, namespace, name)
 }
 
 // StatefulSet returns namespace/name, or nil if there is none.
 func (f *FakeSources) StatefulSet(namespace, name string) (*appsv1.StatefulSet, error) {
-	if err := f.call(LookupStatefulSet); err != nil {
-		return nil, err
+	return get[*appsv1.StatefulSet](f, LookupStatefulSet, namespace, name)
+}
+
+// get makes lookup and returns the T called namespace/name, or nil.
+func get[T metav1.Object](f *FakeSources, lookup Lookup, namespace, name string) (T, error) {
+	var none T
+	if err := f.call(lookup); err != nil {
+		return none, err
 	}
-	for _, o := range f.statefulSets {
-		if o.Namespace == namespace && o.Name == name {
-			return o, nil
+	for _, o := range f.objects {
+		if t, ok := o.(T); ok && t.GetNamespace() == namespace && t.GetName() == name {
+			return t, nil
 		}
 	}
-	return nil, nil
+	return none, nil
 }

@@ -98,3 +98,42 @@ func TestFakeSourcesLookups(t *testing.T) {
 		t.Errorf("CallCount(ReplicaSet) = %d, want 2", got)
 	}
 }
+
+func TestOwnerBuildersSetTheUIDsThatControlledByPointsAt(t *testing.T) {
+	pod := MakePod().ControlledBy("ReplicaSet", "apps/v1", "rs").OwnerRef("StatefulSet", "apps/v1", "ss").Obj()
+	rs := MakeReplicaSet().Name("rs").Namespace("ns").MatchLabel("app", "a").
+		MatchExpression("tier", metav1.LabelSelectorOpIn, "web").Obj()
+	ss := MakeStatefulSet().Name("ss").Selector(&metav1.LabelSelector{MatchLabels: map[string]string{"app": "b"}}).Obj()
+	rc := MakeReplicationController().Name("rc").Selector("app", "c").Obj()
+	svc := MakeService().Name("svc").Selector("app", "d").Obj()
+
+	got := []metav1.ObjectMeta{rs.ObjectMeta, ss.ObjectMeta, rc.ObjectMeta, svc.ObjectMeta}
+	want := []metav1.ObjectMeta{
+		{Name: "rs", Namespace: "ns", UID: pod.OwnerReferences[0].UID},
+		{Name: "ss", Namespace: "default", UID: pod.OwnerReferences[1].UID},
+		{Name: "rc", Namespace: "default", UID: "ReplicationController/rc"},
+		{Name: "svc", Namespace: "default"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("owner metadata mismatch (-want +got):\n%s", diff)
+	}
+	wantSelectors := []any{
+		&metav1.LabelSelector{
+			MatchLabels:      map[string]string{"app": "a"},
+			MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "tier", Operator: metav1.LabelSelectorOpIn, Values: []string{"web"}}},
+		},
+		&metav1.LabelSelector{MatchLabels: map[string]string{"app": "b"}},
+		map[string]string{"app": "c"},
+		map[string]string{"app": "d"},
+	}
+	gotSelectors := []any{rs.Spec.Selector, ss.Spec.Selector, rc.Spec.Selector, svc.Spec.Selector}
+	if diff := cmp.Diff(wantSelectors, gotSelectors); diff != "" {
+		t.Errorf("owner selectors mismatch (-want +got):\n%s", diff)
+	}
+	if ctrl := pod.OwnerReferences[0].Controller; ctrl == nil || !*ctrl {
+		t.Errorf("ControlledBy reference has controller %v, want true", ctrl)
+	}
+	if ctrl := pod.OwnerReferences[1].Controller; ctrl != nil {
+		t.Errorf("OwnerRef reference has controller %v, want unset", *ctrl)
+	}
+}
