@@ -30,6 +30,17 @@ func full(ns, name string) metav1.ObjectMeta {
 	}
 }
 
+// kept is the metadata every transform keeps: the object's identity and
+// its resourceVersion.
+func kept(ns, name string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID("uid-" + name), ResourceVersion: "42"}
+}
+
+func withLabels(m metav1.ObjectMeta, labels map[string]string) metav1.ObjectMeta {
+	m.Labels = labels
+	return m
+}
+
 func TestStripKeepsOnlyWhatTheAlgorithmReads(t *testing.T) {
 	now := metav1.Unix(100, 0)
 	selector := &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}
@@ -73,7 +84,7 @@ func TestStripKeepsOnlyWhatTheAlgorithmReads(t *testing.T) {
 				Status:     v1.NodeStatus{Capacity: v1.ResourceList{v1.ResourceCPU: resource.MustParse("4")}, Images: []v1.ContainerImage{{Names: []string{"nginx"}}}},
 			},
 			want: &v1.Node{
-				ObjectMeta: metav1.ObjectMeta{Name: "n1", UID: "uid-n1", ResourceVersion: "42", Labels: map[string]string{"app": "web"}},
+				ObjectMeta: withLabels(kept("", "n1"), map[string]string{"app": "web"}),
 				Spec:       v1.NodeSpec{Taints: taints, Unschedulable: true},
 			},
 		},
@@ -83,10 +94,7 @@ func TestStripKeepsOnlyWhatTheAlgorithmReads(t *testing.T) {
 			in: &v1.Service{ObjectMeta: full("shop", "web"), Spec: v1.ServiceSpec{
 				Selector: map[string]string{"app": "web"}, ClusterIP: "10.96.0.10", Ports: []v1.ServicePort{{Port: 80}},
 			}},
-			want: &v1.Service{
-				ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "uid-web", ResourceVersion: "42"},
-				Spec:       v1.ServiceSpec{Selector: map[string]string{"app": "web"}},
-			},
+			want: &v1.Service{ObjectMeta: kept("shop", "web"), Spec: v1.ServiceSpec{Selector: map[string]string{"app": "web"}}},
 		},
 		{
 			name:      "replication controller -> identity and selector",
@@ -94,10 +102,7 @@ func TestStripKeepsOnlyWhatTheAlgorithmReads(t *testing.T) {
 			in: &v1.ReplicationController{ObjectMeta: full("shop", "web"), Spec: v1.ReplicationControllerSpec{
 				Selector: map[string]string{"app": "web"}, Template: &v1.PodTemplateSpec{},
 			}},
-			want: &v1.ReplicationController{
-				ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "uid-web", ResourceVersion: "42"},
-				Spec:       v1.ReplicationControllerSpec{Selector: map[string]string{"app": "web"}},
-			},
+			want: &v1.ReplicationController{ObjectMeta: kept("shop", "web"), Spec: v1.ReplicationControllerSpec{Selector: map[string]string{"app": "web"}}},
 		},
 		{
 			name:      "replica set -> identity and selector",
@@ -105,10 +110,7 @@ func TestStripKeepsOnlyWhatTheAlgorithmReads(t *testing.T) {
 			in: &appsv1.ReplicaSet{ObjectMeta: full("shop", "web"), Spec: appsv1.ReplicaSetSpec{
 				Selector: selector, Template: v1.PodTemplateSpec{Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c"}}}},
 			}, Status: appsv1.ReplicaSetStatus{Replicas: 3}},
-			want: &appsv1.ReplicaSet{
-				ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "uid-web", ResourceVersion: "42"},
-				Spec:       appsv1.ReplicaSetSpec{Selector: selector},
-			},
+			want: &appsv1.ReplicaSet{ObjectMeta: kept("shop", "web"), Spec: appsv1.ReplicaSetSpec{Selector: selector}},
 		},
 		{
 			name:      "stateful set -> identity and selector",
@@ -116,17 +118,14 @@ func TestStripKeepsOnlyWhatTheAlgorithmReads(t *testing.T) {
 			in: &appsv1.StatefulSet{ObjectMeta: full("shop", "db"), Spec: appsv1.StatefulSetSpec{
 				Selector: selector, ServiceName: "db",
 			}},
-			want: &appsv1.StatefulSet{
-				ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "db", UID: "uid-db", ResourceVersion: "42"},
-				Spec:       appsv1.StatefulSetSpec{Selector: selector},
-			},
+			want: &appsv1.StatefulSet{ObjectMeta: kept("shop", "db"), Spec: appsv1.StatefulSetSpec{Selector: selector}},
 		},
 		{
 			name:      "namespace -> identity and labels",
 			transform: StripNamespace,
 			in:        &v1.Namespace{ObjectMeta: full("", "shop"), Spec: v1.NamespaceSpec{Finalizers: []v1.FinalizerName{"kubernetes"}}},
 			want: &v1.Namespace{
-				ObjectMeta: metav1.ObjectMeta{Name: "shop", UID: "uid-shop", ResourceVersion: "42", Labels: map[string]string{"app": "web"}},
+				ObjectMeta: withLabels(kept("", "shop"), map[string]string{"app": "web"}),
 			},
 		},
 		{
