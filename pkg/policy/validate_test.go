@@ -270,34 +270,3 @@ func TestValidateClusterSpreadPolicy(t *testing.T) {
 		})
 	}
 }
-
-func TestValidCondition(t *testing.T) {
-	valid := policy.ValidCondition(4, nil)
-	if diff := cmp.Diff(metav1.Condition{
-		Type: v1alpha1.ConditionValid, Status: metav1.ConditionTrue, ObservedGeneration: 4, Reason: v1alpha1.ReasonValid,
-		Message: "The policy is valid and applies to the pods it selects.",
-	}, valid); diff != "" {
-		t.Errorf("valid policy (-want +got):\n%s", diff)
-	}
-
-	errs := policy.ValidateSpreadPolicy(pt.MakeSpreadPolicy().Namespace("shop").Name("zones").
-		Constraint(zoneHard().MaxSkew(0).Obj(), hostSoft().MinDomains(2).Obj()).Obj())
-	invalid := policy.ValidCondition(7, errs)
-	if invalid.Status != metav1.ConditionFalse || invalid.Reason != v1alpha1.ReasonInvalid || invalid.ObservedGeneration != 7 {
-		t.Errorf("invalid policy: got status %s, reason %s, generation %d; want False, %s, 7",
-			invalid.Status, invalid.Reason, invalid.ObservedGeneration, v1alpha1.ReasonInvalid)
-	}
-	for _, want := range []string{"2 problem(s)", "spec.constraints[0].maxSkew", "spec.constraints[1].minDomains"} {
-		if !strings.Contains(invalid.Message, want) {
-			t.Errorf("message %q does not contain %q", invalid.Message, want)
-		}
-	}
-
-	var many field.ErrorList
-	for i := range 2000 {
-		many = append(many, field.Invalid(field.NewPath("spec", "constraints").Index(i), strings.Repeat("x", 20), "is wrong"))
-	}
-	if got := policy.ValidCondition(1, many).Message; len(got) > 32768 || !strings.HasSuffix(got, "...") {
-		t.Errorf("message of %d bytes for 2000 errors; want at most 32768 (the schema's limit), ending in ...", len(got))
-	}
-}
