@@ -70,12 +70,12 @@ free_port() {
 
 # wait_until TIMEOUT CMD... runs CMD every half second until it succeeds
 # (status 0) or TIMEOUT seconds have passed (status 1). CMD's output is
-# discarded. CMD runs in this shell, so a CMD that must end the wait early
-# (a process it depends on died) can exit or die itself.
+# kept, so that a CMD can say why it ends the wait: it runs in this shell,
+# and one that must stop early (a process it depends on died) can die.
 wait_until() {
   local deadline=$((SECONDS + $1))
   shift
-  until "$@" >/dev/null 2>&1; do
+  until "$@"; do
     ((SECONDS < deadline)) || return 1
     sleep 0.5
   done

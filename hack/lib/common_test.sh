@@ -53,7 +53,8 @@ if command -v python3 >/dev/null; then
   kill $! 2>/dev/null || true
 fi
 
-# wait_until ends when the condition holds, and after its timeout.
+# wait_until ends when the condition holds, after its timeout, and when the
+# condition itself gives up.
 check
 touch_later() { sleep 1; touch "$dir/ready"; }
 touch_later &
@@ -62,6 +63,10 @@ check
 start=$SECONDS
 if wait_until 1 test -f "$dir/never"; then fail "wait_until succeeded on a condition that never holds"; fi
 ((SECONDS - start <= 3)) || fail "wait_until 1 took $((SECONDS - start))s"
+check
+out=$(bash -c 'source "$1"; gone() { die "the process is gone"; }; wait_until 10 gone; echo "waited on"' _ "$lib" 2>&1) && rc=0 || rc=$?
+[[ $rc == 1 && $out == *"the process is gone"* && $out != *"waited on"* ]] ||
+  fail "a condition that dies: exit $rc, output \"$out\"; want exit 1 and its message"
 
 if ((failures > 0)); then echo "common: $failures of $checks checks failed"; exit 1; fi
 echo "common: $checks checks passed"
