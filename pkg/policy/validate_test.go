@@ -15,15 +15,6 @@ import (
 	pt "github.com/spreadguard/spreadguard/pkg/policy/policytest"
 )
 
-// fieldsOf lists the field paths of errs, in order, comma-separated.
-func fieldsOf(errs field.ErrorList) string {
-	paths := make([]string, len(errs))
-	for i, e := range errs {
-		paths[i] = e.Field
-	}
-	return strings.Join(paths, ", ")
-}
-
 // summarize turns errs into "<type>: <path>" lines, the part of an error a
 // test can pin without copying upstream's wording.
 func summarize(errs field.ErrorList) []string {
