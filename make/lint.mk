@@ -4,6 +4,9 @@ STATICCHECK_STAMP := $(BIN)/.stamps/staticcheck-$(STATICCHECK_VERSION)
 # Every Go module of the repository: the root and the nested test modules
 # (parity, chart), each linted and tidied on its own.
 GO_MODULES := $(patsubst ./%,%,$(patsubst %/go.mod,%,$(shell find . -name go.mod -not -path './bin/*')))
+# The build tags of the suites that are compiled only on demand, so that
+# vet and staticcheck read them too.
+LINT_TAGS := e2e,integration
 
 $(STATICCHECK_STAMP):
 	@mkdir -p $(BIN)/.stamps
@@ -22,7 +25,7 @@ lint: $(STATICCHECK_STAMP) ## Check every Go module with gofmt, go vet and stati
 	fi
 	@for m in $(GO_MODULES); do \
 	  echo "go vet + staticcheck: $$m"; \
-	  ( cd "$$m" && $(GO) vet ./... && $(BIN)/staticcheck ./... ) || exit 1; \
+	  ( cd "$$m" && $(GO) vet -tags $(LINT_TAGS) ./... && $(BIN)/staticcheck -tags $(LINT_TAGS) ./... ) || exit 1; \
 	done
 	@# go mod tidy rewrites go.mod/go.sum in place: run it on the real files
 	@# and put the originals back whatever happens, so the check leaves the
