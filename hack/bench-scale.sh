@@ -51,9 +51,9 @@ RELEASE=spreadguard
 RELEASE_NAMESPACE=spreadguard-system
 READY_TIMEOUT=${READY_TIMEOUT:-1800}
 export BIN
-
-log() { printf '[bench-scale] %s %s\n' "$(date -u +%T)" "$*" >&2; }
-die() { printf '[bench-scale] error: %s\n' "$*" >&2; exit 1; }
+HACK_LOG_TIME=1
+# shellcheck source=lib/common.sh
+source "$ROOT/hack/lib/common.sh"
 
 k() { "$BIN/kubectl" --request-timeout=60s "$@"; }
 
@@ -83,23 +83,6 @@ cleanup() {
   exit "$rc"
 }
 
-port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-
-USED_PORTS=" "
-free_port() {
-  local p
-  for _ in $(seq 1 100); do
-    p=$((20000 + RANDOM % 12000))
-    [[ $USED_PORTS == *" $p "* ]] && continue
-    if ! port_in_use "$p"; then
-      USED_PORTS+="$p "
-      printf -v "$1" '%s' "$p"
-      return
-    fi
-  done
-  die "found no free port on 127.0.0.1"
-}
-
 preflight() {
   local missing=()
   for b in etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok helm; do
@@ -127,7 +110,7 @@ start_cluster() {
   "$ROOT/hack/local-cluster.sh" run >"$DIR/cluster.log" 2>&1 &
   CLUSTER_PID=$!
   until [[ -f $LOCAL_CLUSTER_ENV ]]; do
-    kill -0 "$CLUSTER_PID" 2>/dev/null || { tail -n 60 "$DIR/cluster.log" >&2; CLUSTER_PID=; die "the local cluster did not start"; }
+    kill -0 "$CLUSTER_PID" 2>/dev/null || { LOG_TAIL_LINES=60 log_tail "$DIR/cluster.log"; CLUSTER_PID=; die "the local cluster did not start"; }
     sleep 1
   done
   # shellcheck disable=SC1090
@@ -161,22 +144,17 @@ spec:
 EOF
 }
 
+webhook_called() { [[ $(probe) == *denied* ]]; }
+webhook_not_called() { ! webhook_called; }
+
 register() {
   webhook_configurations | k apply -f - >/dev/null
-  local deadline=$((SECONDS + 120))
-  until [[ $(probe) == *denied* ]]; do
-    ((SECONDS < deadline)) || die "the API server does not call the webhook 120s after registering it"
-    sleep 1
-  done
+  wait_until 120 webhook_called || die "the API server does not call the webhook 120s after registering it"
 }
 
 unregister() {
   k delete mutatingwebhookconfiguration,validatingwebhookconfiguration "$RELEASE" --ignore-not-found >/dev/null
-  local deadline=$((SECONDS + 120))
-  while [[ $(probe) == *denied* ]]; do
-    ((SECONDS < deadline)) || die "the API server still calls the webhook 120s after removing it"
-    sleep 1
-  done
+  wait_until 120 webhook_not_called || die "the API server still calls the webhook 120s after removing it"
 }
 
 start_webhook() {
@@ -191,11 +169,7 @@ start_webhook() {
     --default-action Deny --log-level info >"$DIR/webhook.log" 2>&1 </dev/null &
   WEBHOOK_PID=$!
   local start=$SECONDS
-  until k --server="http://$PROBE_ADDRESS" get --raw /readyz >/dev/null 2>&1; do
-    kill -0 "$WEBHOOK_PID" 2>/dev/null || { tail -n 40 "$DIR/webhook.log" >&2; die "spreadguard-webhook exited"; }
-    ((SECONDS - start < READY_TIMEOUT)) || die "spreadguard-webhook not ready after ${READY_TIMEOUT}s"
-    sleep 1
-  done
+  wait_url "http://$PROBE_ADDRESS/readyz" "$READY_TIMEOUT" spreadguard-webhook "$WEBHOOK_PID" "$DIR/webhook.log"
   WEBHOOK_READY_SECONDS=$((SECONDS - start))
 }
 

@@ -11,9 +11,14 @@
 #
 # Why from source: no prebuilt binary can be downloaded on the machines this
 # project is built and tested on; only the Go module proxy is reachable.
+#
+# Each step's output goes to bin/.build/logs/; a step that fails stops the
+# build and shows the end of its log.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=lib/common.sh
+source "$ROOT/hack/lib/common.sh"
 BIN=${BIN:-$ROOT/bin}
 KUBE_VERSION=${KUBE_VERSION:-v1.37.1}
 # The staging modules of k8s.io/kubernetes are published as v0.<minor>.<patch>.
@@ -24,9 +29,8 @@ HELM_VERSION=${HELM_VERSION:-v3.22.0}
 
 STAMPS=$BIN/.stamps
 WORK=$BIN/.build
-mkdir -p "$STAMPS" "$WORK"
-
-log() { printf '[build-binaries] %s\n' "$*" >&2; }
+LOGS=$WORK/logs
+mkdir -p "$STAMPS" "$WORK" "$LOGS"
 
 done_already() { [[ -x $BIN/$1 && -f $STAMPS/$1-$2 ]]; }
 
@@ -39,13 +43,15 @@ mark() {
 # replaces every staging module by its published version, as the main
 # repository's go.mod replaces them by ./staging paths that a module download
 # does not carry. The sample-* modules are not published and not needed.
+# It is not run in a command substitution, where bash would ignore set -e.
+K8S_MODULE=$WORK/kubernetes-$KUBE_VERSION
 k8s_module() {
-  local dir=$WORK/kubernetes-$KUBE_VERSION
+  local dir=$K8S_MODULE
   if [[ ! -f $dir/.ready ]]; then
     rm -rf "$dir" && mkdir -p "$dir"
     (
       cd "$dir"
-      go mod init spreadguard.local/build/kubernetes >/dev/null 2>&1
+      run_logged "$LOGS/kubernetes-mod-init.log" "go mod init" go mod init spreadguard.local/build/kubernetes
       local modfile
       modfile=$(go mod download -json "k8s.io/kubernetes@$KUBE_VERSION" | sed -n 's/.*"GoMod": "\(.*\)",/\1/p')
       local staging
@@ -57,24 +63,23 @@ k8s_module() {
       for pin in ${STAGING_PINS:-}; do args+=("-replace=${pin%@*}=$pin"); done
       go mod edit "${args[@]}"
       printf 'package build\n' >doc.go
-      go get "k8s.io/kubernetes@$KUBE_VERSION" >/dev/null 2>&1
+      run_logged "$LOGS/kubernetes-get.log" "go get k8s.io/kubernetes@$KUBE_VERSION" go get "k8s.io/kubernetes@$KUBE_VERSION"
     )
     touch "$dir/.ready"
   fi
-  echo "$dir"
 }
 
 build_k8s() {
   local name=$1 pkg=$2
   done_already "$name" "$KUBE_VERSION" && { log "$name $KUBE_VERSION already built"; return; }
-  local dir minor
-  dir=$(k8s_module)
+  local dir=$K8S_MODULE minor
+  k8s_module
   minor=${KUBE_VERSION#v1.}; minor=${minor%%.*}
   log "building $name $KUBE_VERSION (several minutes when cold)"
   (
     cd "$dir"
-    go get "$pkg@$KUBE_VERSION" >/dev/null 2>&1 || true
-    CGO_ENABLED=0 go build -trimpath -o "$BIN/$name" \
+    run_logged "$LOGS/$name-get.log" "go get $pkg@$KUBE_VERSION" go get "$pkg@$KUBE_VERSION"
+    run_logged "$LOGS/$name-build.log" "go build $pkg" env CGO_ENABLED=0 go build -trimpath -o "$BIN/$name" \
       -ldflags "-s -w \
         -X k8s.io/component-base/version.gitVersion=$KUBE_VERSION \
         -X k8s.io/component-base/version.gitMajor=1 \
@@ -95,7 +100,7 @@ build_etcd() {
   rm -rf "$dir" && mkdir -p "$dir"
   (
     cd "$dir"
-    go mod init spreadguard.local/build/etcd >/dev/null 2>&1
+    run_logged "$LOGS/etcd-mod-init.log" "go mod init" go mod init spreadguard.local/build/etcd
     cat >main.go <<'GO'
 package main
 
@@ -107,9 +112,9 @@ import (
 
 func main() { etcdmain.Main(os.Args) }
 GO
-    go get "go.etcd.io/etcd/server/v3@$ETCD_VERSION" >/dev/null 2>&1
-    go mod tidy >/dev/null 2>&1
-    CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$BIN/etcd" .
+    run_logged "$LOGS/etcd-get.log" "go get go.etcd.io/etcd/server/v3@$ETCD_VERSION" go get "go.etcd.io/etcd/server/v3@$ETCD_VERSION"
+    run_logged "$LOGS/etcd-tidy.log" "go mod tidy" go mod tidy
+    run_logged "$LOGS/etcd-build.log" "go build etcd" env CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$BIN/etcd" .
   )
   mark etcd "$ETCD_VERSION"
 }
@@ -119,7 +124,8 @@ go_install() {
   local name=$1 pkg=$2 version=$3 ldflags=${4:-}
   done_already "$name" "$version" && { log "$name $version already built"; return; }
   log "building $name $version"
-  GOBIN=$BIN CGO_ENABLED=0 go install -trimpath -ldflags "-s -w $ldflags" "$pkg@$version"
+  run_logged "$LOGS/$name-install.log" "go install $pkg@$version" \
+    env GOBIN="$BIN" CGO_ENABLED=0 go install -trimpath -ldflags "-s -w $ldflags" "$pkg@$version"
   mark "$name" "$version"
 }
 

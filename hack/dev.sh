@@ -27,6 +27,8 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=lib/common.sh
+source "$ROOT/hack/lib/common.sh"
 # shellcheck source=lib/webhook-state.sh
 source "$ROOT/hack/lib/webhook-state.sh"
 BIN=${BIN:-$ROOT/bin}
@@ -38,33 +40,12 @@ DEMO_NAMESPACE=spreadguard-demo
 READY_TIMEOUT=${READY_TIMEOUT:-120}
 export BIN
 
-log() { printf '[dev] %s\n' "$*" >&2; }
-die() { printf '[dev] error: %s\n' "$*" >&2; exit 1; }
-
 k() { "$BIN/kubectl" --request-timeout=10s "$@"; }
 
 # state VAR reads VAR from the env file of the running `dev.sh run`.
 state() {
   [[ -f $DEV_ENV ]] || die "no running hack/dev.sh found ($DEV_ENV is missing)"
   sed -n "s/^\(export \)\{0,1\}$1=//p" "$DEV_ENV" | tail -1
-}
-
-port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-
-USED_PORTS=" "
-# free_port VAR sets VAR to a port on 127.0.0.1 nothing listens on.
-free_port() {
-  local p
-  for _ in $(seq 1 100); do
-    p=$((20000 + RANDOM % 12000))
-    [[ $USED_PORTS == *" $p "* ]] && continue
-    if ! port_in_use "$p"; then
-      USED_PORTS+="$p "
-      printf -v "$1" '%s' "$p"
-      return
-    fi
-  done
-  die "found no free port on 127.0.0.1"
 }
 
 # ---------------------------------------------------------------- webhook
@@ -83,15 +64,7 @@ webhook_start() {
   # hack/lib/webhook-state.sh), so the supervisor never sees the old one
   # without the marker.
   webhook_state_started "$dir" $!
-  local deadline=$((SECONDS + READY_TIMEOUT))
-  until k --server="http://$WEBHOOK_PROBE_ADDRESS" get --raw /readyz >/dev/null 2>&1; do
-    if ! kill -0 "$(cat "$dir/webhook.pid")" 2>/dev/null; then
-      tail -n 40 "$dir/webhook.log" >&2
-      die "spreadguard-webhook exited (log: $dir/webhook.log)"
-    fi
-    ((SECONDS < deadline)) || { tail -n 40 "$dir/webhook.log" >&2; die "spreadguard-webhook not ready on $WEBHOOK_PROBE_ADDRESS/readyz after ${READY_TIMEOUT}s"; }
-    sleep 0.5
-  done
+  wait_url "http://$WEBHOOK_PROBE_ADDRESS/readyz" "$READY_TIMEOUT" spreadguard-webhook "$(cat "$dir/webhook.pid")" "$dir/webhook.log"
 }
 
 # webhook_extra_start starts another replica of the webhook on port $2 with
@@ -106,12 +79,7 @@ webhook_extra_start() {
     >>"$dir/webhook-extra-$port.log" 2>&1 </dev/null &
   local pid=$!
   echo "$pid" >"$dir/webhook-extra-$port.pid.tmp" && mv -f "$dir/webhook-extra-$port.pid.tmp" "$dir/webhook-extra-$port.pid"
-  local deadline=$((SECONDS + READY_TIMEOUT))
-  until k --server="http://127.0.0.1:$probe" get --raw /readyz >/dev/null 2>&1; do
-    kill -0 "$pid" 2>/dev/null || { tail -n 40 "$dir/webhook-extra-$port.log" >&2; die "the extra webhook on port $port exited"; }
-    ((SECONDS < deadline)) || die "the extra webhook on port $port was not ready after ${READY_TIMEOUT}s"
-    sleep 0.5
-  done
+  wait_url "http://127.0.0.1:$probe/readyz" "$READY_TIMEOUT" "the extra webhook on port $port" "$pid" "$dir/webhook-extra-$port.log"
 }
 
 # webhook_extra_kill kills the replica on port $2 at once, as a crash would.
@@ -143,8 +111,7 @@ cleanup() {
   local rc=$?
   trap - EXIT INT TERM
   if [[ $rc -ne 0 && $rc -ne 130 && $rc -ne 143 && -n $DIR && -f $DIR/webhook.log ]]; then
-    printf '\n----- spreadguard-webhook (last 40 lines of %s) -----\n' "$DIR/webhook.log" >&2
-    tail -n 40 "$DIR/webhook.log" >&2 || true
+    log_tail "$DIR/webhook.log"
   fi
   log "tearing down"
   [[ -n $DIR ]] && webhook_stop "$DIR"
@@ -196,10 +163,10 @@ install_chart() {
   local ca
   ca=$(base64 <"$CERTS/ca.crt" | tr -d '\n')
   log "installing the chart (release $RELEASE in $RELEASE_NAMESPACE, webhook.url=https://127.0.0.1:$WEBHOOK_PORT)"
-  "$BIN/helm" upgrade --install "$RELEASE" "$ROOT/charts/spreadguard" \
+  run_logged "$DIR/helm.log" "helm install" "$BIN/helm" upgrade --install "$RELEASE" "$ROOT/charts/spreadguard" \
     --namespace "$RELEASE_NAMESPACE" --create-namespace \
     --set webhook.url="https://127.0.0.1:$WEBHOOK_PORT" --set webhook.caBundle="$ca" \
-    --wait --timeout 2m >"$DIR/helm.log" 2>&1 || { cat "$DIR/helm.log" >&2; die "helm install failed"; }
+    --wait --timeout 2m
 }
 
 # webhook_identity writes a kubeconfig with a token of the chart's
@@ -259,8 +226,8 @@ prepare_webhook() {
 # wait_serving waits until the API server calls the webhook: a dry-run pod
 # that no node can take (no node has its topology key) is denied.
 wait_serving() {
-  local deadline=$((SECONDS + 60)) out
-  while :; do
+  local out
+  denied() {
     out=$(k create --dry-run=server -o name -f - 2>&1 <<'EOF' || true
 apiVersion: v1
 kind: Pod
@@ -271,10 +238,9 @@ spec:
   - {maxSkew: 1, topologyKey: spreadguard.io/no-such-label, whenUnsatisfiable: DoNotSchedule, labelSelector: {matchLabels: {spreadguard-probe: "true"}}}
 EOF
     )
-    [[ $out == *denied* ]] && return 0
-    ((SECONDS < deadline)) || die "the API server does not call the webhook 60s after the install (last answer: $out)"
-    sleep 0.5
-  done
+    [[ $out == *denied* ]]
+  }
+  wait_until 60 denied || die "the API server does not call the webhook 60s after the install (last answer: $out)"
 }
 
 demo() {
@@ -294,11 +260,8 @@ spec:
   validation: {action: Deny}
 EOF
   # The namespace's default ServiceAccount comes a moment after the namespace.
-  local deadline=$((SECONDS + 30))
-  until k -n "$DEMO_NAMESPACE" get serviceaccount default >/dev/null 2>&1; do
-    ((SECONDS < deadline)) || die "no default ServiceAccount in $DEMO_NAMESPACE"
-    sleep 0.5
-  done
+  wait_until 30 k -n "$DEMO_NAMESPACE" get serviceaccount default >/dev/null 2>&1 ||
+    die "no default ServiceAccount in $DEMO_NAMESPACE"
   k apply -f - >/dev/null <<EOF
 apiVersion: apps/v1
 kind: Deployment
@@ -433,21 +396,26 @@ cmd=${1:-run}
 [[ $# -gt 0 ]] && shift
 case $cmd in
   run) run "$@" ;;
-  webhook-stop) webhook_stop "$(state DEV_DIR)" ;;
+  # The state is read in an assignment of its own: as an argument, a
+  # failed read would not stop the script (set -e ignores it there).
+  webhook-stop) dir=$(state DEV_DIR); webhook_stop "$dir" ;;
   webhook-start)
     export KUBECONFIG
     KUBECONFIG=$(state KUBECONFIG)
-    webhook_start "$(state DEV_DIR)"
+    dir=$(state DEV_DIR)
+    webhook_start "$dir"
     ;;
   webhook-extra-start)
     [[ $# -eq 2 ]] || die "usage: hack/dev.sh webhook-extra-start PORT PROBE_PORT"
     export KUBECONFIG
     KUBECONFIG=$(state KUBECONFIG)
-    webhook_extra_start "$(state DEV_DIR)" "$1" "$2"
+    dir=$(state DEV_DIR)
+    webhook_extra_start "$dir" "$1" "$2"
     ;;
   webhook-extra-kill)
     [[ $# -eq 1 ]] || die "usage: hack/dev.sh webhook-extra-kill PORT"
-    webhook_extra_kill "$(state DEV_DIR)" "$1"
+    dir=$(state DEV_DIR)
+    webhook_extra_kill "$dir" "$1"
     ;;
   -h|--help|help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' ;;
   *) die "unknown command \"$cmd\" (want run, webhook-stop or webhook-start)" ;;

@@ -22,6 +22,8 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=lib/common.sh
+source "$ROOT/hack/lib/common.sh"
 BIN=${BIN:-$ROOT/bin}
 ARTIFACTS=$ROOT/test/e2e/_artifacts
 RELEASE=${RELEASE:-spreadguard}
@@ -29,9 +31,6 @@ RELEASE_NAMESPACE=${RELEASE_NAMESPACE:-spreadguard-system}
 CERT_MANAGER_VERSION=${CERT_MANAGER_VERSION:-v1.21.2}
 GO_TEST_FLAGS=${GO_TEST_FLAGS:-}
 export BIN
-
-log() { printf '[e2e] %s\n' "$*" >&2; }
-die() { printf '[e2e] error: %s\n' "$*" >&2; exit 1; }
 
 go_test() {
   log "go test -tags e2e ./test/e2e/... (KUBECONFIG=$KUBECONFIG)"
@@ -122,6 +121,8 @@ kind_e2e() {
   kind_cleanup() {
     local rc=$?
     trap - EXIT INT TERM
+    # Tolerant: the cleanup must end with the suite's own status, whatever
+    # happens to the cluster it tears down.
     if [[ $rc -ne 0 ]]; then
       "$kind" export logs "$ARTIFACTS/kind" --name "$name" >/dev/null 2>&1 || true
       log "FAILED: logs in $ARTIFACTS"
@@ -151,17 +152,15 @@ kind_e2e() {
   k -n cert-manager wait --for=condition=Available deployment --all --timeout=5m
   # Available is not yet serving: cert-manager's own webhook needs its CA
   # injected before it admits an Issuer.
-  local deadline=$((SECONDS + 180))
-  until k apply --dry-run=server -f - >/dev/null 2>&1 <<'EOF'
+  issuer_admitted() {
+    k apply --dry-run=server -f - >/dev/null 2>&1 <<'EOF'
 apiVersion: cert-manager.io/v1
 kind: Issuer
 metadata: {name: probe, namespace: default}
 spec: {selfSigned: {}}
 EOF
-  do
-    ((SECONDS < deadline)) || die "cert-manager's webhook does not answer 3 minutes after its install"
-    sleep 2
-  done
+  }
+  wait_until 180 issuer_admitted || die "cert-manager's webhook does not answer 3 minutes after its install"
 
   log "installing the chart (cert-manager mode, image $image)"
   "$BIN/helm" install "$RELEASE" "$ROOT/charts/spreadguard" --namespace "$RELEASE_NAMESPACE" --create-namespace \

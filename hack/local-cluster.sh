@@ -31,15 +31,14 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=lib/common.sh
+source "$ROOT/hack/lib/common.sh"
 BIN=${BIN:-$ROOT/bin}
 KWOK_VERSION=${KWOK_VERSION:-v0.8.0}
 NODES_PER_ZONE=${NODES_PER_ZONE:-2}
 ZONES=(zone-a zone-b zone-c)
 LOCAL_CLUSTER_ENV=${LOCAL_CLUSTER_ENV:-$ROOT/_output/local-cluster.env}
 READY_TIMEOUT=${READY_TIMEOUT:-120}
-
-log() { printf '[local-cluster] %s\n' "$*" >&2; }
-die() { printf '[local-cluster] error: %s\n' "$*" >&2; exit 1; }
 
 # ---------------------------------------------------------------- down
 
@@ -83,28 +82,17 @@ preflight() {
   fi
 }
 
-port_in_use() {
-  # A successful connect means something listens there.
-  (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
-}
-
-TAKEN_PORTS=" "
 # pick_port VAR sets VAR to the port the caller fixed in the environment
 # (failing when it is taken) or to a free one below the ephemeral range.
 pick_port() {
   local var=$1 port=${!1:-}
-  if [[ -n $port ]]; then
-    [[ $port =~ ^[0-9]+$ ]] || die "$var=$port is not a port number"
-    port_in_use "$port" && die "port $port ($var) on 127.0.0.1 is already in use$(who_listens "$port"); pick another with $var=PORT or leave $var unset"
-  else
-    for _ in $(seq 1 100); do
-      port=$((20000 + RANDOM % 12000))
-      [[ $TAKEN_PORTS == *" $port "* ]] && continue
-      port_in_use "$port" || break
-    done
+  if [[ -z $port ]]; then
+    free_port "$var"
+    return
   fi
-  TAKEN_PORTS+="$port "
-  printf -v "$var" '%s' "$port"
+  [[ $port =~ ^[0-9]+$ ]] || die "$var=$port is not a port number"
+  port_in_use "$port" && die "port $port ($var) on 127.0.0.1 is already in use$(who_listens "$port"); pick another with $var=PORT or leave $var unset"
+  USED_PORTS+="$port "
 }
 
 who_listens() {
@@ -194,8 +182,7 @@ start() {
 print_logs() {
   for name in "${ORDER[@]}"; do
     [[ -f $DIR/logs/$name.log ]] || continue
-    printf '\n----- %s (last 40 lines of %s) -----\n' "$name" "$DIR/logs/$name.log" >&2
-    tail -n 40 "$DIR/logs/$name.log" >&2 || true
+    log_tail "$DIR/logs/$name.log"
   done
 }
 
@@ -278,12 +265,11 @@ restart_apiserver_cmd() {
   dir=$(sed -n 's/^LOCAL_CLUSTER_DIR=//p' "$LOCAL_CLUSTER_ENV")
   before=$(cat "$dir/apiserver.generation" 2>/dev/null || echo 0)
   kill -USR1 "$pid" || die "the cluster run by pid $pid is gone"
-  local deadline=$((SECONDS + 2 * READY_TIMEOUT))
-  until [[ $(cat "$dir/apiserver.generation" 2>/dev/null || echo 0) != "$before" ]]; do
+  restarted() {
     kill -0 "$pid" 2>/dev/null || die "the cluster stopped while kube-apiserver restarted"
-    ((SECONDS < deadline)) || die "kube-apiserver did not come back within $((2 * READY_TIMEOUT))s"
-    sleep 0.5
-  done
+    [[ $(cat "$dir/apiserver.generation" 2>/dev/null || echo 0) != "$before" ]]
+  }
+  wait_until $((2 * READY_TIMEOUT)) restarted || die "kube-apiserver did not come back within $((2 * READY_TIMEOUT))s"
 }
 
 # alive fails, naming the component and what its log says, when one exited.
@@ -305,15 +291,11 @@ alive() {
 # component dies and after READY_TIMEOUT seconds.
 wait_for() {
   local what=$1; shift
-  local deadline=$((SECONDS + READY_TIMEOUT))
-  until "$@" >/dev/null 2>&1; do
-    alive || exit 1
-    if ((SECONDS >= deadline)); then
-      FAILED="timed out after ${READY_TIMEOUT}s waiting for $what"
-      exit 1
-    fi
-    sleep 0.5
-  done
+  ready() { alive || exit 1; "$@" >/dev/null 2>&1; }
+  if ! wait_until "$READY_TIMEOUT" ready "$@"; then
+    FAILED="timed out after ${READY_TIMEOUT}s waiting for $what"
+    exit 1
+  fi
 }
 
 k() { "$BIN/kubectl" --kubeconfig "$DIR/admin.kubeconfig" --request-timeout=5s "$@"; }

@@ -27,6 +27,8 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+# shellcheck source=../lib/common.sh
+source "$ROOT/hack/lib/common.sh"
 HERE=$ROOT/hack/kind
 BIN=${BIN:-$ROOT/bin}
 KUBE_VERSION=${KUBE_VERSION:-v1.37.1}
@@ -42,9 +44,6 @@ NODE_PACKAGES=systemd,systemd-sysv,dbus,iproute2,iptables,nftables,ca-certificat
 STAMPS=$STATE/stamps
 WORK=$STATE/work
 mkdir -p "$STAMPS" "$WORK"
-
-log() { printf '[build-node-image] %s\n' "$*" >&2; }
-die() { printf '[build-node-image] error: %s\n' "$*" >&2; exit 1; }
 
 # fresh NAME KEY: whether step NAME last ran with inputs KEY.
 fresh() { [[ -f $STAMPS/$1 && $(cat "$STAMPS/$1") == "$2" ]]; }
@@ -69,7 +68,7 @@ build_coredns() {
   rm -rf "$dir" && mkdir -p "$dir"
   (
     cd "$dir"
-    go mod init spreadguard.local/build/coredns >/dev/null 2>&1
+    run_logged "$STATE/logs/coredns-mod-init.log" "go mod init" go mod init spreadguard.local/build/coredns
     cat >main.go <<'GO'
 // Command coredns is CoreDNS with the plugins of kubeadm's Corefile.
 package main
@@ -101,9 +100,9 @@ func init() {
 
 func main() { coremain.Run() }
 GO
-    go get "github.com/coredns/coredns@$version" >/dev/null 2>&1
-    go mod tidy >/dev/null 2>&1
-    CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$BIN/coredns" .
+    run_logged "$STATE/logs/coredns-get.log" "go get github.com/coredns/coredns@$version" go get "github.com/coredns/coredns@$version"
+    run_logged "$STATE/logs/coredns-tidy.log" "go mod tidy" go mod tidy
+    run_logged "$STATE/logs/coredns-build.log" "go build coredns" env CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$BIN/coredns" .
   )
   rm -f "$BIN/.stamps/coredns"-*
   touch "$BIN/.stamps/coredns-$version"
@@ -151,8 +150,8 @@ step_rootfs() {
     local dir=$WORK/rootfs
     rm -rf "$dir"
     log "debootstrap $DEBIAN_SUITE (minutes: a minute idle, up to 20 under load)"
-    debootstrap --variant=minbase --include="$NODE_PACKAGES" "$DEBIAN_SUITE" "$dir" "$DEBIAN_MIRROR" \
-      >"$STATE/debootstrap.log" 2>&1 || { tail -20 "$STATE/debootstrap.log" >&2; die "debootstrap failed"; }
+    run_logged "$STATE/debootstrap.log" debootstrap \
+      debootstrap --variant=minbase --include="$NODE_PACKAGES" "$DEBIAN_SUITE" "$dir" "$DEBIAN_MIRROR"
     # What an image needs not carry: apt's caches and the package lists.
     rm -rf "$dir"/var/cache/apt/archives/*.deb "$dir"/var/lib/apt/lists/* "$dir"/usr/share/doc \
       "$dir"/usr/share/man "$dir"/usr/share/locale

@@ -14,12 +14,11 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+# shellcheck source=../lib/common.sh
+source "$ROOT/hack/lib/common.sh"
 STATE=${KIND_STATE:-$ROOT/bin/.kind}
 PIDFILE=$STATE/dockerd.pid
 LOG=$STATE/dockerd.log
-
-log() { printf '[ensure-docker] %s\n' "$*" >&2; }
-die() { printf '[ensure-docker] error: %s\n' "$*" >&2; exit 1; }
 
 answers() { docker info >/dev/null 2>&1; }
 
@@ -40,12 +39,11 @@ start() {
   # under a cluster that the cleanup still has to delete.
   setsid dockerd >"$LOG" 2>&1 </dev/null &
   echo $! >"$PIDFILE"
-  local deadline=$((SECONDS + 60))
-  until answers; do
-    kill -0 "$(cat "$PIDFILE")" 2>/dev/null || { tail -20 "$LOG" >&2; rm -f "$PIDFILE"; die "dockerd exited (log above)"; }
-    ((SECONDS < deadline)) || die "dockerd does not answer 60s after its start (log: $LOG)"
-    sleep 0.5
-  done
+  dockerd_answers() {
+    kill -0 "$(cat "$PIDFILE")" 2>/dev/null || { log_tail "$LOG"; rm -f "$PIDFILE"; die "dockerd exited (log above)"; }
+    answers
+  }
+  wait_until 60 dockerd_answers || die "dockerd does not answer 60s after its start (log: $LOG)"
   log "dockerd is up (pid $(cat "$PIDFILE"))"
 }
 

@@ -246,12 +246,19 @@ func (h *PodValidator) handle(ctx context.Context, req admission.Request, f faul
 			h.Metrics.Audits.Inc()
 		}
 		log.Info("audit: hard topology spread constraints cannot be met; pod admitted", "policy", v.Policy.String(), "message", v.Message)
+		resp.AuditAnnotations = map[string]string{AuditAnnotationUnsatisfiable: v.Message}
 		return resp, ResultAudited
 	default:
 		log.V(1).Info("warned about pod: hard topology spread constraints cannot be met", "policy", v.Policy.String())
 		return resp, ResultWarned
 	}
 }
+
+// AuditAnnotationUnsatisfiable is the key of the audit annotation that
+// carries the message of a pod admitted under the Audit action. The API
+// server prefixes it with the webhook's name and '/', so it has no prefix
+// of its own: the audit event reads pods.validate.spreadguard.io/unsatisfiable.
+const AuditAnnotationUnsatisfiable = "unsatisfiable"
 
 // ReasonSpreadUnsatisfiable is the reason of the Warning events spreadguard
 // records about a pod whose hard topology spread constraints cannot be met.

@@ -72,11 +72,11 @@ func benchPod(tb testing.TB) *v1.Pod {
 	}
 	pod.ManagedFields = []metav1.ManagedFieldsEntry{{
 		Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1",
-		FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:generateName":{},"f:labels":{".":{},` +
+		FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:metadata":{"f:generateName":{},"f:labels":{".":{},` +
 			`"f:app":{},"f:pod-template-hash":{}},"f:ownerReferences":{".":{},"k:{\"uid\":\"\"}":{}}},"f:spec":{"f:containers":` +
 			`{"k:{\"name\":\"web\"}":{".":{},"f:args":{},"f:env":{".":{}},"f:image":{},"f:imagePullPolicy":{},"f:livenessProbe":{},` +
 			`"f:name":{},"f:ports":{},"f:readinessProbe":{},"f:resources":{},"f:volumeMounts":{}},"k:{\"name\":\"sidecar\"}":{".":{},` +
-			`"f:image":{},"f:name":{}}},"f:serviceAccountName":{},"f:volumes":{".":{},"k:{\"name\":\"config\"}":{}}}}`)},
+			`"f:image":{},"f:name":{}}},"f:serviceAccountName":{},"f:volumes":{".":{},"k:{\"name\":\"config\"}":{}}}}`),
 	}}
 	if size := len(mustJSON(pod)); size < 7<<10 || size > 9<<10 {
 		tb.Fatalf("test setup: the pod is %d bytes, want about 8 KiB", size)

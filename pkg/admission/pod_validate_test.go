@@ -54,6 +54,9 @@ func TestPodValidator(t *testing.T) {
 		wantDenial   string
 		wantChecks   int
 		wantAudits   float64
+		// wantAuditAnnotations are the annotations the API server writes
+		// into the audit event (prefixed with the webhook's name).
+		wantAuditAnnotations map[string]string
 	}{
 		{
 			name:       "unsatisfiable pod, no policy action, default Deny -> denied with the numbers",
@@ -76,14 +79,15 @@ func TestPodValidator(t *testing.T) {
 			wantChecks:   1,
 		},
 		{
-			name:       "unsatisfiable pod under an Audit policy -> allowed silently, audit counted",
-			sources:    withPolicy(auditPolicy),
-			checker:    &fakeChecker{result: unsatisfiable},
-			req:        makeRequest().Pod(pod).Obj(),
-			wantCode:   http.StatusOK,
-			wantResult: ResultAudited,
-			wantChecks: 1,
-			wantAudits: 1,
+			name:                 "unsatisfiable pod under an Audit policy -> allowed silently, audit counted, the numbers in the audit log",
+			sources:              withPolicy(auditPolicy),
+			checker:              &fakeChecker{result: unsatisfiable},
+			req:                  makeRequest().Pod(pod).Obj(),
+			wantCode:             http.StatusOK,
+			wantResult:           ResultAudited,
+			wantChecks:           1,
+			wantAudits:           1,
+			wantAuditAnnotations: map[string]string{AuditAnnotationUnsatisfiable: unsatisfiable.Message},
 		},
 		{
 			name:       "feasible pod -> allowed",
@@ -206,6 +210,9 @@ func TestPodValidator(t *testing.T) {
 			resp := handle(t, h, tt.req, tt.wantCode, tt.wantMsg)
 			if diff := cmp.Diff(tt.wantWarnings, resp.Warnings); diff != "" {
 				t.Errorf("warnings (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.wantAuditAnnotations, resp.AuditAnnotations); diff != "" {
+				t.Errorf("audit annotations (-want +got):\n%s", diff)
 			}
 			if len(resp.Patches) > 0 {
 				t.Errorf("a validating answer carries a patch: %v", resp.Patches)

@@ -128,7 +128,7 @@ func DecodePod(name string, r io.Reader) (*v1.Pod, error) {
 	}
 	if pod.Name == "" && pod.GenerateName == "" {
 		return nil, &Error{File: name, Document: docs[0].document, Item: docs[0].item,
-			Err: errors.New("Pod has neither metadata.name nor metadata.generateName")}
+			Err: errors.New("pod has neither metadata.name nor metadata.generateName")}
 	}
 	if pod.Namespace == "" {
 		pod.Namespace = metav1.NamespaceDefault

@@ -477,7 +477,7 @@ func TestDecodePod(t *testing.T) {
 		{
 			name:    "a pod without any name -> refused",
 			in:      "apiVersion: v1\nkind: Pod\nmetadata: {namespace: shop}\n",
-			wantErr: "pod.yaml: document 1: Pod has neither metadata.name nor metadata.generateName",
+			wantErr: "pod.yaml: document 1: pod has neither metadata.name nor metadata.generateName",
 		},
 		{
 			name:    "a pod with an unknown field -> the field named",

@@ -38,36 +38,6 @@ func (a *Applied) String() string {
 	return a.Name
 }
 
-// Skipped is a policy that matched a pod and ranked above the applied one,
-// but failed validation, so resolution passed over it.
-type Skipped struct {
-	Kind   string
-	Name   string
-	Errors field.ErrorList
-}
-
-// Resolution is the full outcome of resolving a pod's policy.
-type Resolution struct {
-	// Applied is the policy that applies, or nil when none does.
-	Applied *Applied
-	// Skipped are the invalid policies passed over on the way, in rank
-	// order. A policy whose selectors do not parse is listed too, since
-	// whether it would have matched cannot be known.
-	Skipped []Skipped
-}
-
-// Resolve returns the one policy that applies to pod, or nil, nil when none
-// applies. pod.Namespace must be set (an admission request carries the
-// namespace beside the object; the caller copies it in). Policies that fail
-// validation are skipped; ResolveDetailed says which.
-func Resolve(pod *v1.Pod, l Lister) (*Applied, error) {
-	r, err := ResolveDetailed(pod, l)
-	if err != nil {
-		return nil, err
-	}
-	return r.Applied, nil
-}
-
 // candidate is a policy in scope for the pod, before matching.
 type candidate struct {
 	kind       string
@@ -79,9 +49,12 @@ type candidate struct {
 	validate   func() field.ErrorList
 }
 
-// ResolveDetailed is Resolve that also reports the invalid policies it
-// passed over, for warnings and for `kubectl spread explain`.
-func ResolveDetailed(pod *v1.Pod, l Lister) (*Resolution, error) {
+// Resolve returns the one policy that applies to pod, or nil, nil when none
+// applies. pod.Namespace must be set (an admission request carries the
+// namespace beside the object; the caller copies it in). Policies that fail
+// validation are skipped, and so are those whose selectors do not parse,
+// since whether they match cannot be known.
+func Resolve(pod *v1.Pod, l Lister) (*Applied, error) {
 	if pod == nil {
 		return nil, errors.New("no pod to resolve a policy for")
 	}
@@ -96,27 +69,17 @@ func ResolveDetailed(pod *v1.Pod, l Lister) (*Resolution, error) {
 
 	nsLabels := namespaceLabels{name: pod.Namespace, lister: l}
 	podLabels := labels.Set(pod.Labels)
-	res := &Resolution{}
 	for _, c := range cands {
 		matched, selErrs, err := c.matches(podLabels, &nsLabels)
 		if err != nil {
 			return nil, err
 		}
-		if selErrs != nil {
-			res.Skipped = append(res.Skipped, Skipped{Kind: c.kind, Name: c.annotation, Errors: c.validate()})
+		if selErrs != nil || !matched || len(c.validate()) > 0 {
 			continue
 		}
-		if !matched {
-			continue
-		}
-		if errs := c.validate(); len(errs) > 0 {
-			res.Skipped = append(res.Skipped, Skipped{Kind: c.kind, Name: c.annotation, Errors: errs})
-			continue
-		}
-		res.Applied = c.applied()
-		return res, nil
+		return c.applied(), nil
 	}
-	return res, nil
+	return nil, nil
 }
 
 func candidates(namespace string, l Lister) ([]candidate, error) {

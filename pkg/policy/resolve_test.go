@@ -209,37 +209,21 @@ func TestResolve(t *testing.T) {
 	}
 }
 
-func TestResolveDetailedReportsSkippedPolicies(t *testing.T) {
+func TestResolvePassesOverInvalidPolicies(t *testing.T) {
 	pod := spreadtest.MakePod().Name("web-1").Namespace("shop").Label("app", "web").Obj()
 	lister := pt.Lister(
-		// Ranks first and is invalid: skipped.
+		// Ranks first and is invalid: passed over.
 		sp("shop", "bad-skew").Priority(7).Constraint(hostSoft().MaxSkew(0).Obj()),
-		// Invalid but does not select the pod: not reported.
-		pt.MakeSpreadPolicy().Namespace("shop").Name("other-app").Priority(6).PodLabel("app", "api"),
-		// Selector does not parse: cannot tell whether it matches, so reported.
+		// Selector does not parse: cannot tell whether it matches, so passed over.
 		sp("shop", "bad-selector").Priority(5).PodExpression("app", metav1.LabelSelectorOpIn),
 		sp("shop", "good").Priority(4),
-		// Ranks below the applied one: never looked at.
-		pt.MakeSpreadPolicy().Namespace("shop").Name("bad-but-low").Priority(1),
 	)
-	got, err := policy.ResolveDetailed(pod, lister)
+	got, err := policy.Resolve(pod, lister)
 	if err != nil {
-		t.Fatalf("ResolveDetailed: %v", err)
+		t.Fatalf("Resolve: %v", err)
 	}
-	if diff := cmp.Diff(appliedSP("shop", "good", 4), got.Applied); diff != "" {
-		t.Errorf("Applied (-want +got):\n%s", diff)
-	}
-	type skip struct{ Kind, Name, Fields string }
-	var gotSkips []skip
-	for _, s := range got.Skipped {
-		gotSkips = append(gotSkips, skip{s.Kind, s.Name, fieldsOf(s.Errors)})
-	}
-	wantSkips := []skip{
-		{"SpreadPolicy", "shop/bad-skew", "spec.constraints[1].maxSkew"},
-		{"SpreadPolicy", "shop/bad-selector", "spec.podSelector.matchExpressions[0].values"},
-	}
-	if diff := cmp.Diff(wantSkips, gotSkips); diff != "" {
-		t.Errorf("Skipped (-want +got):\n%s", diff)
+	if diff := cmp.Diff(appliedSP("shop", "good", 4), got); diff != "" {
+		t.Errorf("Resolve (-want +got):\n%s", diff)
 	}
 }
 

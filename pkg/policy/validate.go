@@ -154,32 +154,3 @@ func validateSelector(sel *metav1.LabelSelector, path *field.Path) field.ErrorLi
 	}
 	return errs
 }
-
-// maxConditionMessage is metav1.Condition's schema limit on message.
-const maxConditionMessage = 32768
-
-// ValidCondition returns the status condition of type Valid that describes
-// errs, the result of validating a policy at generation. The caller sets it
-// with meta.SetStatusCondition, which keeps lastTransitionTime stable.
-func ValidCondition(generation int64, errs field.ErrorList) metav1.Condition {
-	if len(errs) == 0 {
-		return metav1.Condition{
-			Type:               v1alpha1.ConditionValid,
-			Status:             metav1.ConditionTrue,
-			ObservedGeneration: generation,
-			Reason:             v1alpha1.ReasonValid,
-			Message:            "The policy is valid and applies to the pods it selects.",
-		}
-	}
-	msg := fmt.Sprintf("The policy is skipped for every pod until these %d problem(s) are fixed: %s", len(errs), errs.ToAggregate().Error())
-	if len(msg) > maxConditionMessage {
-		msg = msg[:maxConditionMessage-len("...")] + "..."
-	}
-	return metav1.Condition{
-		Type:               v1alpha1.ConditionValid,
-		Status:             metav1.ConditionFalse,
-		ObservedGeneration: generation,
-		Reason:             v1alpha1.ReasonInvalid,
-		Message:            msg,
-	}
-}

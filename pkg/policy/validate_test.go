@@ -15,15 +15,6 @@ import (
 	pt "github.com/spreadguard/spreadguard/pkg/policy/policytest"
 )
 
-// fieldsOf lists the field paths of errs, in order, comma-separated.
-func fieldsOf(errs field.ErrorList) string {
-	paths := make([]string, len(errs))
-	for i, e := range errs {
-		paths[i] = e.Field
-	}
-	return strings.Join(paths, ", ")
-}
-
 // summarize turns errs into "<type>: <path>" lines, the part of an error a
 // test can pin without copying upstream's wording.
 func summarize(errs field.ErrorList) []string {
@@ -268,36 +259,5 @@ func TestValidateClusterSpreadPolicy(t *testing.T) {
 				t.Errorf("ValidateClusterSpreadPolicy (-want +got):\n%s\nerrors: %v", diff, errs)
 			}
 		})
-	}
-}
-
-func TestValidCondition(t *testing.T) {
-	valid := policy.ValidCondition(4, nil)
-	if diff := cmp.Diff(metav1.Condition{
-		Type: v1alpha1.ConditionValid, Status: metav1.ConditionTrue, ObservedGeneration: 4, Reason: v1alpha1.ReasonValid,
-		Message: "The policy is valid and applies to the pods it selects.",
-	}, valid); diff != "" {
-		t.Errorf("valid policy (-want +got):\n%s", diff)
-	}
-
-	errs := policy.ValidateSpreadPolicy(pt.MakeSpreadPolicy().Namespace("shop").Name("zones").
-		Constraint(zoneHard().MaxSkew(0).Obj(), hostSoft().MinDomains(2).Obj()).Obj())
-	invalid := policy.ValidCondition(7, errs)
-	if invalid.Status != metav1.ConditionFalse || invalid.Reason != v1alpha1.ReasonInvalid || invalid.ObservedGeneration != 7 {
-		t.Errorf("invalid policy: got status %s, reason %s, generation %d; want False, %s, 7",
-			invalid.Status, invalid.Reason, invalid.ObservedGeneration, v1alpha1.ReasonInvalid)
-	}
-	for _, want := range []string{"2 problem(s)", "spec.constraints[0].maxSkew", "spec.constraints[1].minDomains"} {
-		if !strings.Contains(invalid.Message, want) {
-			t.Errorf("message %q does not contain %q", invalid.Message, want)
-		}
-	}
-
-	var many field.ErrorList
-	for i := range 2000 {
-		many = append(many, field.Invalid(field.NewPath("spec", "constraints").Index(i), strings.Repeat("x", 20), "is wrong"))
-	}
-	if got := policy.ValidCondition(1, many).Message; len(got) > 32768 || !strings.HasSuffix(got, "...") {
-		t.Errorf("message of %d bytes for 2000 errors; want at most 32768 (the schema's limit), ending in ...", len(got))
 	}
 }

@@ -44,7 +44,6 @@ type world struct {
 	ix    *spread.Index
 	nodes map[string]*v1.Node
 	pods  map[string]*v1.Pod
-	names []string
 }
 
 func newWorld(c chooser) *world {

@@ -14,9 +14,11 @@ import (
 const fixedSeed uint64 = 20260101
 
 var (
-	seedFlag = flag.String("parity.seed", "", "replay this seed only (env PARITY_SEED); by default a fixed seed and a fresh one run")
-	nFlag    = flag.Int("parity.n", 2000, "random cases per seed (env PARITY_N)")
-	caseFlag = flag.Int("parity.case", -1, "run only this case index of the seed (env PARITY_CASE)")
+	// setting reads these two by name, so that their environment variables
+	// stand in when they are not set.
+	_     = flag.String("parity.seed", "", "replay this seed only (env PARITY_SEED); by default a fixed seed and a fresh one run")
+	nFlag = flag.Int("parity.n", 2000, "random cases per seed (env PARITY_N)")
+	_     = flag.Int("parity.case", -1, "run only this case index of the seed (env PARITY_CASE)")
 )
 
 // setting returns the flag's value when it was set, else the environment

@@ -154,9 +154,7 @@ func (g *gen) node(name string, zones []string) *v1.Node {
 		}
 	}
 	if g.chance(0.35) {
-		for _, t := range some(g, taintPool, 0.3) {
-			n.Spec.Taints = append(n.Spec.Taints, t)
-		}
+		n.Spec.Taints = append(n.Spec.Taints, some(g, taintPool, 0.3)...)
 	}
 	if g.chance(0.15) {
 		// Cordoned: kubectl cordon sets spec.unschedulable and the node

@@ -57,24 +57,6 @@ func NewServerCommand(ctx context.Context) *cobra.Command {
 	return NewCommand(ctx, func(ctx context.Context, cfg *Config) error { return Run(ctx, cfg) })
 }
 
-// flagOfField names the flag of each config file field, so that an error
-// reads the same to whoever set it either way.
-var flagOfField = map[string]string{
-	"port":                   "--port",
-	"certDir":                "--cert-dir",
-	"metricsBindAddress":     "--metrics-bind-address",
-	"metricsSecure":          "--metrics-secure",
-	"clientCAFile":           "--client-ca-file",
-	"healthProbeBindAddress": "--health-probe-bind-address",
-	"defaultAction":          "--default-action",
-	"excludedNamespaces":     "--excluded-namespaces",
-	"refuseUntilSynced":      "--refuse-until-synced",
-	"failurePolicy":          "--failure-policy",
-	"messageDetail":          "--message-detail",
-	"host":                   "--host",
-	"logLevel":               "--log-level",
-}
-
 // FormatErrors renders validation errors one per line, each naming the flag
 // and the config file field.
 func FormatErrors(errs field.ErrorList) string {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -114,37 +115,103 @@ func NewConfig() *Config {
 	}
 }
 
+// option is one setting of spreadguard-webhook, defined here once: its flag,
+// the help text and the Config field the flag binds. The default is that
+// field's value in NewConfig, and its name in the --config file is the
+// field's JSON name, so neither is repeated here, and the flag an error
+// names (FormatErrors) is derived from the field the error is about.
+type option struct {
+	flag  string
+	usage string
+	field func(c *Config) any
+}
+
+// settings lists every option in the order --help shows them.
+var settings = []option{
+	{"config", "Path to a " + ConfigKind + " file (" + ConfigAPIVersion + "). Flags given on the command line win over it.",
+		func(c *Config) any { return &c.ConfigFile }},
+	{"kubeconfig", "Path to a kubeconfig. Empty: in-cluster configuration, then $KUBECONFIG, then ~/.kube/config.",
+		func(c *Config) any { return &c.Kubeconfig }},
+	{"host", "Address the admission webhook endpoints listen on. Empty: every interface.",
+		func(c *Config) any { return &c.Host }},
+	{"port", "HTTPS port of the admission webhook endpoints.",
+		func(c *Config) any { return &c.Port }},
+	{"cert-dir", "Directory holding tls.crt and tls.key; they are reloaded when they change.",
+		func(c *Config) any { return &c.CertDir }},
+	{"client-ca-file", "PEM file of the CAs whose client certificates may call the admission endpoints (the API server's); empty accepts any caller.",
+		func(c *Config) any { return &c.ClientCAFile }},
+	{"metrics-bind-address", `Address of the Prometheus /metrics endpoint; "0" turns it off.`,
+		func(c *Config) any { return &c.MetricsBindAddress }},
+	{"metrics-secure", "Serve /metrics over HTTPS to callers the API server authenticates and authorizes (GET on the non-resource URL /metrics); false serves plain HTTP to anyone.",
+		func(c *Config) any { return &c.MetricsSecure }},
+	{"health-probe-bind-address", `Address of the /healthz and /readyz endpoints; "0" turns them off.`,
+		func(c *Config) any { return &c.HealthProbeBindAddress }},
+	{"default-action", "What to do with a pod whose hard spread constraints cannot be met when its policy sets no action: Deny, Warn or Audit.",
+		func(c *Config) any { return &c.DefaultAction }},
+	{"excluded-namespaces", "Comma-separated namespaces whose pods are never mutated nor validated; kube-system is always added.",
+		func(c *Config) any { return &c.ExcludedNamespaces }},
+	{"refuse-until-synced", "Deny pods until the caches have synced, instead of allowing them with a warning.",
+		func(c *Config) any { return &c.RefuseUntilSynced }},
+	{"failure-policy", "The failurePolicy of the pod webhook configurations (Ignore or Fail): an internal error admits the pod with a warning under Ignore and refuses it under Fail.",
+		func(c *Config) any { return &c.FailurePolicy }},
+	{"message-detail", "What a denial may name: domains (counts and reasons per domain, no node names, labels or taints) or nodes.",
+		func(c *Config) any { return &c.MessageDetail }},
+	{"log-level", "Log level: error, info, debug, or a verbosity number (4 and above log per-node detail).",
+		func(c *Config) any { return &c.LogLevel }},
+}
+
 // AddFlags binds every flag to its field of c; the current values of c are
 // the defaults shown in --help.
 func (c *Config) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&c.ConfigFile, "config", c.ConfigFile,
-		"Path to a "+ConfigKind+" file ("+ConfigAPIVersion+"). Flags given on the command line win over it.")
-	fs.StringVar(&c.Kubeconfig, "kubeconfig", c.Kubeconfig,
-		"Path to a kubeconfig. Empty: in-cluster configuration, then $KUBECONFIG, then ~/.kube/config.")
-	fs.StringVar(&c.Host, "host", c.Host, "Address the admission webhook endpoints listen on. Empty: every interface.")
-	fs.IntVar(&c.Port, "port", c.Port, "HTTPS port of the admission webhook endpoints.")
-	fs.StringVar(&c.CertDir, "cert-dir", c.CertDir,
-		"Directory holding tls.crt and tls.key; they are reloaded when they change.")
-	fs.StringVar(&c.ClientCAFile, "client-ca-file", c.ClientCAFile,
-		"PEM file of the CAs whose client certificates may call the admission endpoints (the API server's); empty accepts any caller.")
-	fs.StringVar(&c.MetricsBindAddress, "metrics-bind-address", c.MetricsBindAddress,
-		`Address of the Prometheus /metrics endpoint; "0" turns it off.`)
-	fs.BoolVar(&c.MetricsSecure, "metrics-secure", c.MetricsSecure,
-		"Serve /metrics over HTTPS to callers the API server authenticates and authorizes (GET on the non-resource URL /metrics); false serves plain HTTP to anyone.")
-	fs.StringVar(&c.HealthProbeBindAddress, "health-probe-bind-address", c.HealthProbeBindAddress,
-		`Address of the /healthz and /readyz endpoints; "0" turns them off.`)
-	fs.Var(enumFlag[v1alpha1.ValidationAction]{&c.DefaultAction, "action"}, "default-action",
-		"What to do with a pod whose hard spread constraints cannot be met when its policy sets no action: Deny, Warn or Audit.")
-	fs.StringSliceVar(&c.ExcludedNamespaces, "excluded-namespaces", c.ExcludedNamespaces,
-		"Comma-separated namespaces whose pods are never mutated nor validated; kube-system is always added.")
-	fs.BoolVar(&c.RefuseUntilSynced, "refuse-until-synced", c.RefuseUntilSynced,
-		"Deny pods until the caches have synced, instead of allowing them with a warning.")
-	fs.Var(enumFlag[admissionregistrationv1.FailurePolicyType]{&c.FailurePolicy, "policy"}, "failure-policy",
-		"The failurePolicy of the pod webhook configurations (Ignore or Fail): an internal error admits the pod with a warning under Ignore and refuses it under Fail.")
-	fs.Var(enumFlag[spread.MessageDetail]{&c.MessageDetail, "detail"}, "message-detail",
-		"What a denial may name: domains (counts and reasons per domain, no node names, labels or taints) or nodes.")
-	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel,
-		"Log level: error, info, debug, or a verbosity number (4 and above log per-node detail).")
+	for _, o := range settings {
+		switch p := o.field(c).(type) {
+		case *string:
+			fs.StringVar(p, o.flag, *p, o.usage)
+		case *int:
+			fs.IntVar(p, o.flag, *p, o.usage)
+		case *bool:
+			fs.BoolVar(p, o.flag, *p, o.usage)
+		case *[]string:
+			fs.StringSliceVar(p, o.flag, *p, o.usage)
+		case *v1alpha1.ValidationAction:
+			fs.Var(enumFlag[v1alpha1.ValidationAction]{p, "action"}, o.flag, o.usage)
+		case *admissionregistrationv1.FailurePolicyType:
+			fs.Var(enumFlag[admissionregistrationv1.FailurePolicyType]{p, "policy"}, o.flag, o.usage)
+		case *spread.MessageDetail:
+			fs.Var(enumFlag[spread.MessageDetail]{p, "detail"}, o.flag, o.usage)
+		default:
+			panic(fmt.Sprintf("option --%s binds a %T, which AddFlags cannot bind", o.flag, p))
+		}
+	}
+}
+
+// flagOfField names the flag of each config file field (by its JSON name),
+// so that an error reads the same to whoever set it either way. It is
+// derived from settings, never written by hand.
+var flagOfField = func() map[string]string {
+	out := map[string]string{}
+	c := NewConfig()
+	for _, o := range settings {
+		if name, _, _ := strings.Cut(o.structField(c).Tag.Get("json"), ","); name != "" && name != "-" {
+			out[name] = "--" + o.flag
+		}
+	}
+	return out
+}()
+
+// structField returns the field of Config that o binds, found by its
+// address in c.
+func (o option) structField(c *Config) reflect.StructField {
+	p := reflect.ValueOf(o.field(c))
+	v := reflect.ValueOf(c).Elem()
+	for i := range v.NumField() {
+		// The type check tells a field from the embedded struct at the
+		// same address (TypeMeta, first).
+		if f := v.Field(i); f.Addr().Pointer() == p.Pointer() && f.Type() == p.Type().Elem() {
+			return v.Type().Field(i)
+		}
+	}
+	panic(fmt.Sprintf("option --%s binds no field of Config", o.flag))
 }
 
 // enumFlag lets a flag bind straight to a field of a string type (an

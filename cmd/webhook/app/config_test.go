@@ -1,14 +1,15 @@
 package app
 
 import (
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
@@ -214,66 +215,6 @@ func TestValidate(t *testing.T) {
 			cfg:  configWith(func(c *Config) { c.Host = "127.0.0.1" }),
 		},
 		{
-			name: "host with a port in it -> host invalid",
-			cfg:  configWith(func(c *Config) { c.Host = "127.0.0.1:9443" }),
-			want: field.ErrorList{field.Invalid(field.NewPath("host"), "127.0.0.1:9443", "")},
-		},
-		{
-			name: "port 0 -> port out of range",
-			cfg:  configWith(func(c *Config) { c.Port = 0 }),
-			want: field.ErrorList{field.Invalid(field.NewPath("port"), 0, "")},
-		},
-		{
-			name: "port 65536 -> port out of range",
-			cfg:  configWith(func(c *Config) { c.Port = 65536 }),
-			want: field.ErrorList{field.Invalid(field.NewPath("port"), 65536, "")},
-		},
-		{
-			name: "empty cert dir -> certDir required",
-			cfg:  configWith(func(c *Config) { c.CertDir = " " }),
-			want: field.ErrorList{field.Required(field.NewPath("certDir"), "")},
-		},
-		{
-			name: "metrics address without a port -> metricsBindAddress invalid",
-			cfg:  configWith(func(c *Config) { c.MetricsBindAddress = "localhost" }),
-			want: field.ErrorList{field.Invalid(field.NewPath("metricsBindAddress"), "localhost", "")},
-		},
-		{
-			name: "probe port 70000 -> healthProbeBindAddress invalid",
-			cfg:  configWith(func(c *Config) { c.HealthProbeBindAddress = ":70000" }),
-			want: field.ErrorList{field.Invalid(field.NewPath("healthProbeBindAddress"), ":70000", "")},
-		},
-		{
-			name: "lowercase action deny -> defaultAction not supported",
-			cfg:  configWith(func(c *Config) { c.DefaultAction = "deny" }),
-			want: field.ErrorList{field.NotSupported(field.NewPath("defaultAction"), v1alpha1.ValidationAction("deny"), []string(nil))},
-		},
-		{
-			name: "failure policy ignore in lowercase -> failurePolicy not supported",
-			cfg:  configWith(func(c *Config) { c.FailurePolicy = "ignore" }),
-			want: field.ErrorList{field.NotSupported(field.NewPath("failurePolicy"), admissionregistrationv1.FailurePolicyType("ignore"), []string(nil))},
-		},
-		{
-			name: "message detail all -> messageDetail not supported",
-			cfg:  configWith(func(c *Config) { c.MessageDetail = "all" }),
-			want: field.ErrorList{field.NotSupported(field.NewPath("messageDetail"), spread.MessageDetail("all"), []string(nil))},
-		},
-		{
-			name: "second excluded namespace with capitals -> excludedNamespaces[1] invalid",
-			cfg:  configWith(func(c *Config) { c.ExcludedNamespaces = []string{"ok", "Not-OK"} }),
-			want: field.ErrorList{field.Invalid(field.NewPath("excludedNamespaces").Index(1), "Not-OK", "")},
-		},
-		{
-			name: "log level verbose -> logLevel invalid",
-			cfg:  configWith(func(c *Config) { c.LogLevel = "verbose" }),
-			want: field.ErrorList{field.Invalid(field.NewPath("logLevel"), "verbose", "")},
-		},
-		{
-			name: "log level 11 -> logLevel invalid",
-			cfg:  configWith(func(c *Config) { c.LogLevel = "11" }),
-			want: field.ErrorList{field.Invalid(field.NewPath("logLevel"), "11", "")},
-		},
-		{
 			name: "three fields wrong -> three errors in field order",
 			cfg: configWith(func(c *Config) {
 				c.Port = -1
@@ -287,9 +228,6 @@ func TestValidate(t *testing.T) {
 			},
 		},
 	}
-	// The detail wording is checked by TestCommandReportsEveryInvalidFlag;
-	// here the kind of error and the field matter.
-	ignoreDetail := cmpopts.IgnoreFields(field.Error{}, "Detail", "BadValue")
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := tt.cfg.Validate()
@@ -297,6 +235,73 @@ func TestValidate(t *testing.T) {
 				t.Errorf("Validate() (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// ignoreDetail compares validation errors by kind and field: the detail
+// wording is checked by TestCommandReportsEveryInvalidFlag.
+var ignoreDetail = cmpopts.IgnoreFields(field.Error{}, "Detail", "BadValue")
+
+func TestEveryInvalidFlagIsNamedInItsError(t *testing.T) {
+	tests := []struct {
+		name  string
+		arg   string // one flag, set to a value Validate refuses
+		field string // the field path of the one error
+		typ   field.ErrorType
+	}{
+		{"host with a port in it -> host invalid", "--host=127.0.0.1:9443", "host", field.ErrorTypeInvalid},
+		{"port 0 -> port out of range", "--port=0", "port", field.ErrorTypeInvalid},
+		{"port 65536 -> port out of range", "--port=65536", "port", field.ErrorTypeInvalid},
+		{"blank cert dir -> certDir required", "--cert-dir= ", "certDir", field.ErrorTypeRequired},
+		{"metrics address without a port -> metricsBindAddress invalid", "--metrics-bind-address=localhost", "metricsBindAddress", field.ErrorTypeInvalid},
+		{"probe port 70000 -> healthProbeBindAddress invalid", "--health-probe-bind-address=:70000", "healthProbeBindAddress", field.ErrorTypeInvalid},
+		{"lowercase action deny -> defaultAction not supported", "--default-action=deny", "defaultAction", field.ErrorTypeNotSupported},
+		{"failure policy ignore in lowercase -> failurePolicy not supported", "--failure-policy=ignore", "failurePolicy", field.ErrorTypeNotSupported},
+		{"message detail all -> messageDetail not supported", "--message-detail=all", "messageDetail", field.ErrorTypeNotSupported},
+		{"second excluded namespace with capitals -> excludedNamespaces[1] invalid", "--excluded-namespaces=ok,Not-OK", "excludedNamespaces[1]", field.ErrorTypeInvalid},
+		{"log level verbose -> logLevel invalid", "--log-level=verbose", "logLevel", field.ErrorTypeInvalid},
+		{"log level 11 -> logLevel invalid", "--log-level=11", "logLevel", field.ErrorTypeInvalid},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := ParseConfig([]string{tt.arg})
+			if err != nil {
+				t.Fatalf("ParseConfig(%q): %v", tt.arg, err)
+			}
+			errs := cfg.Validate()
+			if diff := cmp.Diff(field.ErrorList{{Type: tt.typ, Field: tt.field}}, errs, ignoreDetail); diff != "" {
+				t.Errorf("Validate() (-want +got):\n%s", diff)
+			}
+			flag, _, _ := strings.Cut(tt.arg, "=")
+			if got, want := FormatErrors(errs), "\n  "+flag+" ("+tt.field+"): "; !strings.Contains(got, want) {
+				t.Errorf("FormatErrors = %q, want it to name the flag: %q", got, want)
+			}
+		})
+	}
+}
+
+func TestEveryConfigFieldHasOneFlag(t *testing.T) {
+	c := NewConfig()
+	flags := map[string][]string{}
+	for _, o := range settings {
+		f := o.structField(c)
+		flags[f.Name] = append(flags[f.Name], "--"+o.flag)
+	}
+	typ := reflect.TypeFor[Config]()
+	for i := range typ.NumField() {
+		f := typ.Field(i)
+		if f.Anonymous {
+			continue // TypeMeta: the config file's apiVersion and kind
+		}
+		if len(flags[f.Name]) != 1 {
+			t.Errorf("Config.%s is bound by the flags %q, want exactly one", f.Name, flags[f.Name])
+		}
+	}
+	fs := NewFlagSet(NewConfig())
+	for file, flag := range flagOfField {
+		if fs.Lookup(strings.TrimPrefix(flag, "--")) == nil {
+			t.Errorf("config field %s names the flag %s, which does not exist", file, flag)
+		}
 	}
 }
 

@@ -16,7 +16,8 @@ const (
 	// ActionWarn admits the pod and returns the same message as a warning.
 	ActionWarn ValidationAction = "Warn"
 	// ActionAudit admits the pod silently and records the verdict in the
-	// audit log's annotations and the webhook's metrics.
+	// webhook's metrics and, as the audit annotation
+	// <webhook name>/unsatisfiable, in the API server's audit log.
 	ActionAudit ValidationAction = "Audit"
 )
 
@@ -177,29 +178,13 @@ type ClusterSpreadPolicySpec struct {
 	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
 }
 
-// PolicyStatus is the observed state of a policy.
-type PolicyStatus struct {
-	// ObservedGeneration is the metadata.generation the conditions describe.
-	// +optional
-	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-
-	// Conditions: type Valid is False, with every field error in its
-	// message, when the policy fails validation and is skipped.
-	// +optional
-	// +listType=map
-	// +listMapKey=type
-	Conditions []metav1.Condition `json:"conditions,omitempty"`
-}
-
 // SpreadPolicy gives the pods of its namespace default topology spread
 // constraints and a validation action.
 //
 // +kubebuilder:object:root=true
-// +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Namespaced,categories=spreadguard
 // +kubebuilder:printcolumn:name="Priority",type=integer,JSONPath=`.spec.priority`
 // +kubebuilder:printcolumn:name="Action",type=string,JSONPath=`.spec.validation.action`
-// +kubebuilder:printcolumn:name="Valid",type=string,JSONPath=`.status.conditions[?(@.type=="Valid")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type SpreadPolicy struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -207,8 +192,6 @@ type SpreadPolicy struct {
 
 	// +required
 	Spec SpreadPolicySpec `json:"spec"`
-	// +optional
-	Status PolicyStatus `json:"status,omitempty"`
 }
 
 // SpreadPolicyList is a list of SpreadPolicy.
@@ -224,11 +207,9 @@ type SpreadPolicyList struct {
 // topology spread constraints and a validation action.
 //
 // +kubebuilder:object:root=true
-// +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Cluster,categories=spreadguard
 // +kubebuilder:printcolumn:name="Priority",type=integer,JSONPath=`.spec.priority`
 // +kubebuilder:printcolumn:name="Action",type=string,JSONPath=`.spec.validation.action`
-// +kubebuilder:printcolumn:name="Valid",type=string,JSONPath=`.status.conditions[?(@.type=="Valid")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type ClusterSpreadPolicy struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -236,8 +217,6 @@ type ClusterSpreadPolicy struct {
 
 	// +required
 	Spec ClusterSpreadPolicySpec `json:"spec"`
-	// +optional
-	Status PolicyStatus `json:"status,omitempty"`
 }
 
 // ClusterSpreadPolicyList is a list of ClusterSpreadPolicy.

@@ -20,16 +20,3 @@ const (
 	KindSpreadPolicy        = "SpreadPolicy"
 	KindClusterSpreadPolicy = "ClusterSpreadPolicy"
 )
-
-// Condition types and reasons for a policy's status.conditions.
-const (
-	// ConditionValid is True when the policy passed pkg/policy's validation
-	// and can be applied, False (reason ReasonInvalid) when the webhook
-	// skips it.
-	ConditionValid = "Valid"
-	// ReasonValid is the reason of a True ConditionValid.
-	ReasonValid = "Valid"
-	// ReasonInvalid is the reason of a False ConditionValid; the message
-	// lists every field error.
-	ReasonInvalid = "Invalid"
-)
