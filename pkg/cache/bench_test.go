@@ -182,8 +182,8 @@ type podEvent struct {
 	deleteAdd bool
 }
 
-// next is the object event i delivers, and prev the one it replaces.
-func (ev podEvent) next(objs [2]any, i int) (next, prev any) { return objs[(i+1)%2], objs[i%2] }
+// step returns what event i of a pair brings, and what it replaces.
+func step[T any](pair [2]T, i int) (next, prev T) { return pair[(i+1)%2], pair[i%2] }
 
 // podEvents are the pod watch events of the benchmark, on a replica p that
 // is bound and Running.
@@ -226,26 +226,41 @@ func BenchmarkPodEvent(b *testing.B) {
 		ec := eventClusterOf(b, nodes)
 		size := fmt.Sprintf("nodes=%d,pods=%d", nodes, fixture.New(nodes).Pods())
 		for _, ev := range podEvents(ec.pod) {
-			var compact, v1s [2]any
+			var compact [2]any
+			var records [2]spread.PodRecord
 			for i, p := range ev.states {
 				compact[i] = transformed(b, StripPod, p)
-				v1s[i] = compact[i].(*Pod).V1()
+				records[i] = compact[i].(*Pod).Record()
 			}
 			stages := []struct {
 				name string
 				run  func(i int)
+				// allocFree: the stage must not allocate.
+				allocFree bool
 			}{
-				{"transform", func(i int) { _, _ = StripPod(ev.states[(i+1)%2]) }},
-				{"handler", func(i int) { deliver(ec.pods, ev, compact, i) }},
-				{"path", func(i int) {
+				{name: "transform", run: func(i int) {
+					next, _ := step(ev.states, i)
+					_, _ = StripPod(next)
+				}},
+				{name: "handler", run: func(i int) { deliver(ec.pods, ev, compact, i) }, allocFree: true},
+				{name: "path", run: func(i int) {
+					next, _ := step(ev.states, i)
 					objs := compact
-					objs[(i+1)%2], _ = StripPod(ev.states[(i+1)%2])
+					objs[(i+1)%2], _ = StripPod(next)
 					deliver(ec.pods, ev, objs, i)
 				}},
-				{"index", func(i int) { feed(ec.ix, ev, v1s, i) }},
+				{name: "index", run: func(i int) { feed(ec.ix, ev, records, i) }, allocFree: true},
 			}
 			for _, stage := range stages {
 				b.Run(size+"/event="+ev.name+"/stage="+stage.name, func(b *testing.B) {
+					if stage.allocFree {
+						// 10 events (one to warm up): the pod ends where
+						// it started.
+						i := 0
+						if got := testing.AllocsPerRun(9, func() { stage.run(i); i++ }); got != 0 {
+							b.Fatalf("%v allocations per event, want none", got)
+						}
+					}
 					b.ReportAllocs()
 					i := 0
 					for b.Loop() {
@@ -265,7 +280,7 @@ func BenchmarkPodEvent(b *testing.B) {
 // deliver hands event i of ev to h as the informer does: the object the
 // informer stored for the pod is the old one of an update.
 func deliver(h toolscache.ResourceEventHandler, ev podEvent, objs [2]any, i int) {
-	next, prev := ev.next(objs, i)
+	next, prev := step(objs, i)
 	switch {
 	case ev.deleteAdd && i%2 == 0:
 		h.OnDelete(next)
@@ -276,15 +291,16 @@ func deliver(h toolscache.ResourceEventHandler, ev podEvent, objs [2]any, i int)
 	}
 }
 
-// feed is deliver without the handler: the index alone.
-func feed(ix *spread.Index, ev podEvent, pods [2]any, i int) {
-	next, prev := ev.next(pods, i)
+// feed is deliver without the handler: the index alone, given the records
+// the handler hands it.
+func feed(ix *spread.Index, ev podEvent, records [2]spread.PodRecord, i int) {
+	next, prev := step(records, i)
 	switch {
 	case ev.deleteAdd && i%2 == 0:
-		ix.DeletePod(next.(*v1.Pod))
+		ix.DeletePodRecord(next)
 	case ev.deleteAdd:
-		ix.AddPod(next.(*v1.Pod))
+		ix.AddPodRecord(next)
 	default:
-		ix.UpdatePod(prev.(*v1.Pod), next.(*v1.Pod))
+		ix.UpdatePodRecord(prev, next)
 	}
 }
