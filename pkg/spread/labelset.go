@@ -3,6 +3,7 @@ package spread
 import (
 	"encoding/binary"
 	"slices"
+	"strings"
 	"unique"
 )
 
@@ -29,19 +30,20 @@ func LabelSetOf(ls map[string]string) LabelSet {
 	if len(ls) == 0 {
 		return LabelSet{}
 	}
-	var keyBuf [16]string
-	keys := keyBuf[:0]
-	for k := range ls {
-		keys = append(keys, k)
+	// The pairs are sorted as they are, so that no value is looked up.
+	var pairBuf [16]labelPair
+	pairs := pairBuf[:0]
+	for k, v := range ls {
+		pairs = append(pairs, labelPair{k, v})
 	}
-	slices.Sort(keys)
+	slices.SortFunc(pairs, func(a, b labelPair) int { return strings.Compare(a.key, b.key) })
 	var buf [labelSetBuffer]byte
 	b := buf[:0]
-	for _, k := range keys {
-		b = binary.AppendUvarint(b, uint64(len(k)))
-		b = append(b, k...)
-		b = binary.AppendUvarint(b, uint64(len(ls[k])))
-		b = append(b, ls[k]...)
+	for _, p := range pairs {
+		b = binary.AppendUvarint(b, uint64(len(p.key)))
+		b = append(b, p.key...)
+		b = binary.AppendUvarint(b, uint64(len(p.value)))
+		b = append(b, p.value...)
 	}
 	// unique.Make copies the string only when it interns a new set.
 	return LabelSet{unique.Make(string(b))}
