@@ -15,3 +15,11 @@ bench: $(BENCHSTAT_STAMP) ## Run every benchmark of ./pkg/... 6 times (BENCH_COU
 	@mkdir -p $(BIN)
 	$(GO) test -run '^$$' -bench . -benchmem -count $(BENCH_COUNT) $(BENCH_PKGS) | tee $(BENCH_OUT)
 	$(BIN)/benchstat $(BENCH_OUT)
+
+BENCH_EVENTS_OUT ?= $(BIN)/bench-events.txt
+
+.PHONY: bench-events
+bench-events: $(BENCHSTAT_STAMP) ## Run only the pod event benchmarks (decoded pod -> transform -> handler -> index, and the index alone) into bin/bench-events.txt.
+	@mkdir -p $(BIN)
+	$(GO) test -run '^$$' -bench 'BenchmarkPodEvent|BenchmarkIndexPodEvent' -benchmem -count $(BENCH_COUNT) ./pkg/cache ./pkg/spread | tee $(BENCH_EVENTS_OUT)
+	$(BIN)/benchstat $(BENCH_EVENTS_OUT)

@@ -14,14 +14,15 @@ import (
 )
 
 // IndexSink is what the informer event handlers feed: spread.Index in the
-// server, a recorder in tests.
+// server, a recorder in tests. Pods arrive as records, which the cache's
+// Pods give without allocating.
 type IndexSink interface {
 	AddNode(n *v1.Node)
 	UpdateNode(old, new *v1.Node)
 	DeleteNode(n *v1.Node)
-	AddPod(p *v1.Pod)
-	UpdatePod(old, new *v1.Pod)
-	DeletePod(p *v1.Pod)
+	AddPodRecord(p spread.PodRecord)
+	UpdatePodRecord(old, new spread.PodRecord)
+	DeletePodRecord(p spread.PodRecord)
 }
 
 var _ IndexSink = (*spread.Index)(nil)
@@ -49,40 +50,43 @@ func NodeHandler(ix IndexSink) toolscache.ResourceEventHandler {
 	}
 }
 
-// PodHandler feeds pod events to ix. The informer holds Pods (StripPod);
-// a *v1.Pod is taken as well.
+// PodHandler feeds pod events to ix. The informer holds Pods (StripPod),
+// whose records reach the index without an allocation; a *v1.Pod is taken
+// as well.
 func PodHandler(ix IndexSink) toolscache.ResourceEventHandler {
 	return toolscache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
-			if p, ok := podOf(obj); ok {
-				ix.AddPod(p)
+			if p, ok := recordOf(obj); ok {
+				ix.AddPodRecord(p)
 			}
 		},
 		UpdateFunc: func(oldObj, newObj any) {
-			o, ok1 := podOf(oldObj)
-			n, ok2 := podOf(newObj)
+			o, ok1 := recordOf(oldObj)
+			n, ok2 := recordOf(newObj)
 			if ok1 && ok2 {
-				ix.UpdatePod(o, n)
+				ix.UpdatePodRecord(o, n)
 			}
 		},
 		DeleteFunc: func(obj any) {
-			if p, ok := podOf(untombstone(obj)); ok {
-				ix.DeletePod(p)
+			if p, ok := recordOf(untombstone(obj)); ok {
+				ix.DeletePodRecord(p)
 			}
 		},
 	}
 }
 
-func podOf(obj any) (*v1.Pod, bool) {
+func recordOf(obj any) (spread.PodRecord, bool) {
 	switch p := obj.(type) {
 	case *Pod:
 		if p != nil {
-			return p.V1(), true
+			return p.Record(), true
 		}
 	case *v1.Pod:
-		return p, p != nil
+		if p != nil {
+			return spread.PodRecordOf(p), true
+		}
 	}
-	return nil, false
+	return spread.PodRecord{}, false
 }
 
 // untombstone returns the last known state of an object whose deletion the

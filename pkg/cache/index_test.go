@@ -7,6 +7,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 
+	"github.com/spreadguard/spreadguard/pkg/spread"
 	"github.com/spreadguard/spreadguard/pkg/spread/spreadtest"
 )
 
@@ -17,10 +18,16 @@ func (r *recorder) AddNode(n *v1.Node) { r.calls = append(r.calls, "AddNode "+n.
 func (r *recorder) UpdateNode(o, n *v1.Node) {
 	r.calls = append(r.calls, "UpdateNode "+o.Name+" "+n.Name)
 }
-func (r *recorder) DeleteNode(n *v1.Node)  { r.calls = append(r.calls, "DeleteNode "+n.Name) }
-func (r *recorder) AddPod(p *v1.Pod)       { r.calls = append(r.calls, "AddPod "+p.Name) }
-func (r *recorder) UpdatePod(o, n *v1.Pod) { r.calls = append(r.calls, "UpdatePod "+o.Name+" "+n.Name) }
-func (r *recorder) DeletePod(p *v1.Pod)    { r.calls = append(r.calls, "DeletePod "+p.Name) }
+func (r *recorder) DeleteNode(n *v1.Node) { r.calls = append(r.calls, "DeleteNode "+n.Name) }
+func (r *recorder) AddPodRecord(p spread.PodRecord) {
+	r.calls = append(r.calls, "AddPodRecord "+p.Name)
+}
+func (r *recorder) UpdatePodRecord(o, n spread.PodRecord) {
+	r.calls = append(r.calls, "UpdatePodRecord "+o.Name+" "+n.Name)
+}
+func (r *recorder) DeletePodRecord(p spread.PodRecord) {
+	r.calls = append(r.calls, "DeletePodRecord "+p.Name)
+}
 
 func TestHandlersFeedTheIndex(t *testing.T) {
 	pod := spreadtest.MakePod().Namespace("shop").Name("p").Obj()
@@ -33,26 +40,31 @@ func TestHandlersFeedTheIndex(t *testing.T) {
 		want  []string
 	}{
 		{
-			name:  "pod added -> AddPod",
+			name:  "pod added -> AddPodRecord",
 			event: func(p, _ toolscache.ResourceEventHandler) { p.OnAdd(pod, true) },
-			want:  []string{"AddPod p"},
+			want:  []string{"AddPodRecord p"},
 		},
 		{
-			name:  "pod updated -> UpdatePod with old and new",
+			name:  "pod updated -> UpdatePodRecord with old and new",
 			event: func(p, _ toolscache.ResourceEventHandler) { p.OnUpdate(pod, pod2) },
-			want:  []string{"UpdatePod p p2"},
+			want:  []string{"UpdatePodRecord p p2"},
 		},
 		{
-			name:  "pod deleted -> DeletePod",
+			name:  "compact pods as the informer holds them updated -> UpdatePodRecord with old and new",
+			event: func(p, _ toolscache.ResourceEventHandler) { p.OnUpdate(CompactPod(pod), CompactPod(pod2)) },
+			want:  []string{"UpdatePodRecord p p2"},
+		},
+		{
+			name:  "pod deleted -> DeletePodRecord",
 			event: func(p, _ toolscache.ResourceEventHandler) { p.OnDelete(pod) },
-			want:  []string{"DeletePod p"},
+			want:  []string{"DeletePodRecord p"},
 		},
 		{
-			name: "pod deletion missed by the watch (tombstone) -> DeletePod with its last state",
+			name: "pod deletion missed by the watch (tombstone) -> DeletePodRecord with its last state",
 			event: func(p, _ toolscache.ResourceEventHandler) {
 				p.OnDelete(toolscache.DeletedFinalStateUnknown{Key: "shop/p", Obj: pod})
 			},
-			want: []string{"DeletePod p"},
+			want: []string{"DeletePodRecord p"},
 		},
 		{
 			name: "node added, updated, deleted -> AddNode, UpdateNode, DeleteNode",

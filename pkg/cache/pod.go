@@ -1,8 +1,6 @@
 package cache
 
 import (
-	"encoding/binary"
-	"maps"
 	"slices"
 	"unique"
 
@@ -10,6 +8,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/spreadguard/spreadguard/pkg/spread"
 )
 
 // Pod is a pod as the webhook's pod informer keeps it: what counting reads
@@ -20,14 +20,14 @@ import (
 //
 // Only the informer stores Pods: nothing reads pods back from the cache
 // (spread.Index keeps the counts), and the event handlers hand
-// spread.Index a *v1.Pod rebuilt from one (see V1).
+// spread.Index each Pod's Record, which allocates nothing.
 type Pod struct {
 	namespace       string
 	name            string
 	resourceVersion string // tells an update from a resync
 	phase           v1.PodPhase
 	nodeName        unique.Handle[string]
-	labels          unique.Handle[string] // encodeLabels
+	labels          spread.LabelSet
 	deleting        bool
 }
 
@@ -46,7 +46,7 @@ func CompactPod(p *v1.Pod) *Pod {
 		resourceVersion: p.ResourceVersion,
 		phase:           canonicalPhase(p.Status.Phase),
 		nodeName:        unique.Make(p.Spec.NodeName),
-		labels:          unique.Make(encodeLabels(p.Labels)),
+		labels:          spread.LabelSetOf(p.Labels),
 		deleting:        p.DeletionTimestamp != nil,
 	}
 }
@@ -60,23 +60,41 @@ func canonicalPhase(ph v1.PodPhase) v1.PodPhase {
 	return ph
 }
 
+// Record returns the pod as spread.Index counts it, without allocating:
+// the event handlers feed it to the index.
+func (p *Pod) Record() spread.PodRecord {
+	r := spread.PodRecord{
+		Namespace:   p.namespace,
+		Name:        p.name,
+		Labels:      p.labels,
+		Phase:       p.phase,
+		Terminating: p.deleting,
+	}
+	if p.nodeName != (unique.Handle[string]{}) {
+		r.NodeName = p.nodeName.Value()
+	}
+	return r
+}
+
 // deletedAt stands for a pod's deletion timestamp: counting only asks
 // whether there is one.
 var deletedAt = metav1.Unix(0, 0)
 
-// V1 returns the pod as spread.Index reads it: namespace, name, labels,
-// node, phase and, for a terminating pod, a deletion timestamp (not the
-// real one, which is not kept).
+// V1 returns the pod as a *v1.Pod holding what Record holds: namespace,
+// name, labels, node, phase and, for a terminating pod, a deletion
+// timestamp (not the real one, which is not kept). The server never calls
+// it; it is for tools that feed a cache's pods to spread.Index.AddPod.
 func (p *Pod) V1() *v1.Pod {
+	r := p.Record()
 	out := &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
-			Namespace:       p.namespace,
-			Name:            p.name,
+			Namespace:       r.Namespace,
+			Name:            r.Name,
 			ResourceVersion: p.resourceVersion,
-			Labels:          decodeLabels(p.labels.Value()),
+			Labels:          r.Labels.Map(),
 		},
-		Spec:   v1.PodSpec{NodeName: p.nodeName.Value()},
-		Status: v1.PodStatus{Phase: p.phase},
+		Spec:   v1.PodSpec{NodeName: r.NodeName},
+		Status: v1.PodStatus{Phase: r.Phase},
 	}
 	if p.deleting {
 		out.DeletionTimestamp = &deletedAt
@@ -99,59 +117,4 @@ func (p *Pod) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind 
 func (p *Pod) DeepCopyObject() runtime.Object {
 	c := *p
 	return &c
-}
-
-// encodeLabels returns the canonical encoding of a label set: the pairs in
-// key order, each key and value prefixed by its length, so that any key or
-// value (whatever bytes it holds) decodes back unchanged. Equal sets give
-// equal strings, which is what lets unique share them.
-func encodeLabels(ls map[string]string) string {
-	if len(ls) == 0 {
-		return ""
-	}
-	keys := slices.Sorted(maps.Keys(ls))
-	n := 0
-	for _, k := range keys {
-		n += len(k) + len(ls[k]) + 2*binary.MaxVarintLen64
-	}
-	b := make([]byte, 0, n)
-	for _, k := range keys {
-		b = binary.AppendUvarint(b, uint64(len(k)))
-		b = append(b, k...)
-		b = binary.AppendUvarint(b, uint64(len(ls[k])))
-		b = append(b, ls[k]...)
-	}
-	return string(b)
-}
-
-// decodeLabels inverts encodeLabels. The strings it returns share the
-// encoding's memory. The encoding is only ever made by encodeLabels; a
-// truncated one (which cannot occur) yields the pairs before the damage.
-func decodeLabels(s string) map[string]string {
-	if s == "" {
-		return nil
-	}
-	ls := map[string]string{}
-	for len(s) > 0 {
-		k, rest, ok := cut(s)
-		if !ok {
-			break
-		}
-		v, rest, ok := cut(rest)
-		if !ok {
-			break
-		}
-		ls[k] = v
-		s = rest
-	}
-	return ls
-}
-
-// cut splits one length-prefixed string off the front of s.
-func cut(s string) (field, rest string, ok bool) {
-	n, w := binary.Uvarint([]byte(s[:min(len(s), binary.MaxVarintLen64)]))
-	if w <= 0 || uint64(len(s)-w) < n {
-		return "", "", false
-	}
-	return s[w : w+int(n)], s[w+int(n):], true
 }

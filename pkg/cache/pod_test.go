@@ -16,6 +16,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	fcache "k8s.io/client-go/tools/cache/testing"
 
+	"github.com/spreadguard/spreadguard/pkg/spread"
 	"github.com/spreadguard/spreadguard/pkg/spread/spreadtest"
 )
 
@@ -23,6 +24,7 @@ import (
 var compactPodEqual = cmp.Options{
 	cmp.AllowUnexported(Pod{}),
 	cmp.Comparer(func(a, b unique.Handle[string]) bool { return a == b }),
+	cmp.Comparer(func(a, b spread.LabelSet) bool { return a == b }),
 }
 
 func TestCompactPodKeepsWhatCountingReads(t *testing.T) {
@@ -30,46 +32,60 @@ func TestCompactPodKeepsWhatCountingReads(t *testing.T) {
 	tests := []struct {
 		name string
 		in   *v1.Pod
-		want *v1.Pod
+		want spread.PodRecord
 	}{
 		{
 			name: "running pod bound to n1 with two labels -> the same namespace, name, labels, node and phase",
 			in: spreadtest.MakePod().Namespace("shop").Name("web-1").Label("app", "web").Label("tier", "fe").
 				Node("n1").Phase(v1.PodRunning).Obj(),
-			want: &v1.Pod{
-				ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-1", Labels: map[string]string{"app": "web", "tier": "fe"}},
-				Spec:       v1.PodSpec{NodeName: "n1"},
-				Status:     v1.PodStatus{Phase: v1.PodRunning},
+			want: spread.PodRecord{
+				Namespace: "shop", Name: "web-1", NodeName: "n1", Phase: v1.PodRunning,
+				Labels: spread.LabelSetOf(map[string]string{"app": "web", "tier": "fe"}),
 			},
 		},
 		{
-			name: "terminating pod -> a deletion timestamp (counting only asks whether there is one)",
+			name: "terminating pod -> terminating",
 			in: func() *v1.Pod {
 				p := spreadtest.MakePod().Namespace("shop").Name("web-2").Node("n1").Obj()
 				p.DeletionTimestamp = &now
-				p.ResourceVersion = "7"
 				return p
 			}(),
-			want: &v1.Pod{
-				ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-2", ResourceVersion: "7", DeletionTimestamp: &deletedAt},
-				Spec:       v1.PodSpec{NodeName: "n1"},
-			},
+			want: spread.PodRecord{Namespace: "shop", Name: "web-2", NodeName: "n1", Terminating: true},
 		},
 		{
 			name: "unbound pod without labels, phase unknown to this version -> kept as it is",
 			in:   spreadtest.MakePod().Namespace("shop").Name("new").Phase("Hibernating").Obj(),
-			want: &v1.Pod{
-				ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "new"},
-				Status:     v1.PodStatus{Phase: "Hibernating"},
-			},
+			want: spread.PodRecord{Namespace: "shop", Name: "new", Phase: "Hibernating"},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if diff := cmp.Diff(tt.want, CompactPod(tt.in).V1()); diff != "" {
-				t.Errorf("pod as the index reads it (-want +got):\n%s", diff)
+			compact := CompactPod(tt.in)
+			if diff := cmp.Diff(tt.want, compact.Record(), compactPodEqual); diff != "" {
+				t.Errorf("record of the compact pod (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(spread.PodRecordOf(tt.in), compact.Record(), compactPodEqual); diff != "" {
+				t.Errorf("record of the compact pod differs from the record of the pod (-full +compact):\n%s", diff)
 			}
 		})
+	}
+}
+
+func TestV1HoldsWhatTheRecordHolds(t *testing.T) {
+	now := metav1.Unix(100, 0)
+	in := spreadtest.MakePod().Namespace("shop").Name("web-2").Label("app", "web").Node("n1").Phase(v1.PodRunning).Obj()
+	in.DeletionTimestamp = &now
+	in.ResourceVersion = "7"
+	want := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: "shop", Name: "web-2", ResourceVersion: "7", DeletionTimestamp: &deletedAt,
+			Labels: map[string]string{"app": "web"},
+		},
+		Spec:   v1.PodSpec{NodeName: "n1"},
+		Status: v1.PodStatus{Phase: v1.PodRunning},
+	}
+	if diff := cmp.Diff(want, CompactPod(in).V1()); diff != "" {
+		t.Errorf("V1() (-want +got):\n%s", diff)
 	}
 }
 
@@ -85,65 +101,6 @@ func TestReplicasShareTheirLabelSetAndNode(t *testing.T) {
 	}
 }
 
-func TestLabelEncodingRoundTrips(t *testing.T) {
-	long := strings.Repeat("v", 300) // a length that takes two varint bytes
-	tests := []struct {
-		name string
-		in   map[string]string
-		want map[string]string
-	}{
-		{name: "no labels -> none", in: nil, want: nil},
-		{name: "empty map -> none", in: map[string]string{}, want: nil},
-		{name: "one label -> the same", in: map[string]string{"app": "web"}, want: map[string]string{"app": "web"}},
-		{name: "empty value -> kept empty", in: map[string]string{"canary": ""}, want: map[string]string{"canary": ""}},
-		{
-			name: "prefixed keys, a 300-byte value, bytes a label cannot hold -> the same",
-			in:   map[string]string{"app.kubernetes.io/name": long, "k\x00=": "v,\xff", "z": "1"},
-			want: map[string]string{"app.kubernetes.io/name": long, "k\x00=": "v,\xff", "z": "1"},
-		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if diff := cmp.Diff(tt.want, decodeLabels(encodeLabels(tt.in))); diff != "" {
-				t.Errorf("decoded labels (-want +got):\n%s", diff)
-			}
-		})
-	}
-}
-
-// FuzzLabelEncoding checks the two properties interning relies on: the
-// encoding decodes back to the same set, and two sets encode alike exactly
-// when they are equal.
-func FuzzLabelEncoding(f *testing.F) {
-	f.Add("app=web,tier=fe", "tier=fe,app=web")
-	f.Add("a=,b=1", "a=1,b=")
-	f.Add("a=b=c", "a=b,=c")
-	f.Add("", "=")
-	f.Fuzz(func(t *testing.T, x, y string) {
-		a, b := parsePairs(x), parsePairs(y)
-		ea, eb := encodeLabels(a), encodeLabels(b)
-		if got := decodeLabels(ea); !maps.Equal(got, a) {
-			t.Fatalf("decode(encode(%q)) = %q", a, got)
-		}
-		if (ea == eb) != maps.Equal(a, b) {
-			t.Fatalf("sets %q and %q: encodings equal = %v, sets equal = %v", a, b, ea == eb, maps.Equal(a, b))
-		}
-	})
-}
-
-// parsePairs reads "k=v,k=v" loosely: any string gives some label set.
-func parsePairs(s string) map[string]string {
-	m := map[string]string{}
-	for pair := range strings.SplitSeq(s, ",") {
-		k, v, _ := strings.Cut(pair, "=")
-		m[k] = v
-	}
-	if s == "" {
-		return nil
-	}
-	return m
-}
-
 // syncRecorder is an IndexSink for informer tests: it records each call
 // with what the index would read, from the informer's goroutine.
 type syncRecorder struct {
@@ -151,14 +108,14 @@ type syncRecorder struct {
 	calls []string
 }
 
-func describe(p *v1.Pod) string {
-	keys := slices.Sorted(maps.Keys(p.Labels))
+func describe(p spread.PodRecord) string {
+	labels := p.Labels.Map()
 	var ls []string
-	for _, k := range keys {
-		ls = append(ls, k+"="+p.Labels[k])
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
+		ls = append(ls, k+"="+labels[k])
 	}
 	return fmt.Sprintf("%s/%s node=%s labels=%s phase=%s terminating=%v",
-		p.Namespace, p.Name, p.Spec.NodeName, strings.Join(ls, ","), p.Status.Phase, p.DeletionTimestamp != nil)
+		p.Namespace, p.Name, p.NodeName, strings.Join(ls, ","), p.Phase, p.Terminating)
 }
 
 func (r *syncRecorder) record(s string) {
@@ -173,12 +130,12 @@ func (r *syncRecorder) snapshot() []string {
 	return slices.Clone(r.calls)
 }
 
-func (r *syncRecorder) AddNode(*v1.Node)         {}
-func (r *syncRecorder) UpdateNode(_, _ *v1.Node) {}
-func (r *syncRecorder) DeleteNode(*v1.Node)      {}
-func (r *syncRecorder) AddPod(p *v1.Pod)         { r.record("add " + describe(p)) }
-func (r *syncRecorder) UpdatePod(_, p *v1.Pod)   { r.record("update " + describe(p)) }
-func (r *syncRecorder) DeletePod(p *v1.Pod)      { r.record("delete " + describe(p)) }
+func (r *syncRecorder) AddNode(*v1.Node)                      {}
+func (r *syncRecorder) UpdateNode(_, _ *v1.Node)              {}
+func (r *syncRecorder) DeleteNode(*v1.Node)                   {}
+func (r *syncRecorder) AddPodRecord(p spread.PodRecord)       { r.record("add " + describe(p)) }
+func (r *syncRecorder) UpdatePodRecord(_, p spread.PodRecord) { r.record("update " + describe(p)) }
+func (r *syncRecorder) DeletePodRecord(p spread.PodRecord)    { r.record("delete " + describe(p)) }
 
 // TestInformerRunsOnCompactPods runs a client-go informer with StripPod, as
 // the server does: keys, the namespace index and the resourceVersion check
@@ -201,8 +158,10 @@ func TestInformerRunsOnCompactPods(t *testing.T) {
 		t.Fatal("informer did not sync")
 	}
 	moved := spreadtest.MakePod().Namespace("shop").Name("web-1").Label("app", "web").Node("n2").Phase(v1.PodRunning).Obj()
+	// The fake source sets each object's resourceVersion while the
+	// informer may still read the last one: one object per event.
 	source.Modify(moved)
-	source.Delete(moved)
+	source.Delete(moved.DeepCopy())
 
 	want := []string{
 		"add other/db-0 node= labels=app=db phase= terminating=false",

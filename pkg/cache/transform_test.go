@@ -14,6 +14,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
+	"github.com/spreadguard/spreadguard/pkg/spread"
 	"github.com/spreadguard/spreadguard/pkg/spread/spreadtest"
 )
 
@@ -72,7 +73,7 @@ func TestStripKeepsOnlyWhatTheAlgorithmReads(t *testing.T) {
 			},
 			want: &Pod{
 				namespace: "shop", name: "web-1", resourceVersion: "42", phase: v1.PodRunning,
-				nodeName: unique.Make("n1"), labels: unique.Make(encodeLabels(map[string]string{"app": "web"})), deleting: true,
+				nodeName: unique.Make("n1"), labels: spread.LabelSetOf(map[string]string{"app": "web"}), deleting: true,
 			},
 		},
 		{

@@ -140,7 +140,7 @@ func (w *world) step() {
 		}
 	case 3, 4:
 		p := w.randomPod(podName, ns)
-		w.ix.AddPod(p)
+		w.addPod(p)
 		w.pods[podKey] = p
 	case 5, 6:
 		old := w.pods[podKey]
@@ -159,14 +159,41 @@ func (w *world) step() {
 				p.DeletionTimestamp = &st.DeletionTime
 			}
 		}
-		w.ix.UpdatePod(old, p)
+		w.updatePod(old, p)
 		w.pods[podKey] = p
 	case 7:
 		if p := w.pods[podKey]; p != nil {
-			w.ix.DeletePod(p)
+			w.deletePod(p)
 			delete(w.pods, podKey)
 		}
 	}
+}
+
+// addPod, updatePod and deletePod feed a pod event to the index through its
+// *v1.Pod entry points or as records, as the webhook's pod handler does, at
+// the chooser's whim: both ways must count alike.
+func (w *world) addPod(p *v1.Pod) {
+	if w.c.intn(2) == 0 {
+		w.ix.AddPod(p)
+		return
+	}
+	w.ix.AddPodRecord(spread.PodRecordOf(p))
+}
+
+func (w *world) updatePod(old, p *v1.Pod) {
+	if old == nil || w.c.intn(2) == 0 {
+		w.ix.UpdatePod(old, p)
+		return
+	}
+	w.ix.UpdatePodRecord(spread.PodRecordOf(old), spread.PodRecordOf(p))
+}
+
+func (w *world) deletePod(p *v1.Pod) {
+	if w.c.intn(2) == 0 {
+		w.ix.DeletePod(p)
+		return
+	}
+	w.ix.DeletePodRecord(spread.PodRecordOf(p))
 }
 
 func (w *world) snapshot() spread.Snapshot {
