@@ -76,32 +76,6 @@ func (p *Pod) Record() spread.PodRecord {
 	return r
 }
 
-// deletedAt stands for a pod's deletion timestamp: counting only asks
-// whether there is one.
-var deletedAt = metav1.Unix(0, 0)
-
-// V1 returns the pod as a *v1.Pod holding what Record holds: namespace,
-// name, labels, node, phase and, for a terminating pod, a deletion
-// timestamp (not the real one, which is not kept). The server never calls
-// it; it is for tools that feed a cache's pods to spread.Index.AddPod.
-func (p *Pod) V1() *v1.Pod {
-	r := p.Record()
-	out := &v1.Pod{
-		ObjectMeta: metav1.ObjectMeta{
-			Namespace:       r.Namespace,
-			Name:            r.Name,
-			ResourceVersion: p.resourceVersion,
-			Labels:          r.Labels.Map(),
-		},
-		Spec:   v1.PodSpec{NodeName: r.NodeName},
-		Status: v1.PodStatus{Phase: r.Phase},
-	}
-	if p.deleting {
-		out.DeletionTimestamp = &deletedAt
-	}
-	return out
-}
-
 // GetObjectMeta lets client-go's informer machinery (keys, indexes, the
 // resourceVersion check that tells updates from resyncs) read the pod's
 // identity through meta.Accessor. The copy it returns is not the pod:

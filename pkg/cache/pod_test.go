@@ -71,24 +71,6 @@ func TestCompactPodKeepsWhatCountingReads(t *testing.T) {
 	}
 }
 
-func TestV1HoldsWhatTheRecordHolds(t *testing.T) {
-	now := metav1.Unix(100, 0)
-	in := spreadtest.MakePod().Namespace("shop").Name("web-2").Label("app", "web").Node("n1").Phase(v1.PodRunning).Obj()
-	in.DeletionTimestamp = &now
-	in.ResourceVersion = "7"
-	want := &v1.Pod{
-		ObjectMeta: metav1.ObjectMeta{
-			Namespace: "shop", Name: "web-2", ResourceVersion: "7", DeletionTimestamp: &deletedAt,
-			Labels: map[string]string{"app": "web"},
-		},
-		Spec:   v1.PodSpec{NodeName: "n1"},
-		Status: v1.PodStatus{Phase: v1.PodRunning},
-	}
-	if diff := cmp.Diff(want, CompactPod(in).V1()); diff != "" {
-		t.Errorf("V1() (-want +got):\n%s", diff)
-	}
-}
-
 func TestReplicasShareTheirLabelSetAndNode(t *testing.T) {
 	a := CompactPod(spreadtest.MakePod().Namespace("shop").Name("a").Label("app", "web").Label("hash", "x1").Node("n1").Obj())
 	b := CompactPod(spreadtest.MakePod().Namespace("shop").Name("b").Label("hash", "x1").Label("app", "web").Node("n1").Obj())

@@ -11,6 +11,9 @@ package spread
 //	func IndexFromSnapshot(s Snapshot) *Index
 //	func (ix *Index) AddNode(n *v1.Node) / UpdateNode(old, new *v1.Node) / DeleteNode(n *v1.Node)
 //	func (ix *Index) AddPod(p *v1.Pod) / UpdatePod(old, new *v1.Pod) / DeletePod(p *v1.Pod)
+//	func (ix *Index) AddPodRecord(r PodRecord) / UpdatePodRecord(old, new PodRecord) / DeletePodRecord(r PodRecord)
+//	func PodRecordOf(p *v1.Pod) PodRecord
+//	func LabelSetOf(ls map[string]string) LabelSet
 //	func (ix *Index) Check(pod *v1.Pod, opts Options) (*Result, error)
 
 import (
@@ -18,9 +21,9 @@ import (
 	v1 "k8s.io/api/core/v1"
 )
 
-// SelectorSources answers the lookups DefaultSelector needs. The webhook
-// implements it with informer listers that fall back to a live read on a
-// cache miss; the kubectl plugin implements it over a file.
+// SelectorSources answers the lookups DefaultSelector needs. pkg/lookup
+// implements it over the webhook's informer cache (with a live read on a
+// miss) and over the kubectl plugin's in-memory store.
 //
 // A Get method returns (nil, nil) when the object does not exist: the
 // scheduler then builds the selector without it. Any other error is returned

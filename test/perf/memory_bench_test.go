@@ -228,7 +228,7 @@ func fillIndex(c fixture.Cluster) *spread.Index {
 	})
 	objects(c, &v1.Pod{}, func(o k8sruntime.Object) bool {
 		p, _ := cache.StripPod(o)
-		ix.AddPod(p.(*cache.Pod).V1())
+		ix.AddPodRecord(p.(*cache.Pod).Record())
 		return true
 	})
 	return ix
