@@ -60,11 +60,12 @@ func TestHandlersFeedTheIndex(t *testing.T) {
 			want:  []string{"DeletePodRecord p"},
 		},
 		{
-			name: "pod deletion missed by the watch (tombstone) -> DeletePodRecord with its last state",
-			event: func(p, _ toolscache.ResourceEventHandler) {
+			name: "a pod's and a node's deletions missed by the watch (tombstones) -> DeletePodRecord and DeleteNode with their last state",
+			event: func(p, n toolscache.ResourceEventHandler) {
 				p.OnDelete(toolscache.DeletedFinalStateUnknown{Key: "shop/p", Obj: pod})
+				n.OnDelete(toolscache.DeletedFinalStateUnknown{Key: "n", Obj: node})
 			},
-			want: []string{"DeletePodRecord p"},
+			want: []string{"DeletePodRecord p", "DeleteNode n"},
 		},
 		{
 			name: "node added, updated, deleted -> AddNode, UpdateNode, DeleteNode",
@@ -74,13 +75,6 @@ func TestHandlersFeedTheIndex(t *testing.T) {
 				n.OnDelete(node2)
 			},
 			want: []string{"AddNode n", "UpdateNode n n2", "DeleteNode n2"},
-		},
-		{
-			name: "node deletion missed by the watch (tombstone) -> DeleteNode",
-			event: func(_, n toolscache.ResourceEventHandler) {
-				n.OnDelete(toolscache.DeletedFinalStateUnknown{Key: "n", Obj: node})
-			},
-			want: []string{"DeleteNode n"},
 		},
 		{
 			name: "objects of the wrong type or empty tombstones -> ignored",
