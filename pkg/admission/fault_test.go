@@ -46,7 +46,9 @@ func TestPodEndpointsAnswerFaultsAsTheFailurePolicySays(t *testing.T) {
 		{
 			name: "mutate, the ReplicaSet read from the API server fails",
 			handler: func(p admissionregistrationv1.FailurePolicyType, m *Metrics) admission.Handler {
-				return &PodMutator{Sources: staticSources(ownerFails), Config: testEngineConfig, FailurePolicy: p, Metrics: m}
+				return &PodMutator{
+					PodWebhook: PodWebhook{Sources: staticSources(ownerFails), Config: testEngineConfig, FailurePolicy: p, Metrics: m},
+				}
 			},
 			req: plain, reason: FaultLookup, webhook: WebhookMutatePod, what: whatMutate,
 			detail: "building the default selector: getting replicaset shop/web-7d: replicasets.apps is forbidden",
@@ -54,7 +56,9 @@ func TestPodEndpointsAnswerFaultsAsTheFailurePolicySays(t *testing.T) {
 		{
 			name: "mutate, the policy lookup fails",
 			handler: func(p admissionregistrationv1.FailurePolicyType, m *Metrics) admission.Handler {
-				return &PodMutator{Sources: staticSources(policyFails), Config: testEngineConfig, FailurePolicy: p, Metrics: m}
+				return &PodMutator{
+					PodWebhook: PodWebhook{Sources: staticSources(policyFails), Config: testEngineConfig, FailurePolicy: p, Metrics: m},
+				}
 			},
 			req: plain, reason: FaultLookup, webhook: WebhookMutatePod, what: whatMutate,
 			detail: `resolving the policy: listing the SpreadPolicies of namespace "shop": etcdserver: request timed out`,
@@ -62,7 +66,9 @@ func TestPodEndpointsAnswerFaultsAsTheFailurePolicySays(t *testing.T) {
 		{
 			name: "mutate, the owner lookup panics",
 			handler: func(p admissionregistrationv1.FailurePolicyType, m *Metrics) admission.Handler {
-				return &PodMutator{Sources: staticSources(ownerPanics), Config: testEngineConfig, FailurePolicy: p, Metrics: m}
+				return &PodMutator{
+					PodWebhook: PodWebhook{Sources: staticSources(ownerPanics), Config: testEngineConfig, FailurePolicy: p, Metrics: m},
+				}
 			},
 			req:    makeRequest().Pod(podOwnedBy(panicOwner).Obj()).Obj(),
 			reason: FaultPanic, webhook: WebhookMutatePod, what: whatMutate,
@@ -71,8 +77,11 @@ func TestPodEndpointsAnswerFaultsAsTheFailurePolicySays(t *testing.T) {
 		{
 			name: "validate, the policy lookup of an unsatisfiable pod fails",
 			handler: func(p admissionregistrationv1.FailurePolicyType, m *Metrics) admission.Handler {
-				return &PodValidator{Sources: staticSources(policyFails), Checker: &fakeChecker{result: unsatisfiable},
-					Config: testEngineConfig, Synced: func() bool { return true }, FailurePolicy: p, Metrics: m}
+				return &PodValidator{
+					PodWebhook: PodWebhook{Sources: staticSources(policyFails), Config: testEngineConfig, FailurePolicy: p, Metrics: m},
+					Checker:    &fakeChecker{result: unsatisfiable},
+					Synced:     func() bool { return true },
+				}
 			},
 			req: constrained, reason: FaultLookup, webhook: WebhookValidatePod, what: whatValidate,
 			detail: `resolving the policy: listing the SpreadPolicies of namespace "shop": etcdserver: request timed out`,
@@ -80,8 +89,11 @@ func TestPodEndpointsAnswerFaultsAsTheFailurePolicySays(t *testing.T) {
 		{
 			name: "validate, the engine's check fails",
 			handler: func(p admissionregistrationv1.FailurePolicyType, m *Metrics) admission.Handler {
-				return &PodValidator{Sources: staticSources(shopSources()), Checker: &fakeChecker{err: errors.New("index corrupted")},
-					Config: testEngineConfig, Synced: func() bool { return true }, FailurePolicy: p, Metrics: m}
+				return &PodValidator{
+					PodWebhook: PodWebhook{Sources: staticSources(shopSources()), Config: testEngineConfig, FailurePolicy: p, Metrics: m},
+					Checker:    &fakeChecker{err: errors.New("index corrupted")},
+					Synced:     func() bool { return true },
+				}
 			},
 			req: constrained, reason: FaultEngine, webhook: WebhookValidatePod, what: whatValidate,
 			detail: "checking the spread constraints: index corrupted",
@@ -89,8 +101,11 @@ func TestPodEndpointsAnswerFaultsAsTheFailurePolicySays(t *testing.T) {
 		{
 			name: "validate, the check panics",
 			handler: func(p admissionregistrationv1.FailurePolicyType, m *Metrics) admission.Handler {
-				return &PodValidator{Sources: staticSources(shopSources()), Checker: faultyChecker{spread.Snapshot{}},
-					Config: testEngineConfig, Synced: func() bool { return true }, FailurePolicy: p, Metrics: m}
+				return &PodValidator{
+					PodWebhook: PodWebhook{Sources: staticSources(shopSources()), Config: testEngineConfig, FailurePolicy: p, Metrics: m},
+					Checker:    faultyChecker{spread.Snapshot{}},
+					Synced:     func() bool { return true },
+				}
 			},
 			req:    makeRequest().Pod(webPod().Label(faultLabel, "panic").SpreadConstraint(hard).Obj()).Obj(),
 			reason: FaultPanic, webhook: WebhookValidatePod, what: whatValidate,

@@ -240,16 +240,26 @@ func FuzzPodEndpoints(f *testing.F) {
 
 	snap := fuzzCluster()
 	src := shopSources()
-	validator := NewEndpoint(&PodValidator{Sources: staticSources(src), Checker: snap,
-		Config: testEngineConfig, Synced: func() bool { return true }}, logr.Discard())
-	mutator := NewEndpoint(&PodMutator{Sources: staticSources(src), Config: testEngineConfig},
+	validator := NewEndpoint(&PodValidator{
+		PodWebhook: PodWebhook{Sources: staticSources(src), Config: testEngineConfig},
+		Checker:    snap,
+		Synced:     func() bool { return true },
+	}, logr.Discard())
+	mutator := NewEndpoint(&PodMutator{
+		PodWebhook: PodWebhook{Sources: staticSources(src), Config: testEngineConfig},
+	},
 		logr.Discard())
 	// The same handlers under failurePolicy Ignore with faults the input
 	// can reach: whatever fails inside, a refusal must be a spread denial.
 	faulty := &faultySources{fakeSources: src}
-	faultyValidator := NewEndpoint(&PodValidator{Sources: staticSources(faulty), Checker: faultyChecker{snap},
-		Config: testEngineConfig, Synced: func() bool { return true }}, logr.Discard())
-	faultyMutator := NewEndpoint(&PodMutator{Sources: staticSources(faulty), Config: testEngineConfig},
+	faultyValidator := NewEndpoint(&PodValidator{
+		PodWebhook: PodWebhook{Sources: staticSources(faulty), Config: testEngineConfig},
+		Checker:    faultyChecker{snap},
+		Synced:     func() bool { return true },
+	}, logr.Discard())
+	faultyMutator := NewEndpoint(&PodMutator{
+		PodWebhook: PodWebhook{Sources: staticSources(faulty), Config: testEngineConfig},
+	},
 		logr.Discard())
 
 	f.Fuzz(func(t *testing.T, body []byte) {

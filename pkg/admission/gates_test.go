@@ -99,8 +99,12 @@ func TestPodValidatorJudgesGatedPodsWhenTheirLastGateGoes(t *testing.T) {
 			m := newTestMetrics(t)
 			checker := &fakeChecker{result: tt.result}
 			rec := events.NewFakeRecorder(10)
-			h := &PodValidator{Sources: staticSources(shopSources()), Checker: checker, Config: testEngineConfig,
-				Synced: func() bool { return true }, Recorder: rec, Metrics: m}
+			h := &PodValidator{
+				PodWebhook: PodWebhook{Sources: staticSources(shopSources()), Config: testEngineConfig, Metrics: m},
+				Checker:    checker,
+				Synced:     func() bool { return true },
+				Recorder:   rec,
+			}
 			resp := h.Handle(t.Context(), tt.req)
 			if !resp.Allowed || resp.Result.Code != http.StatusOK {
 				t.Fatalf("allowed = %v, code %d (%s): a gated pod is never refused", resp.Allowed, resp.Result.Code, resp.Result.Message)

@@ -283,8 +283,11 @@ func TestEndpointAnswersAPanicWithHTTP500(t *testing.T) {
 func TestEndpointAnswersAnUndecodablePodWith400(t *testing.T) {
 	// With failurePolicy Ignore the apiserver then admits the pod and the
 	// scheduler decides; a 400 inside a 200 would be a denial instead.
-	h := &PodValidator{Sources: staticSources(shopSources()), Checker: &fakeChecker{},
-		Config: testEngineConfig, Synced: func() bool { return true }}
+	h := &PodValidator{
+		PodWebhook: PodWebhook{Sources: staticSources(shopSources()), Config: testEngineConfig},
+		Checker:    &fakeChecker{},
+		Synced:     func() bool { return true },
+	}
 	req := makeRequest().Pod(webPod().Obj()).Raw([]byte(`{"apiVersion":"v1","kind":"Pod","spec":{"containers":"many"}}`)).Obj()
 	code, body := post(t, NewEndpoint(h, logr.Discard()), "application/json", bytes.NewReader(reviewBody(req)))
 	if code != http.StatusBadRequest {

@@ -42,7 +42,9 @@ func TestSkippedPodsAreCountedByReason(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			m := newTestMetrics(t)
-			h := &PodMutator{Sources: staticSources(shopSources()), Config: testEngineConfig, Metrics: m}
+			h := &PodMutator{
+				PodWebhook: PodWebhook{Sources: staticSources(shopSources()), Config: testEngineConfig, Metrics: m},
+			}
 			if resp := h.Handle(t.Context(), tt.req); !resp.Allowed || len(resp.Patches) > 0 {
 				t.Fatalf("allowed = %v, patches %v: want the pod left alone", resp.Allowed, resp.Patches)
 			}

@@ -49,22 +49,35 @@ var (
 	_ admission.Handler = (*PodValidator)(nil)
 )
 
-// PodMutator injects the default topology spread constraints of a pod's
-// namespace into the pod, on CREATE.
-type PodMutator struct {
+// PodWebhook is what both pod handlers are built from: where a request's
+// lookups come from, the engine's configuration, the failure policy of the
+// handler's webhook configuration, and the metrics.
+type PodWebhook struct {
 	Sources SourcesFunc
 	Config  engine.Config
-	// FailurePolicy is the failurePolicy of the mutating webhook
-	// configuration: a fault of spreadguard's own admits the pod unpatched
+	// FailurePolicy is the failurePolicy of the handler's webhook
+	// configuration: a fault of spreadguard's own admits the pod unchanged
 	// under Ignore (the default when empty) and refuses it under Fail.
 	FailurePolicy admissionregistrationv1.FailurePolicyType
 	Metrics       *Metrics
 }
 
+// serve answers req with handle, through the failure policy.
+func (w *PodWebhook) serve(ctx context.Context, req admission.Request, webhook, what string,
+	handle func(context.Context, admission.Request, faults) (admission.Response, string)) admission.Response {
+	f := faults{policy: w.FailurePolicy, webhook: webhook, what: what, metrics: w.Metrics}
+	return f.serve(ctx, req, handle)
+}
+
+// PodMutator injects the default topology spread constraints of a pod's
+// namespace into the pod, on CREATE.
+type PodMutator struct {
+	PodWebhook
+}
+
 // Handle answers one request to /mutate-v1-pod.
 func (h *PodMutator) Handle(ctx context.Context, req admission.Request) admission.Response {
-	f := faults{policy: h.FailurePolicy, webhook: WebhookMutatePod, what: whatMutate, metrics: h.Metrics}
-	return f.serve(ctx, req, h.handle)
+	return h.serve(ctx, req, WebhookMutatePod, whatMutate, h.handle)
 }
 
 func (h *PodMutator) handle(ctx context.Context, req admission.Request, f faults) (admission.Response, string) {
@@ -140,11 +153,10 @@ var policyAnnotationPath = "/metadata/annotations/" +
 // PodValidator refuses, warns about or audits a pod whose hard topology
 // spread constraints cannot be met on any node, on CREATE.
 type PodValidator struct {
-	Sources SourcesFunc
+	PodWebhook
 	// Checker holds the cluster's node and pod counts (the informer-fed
 	// spread.Index).
 	Checker spread.Checker
-	Config  engine.Config
 	// Synced reports whether the caches behind Checker and Sources are
 	// complete.
 	Synced            func() bool
@@ -152,17 +164,11 @@ type PodValidator struct {
 	// Recorder records a Warning event on a pod found unplaceable when its
 	// last scheduling gate is removed; nil records none.
 	Recorder events.EventRecorder
-	// FailurePolicy is the failurePolicy of the validating webhook
-	// configuration: a fault of spreadguard's own admits the pod under
-	// Ignore (the default when empty) and refuses it under Fail.
-	FailurePolicy admissionregistrationv1.FailurePolicyType
-	Metrics       *Metrics
 }
 
 // Handle answers one request to /validate-v1-pod.
 func (h *PodValidator) Handle(ctx context.Context, req admission.Request) admission.Response {
-	f := faults{policy: h.FailurePolicy, webhook: WebhookValidatePod, what: whatValidate, metrics: h.Metrics}
-	return f.serve(ctx, req, h.handle)
+	return h.serve(ctx, req, WebhookValidatePod, whatValidate, h.handle)
 }
 
 // errNotSynced stops engine.Validate at the count, after it has decided

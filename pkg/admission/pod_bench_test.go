@@ -87,7 +87,9 @@ func benchPod(tb testing.TB) *v1.Pod {
 func BenchmarkPodMutatorHandle(b *testing.B) {
 	b.Run("pod=8KiB", func(b *testing.B) {
 		req := makeRequest().Pod(benchPod(b)).Obj()
-		h := &PodMutator{Sources: staticSources(shopSources()), Config: testEngineConfig}
+		h := &PodMutator{
+			PodWebhook: PodWebhook{Sources: staticSources(shopSources()), Config: testEngineConfig},
+		}
 		b.ReportAllocs()
 		for b.Loop() {
 			resp := h.Handle(b.Context(), req)
@@ -106,9 +108,11 @@ func BenchmarkPodValidatorHandle(b *testing.B) {
 		req := makeRequest().Pod(pod).Obj()
 		// The check itself is measured by pkg/spread's benchmarks; a fixed
 		// answer leaves the handler's own cost.
-		h := &PodValidator{Sources: staticSources(shopSources()), Config: testEngineConfig,
-			Checker: &fakeChecker{result: &spread.Result{Verdict: spread.VerdictFeasible, FeasibleCount: 1}},
-			Synced:  func() bool { return true }}
+		h := &PodValidator{
+			PodWebhook: PodWebhook{Sources: staticSources(shopSources()), Config: testEngineConfig},
+			Checker:    &fakeChecker{result: &spread.Result{Verdict: spread.VerdictFeasible, FeasibleCount: 1}},
+			Synced:     func() bool { return true },
+		}
 		b.ReportAllocs()
 		for b.Loop() {
 			resp := h.Handle(b.Context(), req)

@@ -132,7 +132,9 @@ func TestPodMutator(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			m := newTestMetrics(t)
-			h := &PodMutator{Sources: sourcesOrShop(tt.sources), Config: testEngineConfig, Metrics: m}
+			h := &PodMutator{
+				PodWebhook: PodWebhook{Sources: sourcesOrShop(tt.sources), Config: testEngineConfig, Metrics: m},
+			}
 			resp := handle(t, h, tt.req, tt.wantCode, tt.wantMsg)
 			if got := len(resp.Patches) > 0; got != tt.wantPatch {
 				t.Errorf("patched = %v, want %v (patches %v)", got, tt.wantPatch, resp.Patches)
@@ -168,7 +170,9 @@ func TestPodMutatorKeepsFieldsUnknownToItsTypes(t *testing.T) {
 	}
 	req.Object.Raw = []byte(withFuture)
 
-	h := &PodMutator{Sources: staticSources(shopSources()), Config: testEngineConfig}
+	h := &PodMutator{
+		PodWebhook: PodWebhook{Sources: staticSources(shopSources()), Config: testEngineConfig},
+	}
 	resp := h.Handle(t.Context(), req)
 	if !resp.Allowed || len(resp.Patches) == 0 {
 		t.Fatalf("want an allowed patch, got allowed=%v patches=%v result=%v", resp.Allowed, resp.Patches, resp.Result)
@@ -293,7 +297,9 @@ func TestPodMutatorPatchStoresWhatTheMergeOfTheWholePodStored(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			raw := tt.raw(t)
 			req := makeRequest().Pod(webPod().Obj()).Raw(raw).Obj()
-			h := &PodMutator{Sources: staticSources(shopSources()), Config: testEngineConfig}
+			h := &PodMutator{
+				PodWebhook: PodWebhook{Sources: staticSources(shopSources()), Config: testEngineConfig},
+			}
 			resp := h.Handle(t.Context(), req)
 			if err := resp.Complete(req); err != nil {
 				t.Fatal(err)

@@ -204,8 +204,10 @@ func TestPodValidator(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			m := newTestMetrics(t)
 			h := &PodValidator{
-				Sources: sourcesOrShop(tt.sources), Checker: tt.checker, Config: testEngineConfig,
-				Synced: func() bool { return !tt.unsynced }, RefuseUntilSynced: tt.refuse, Metrics: m,
+				PodWebhook:        PodWebhook{Sources: sourcesOrShop(tt.sources), Config: testEngineConfig, Metrics: m},
+				Checker:           tt.checker,
+				Synced:            func() bool { return !tt.unsynced },
+				RefuseUntilSynced: tt.refuse,
 			}
 			resp := handle(t, h, tt.req, tt.wantCode, tt.wantMsg)
 			if diff := cmp.Diff(tt.wantWarnings, resp.Warnings); diff != "" {
@@ -255,8 +257,9 @@ func TestPodValidatorWithTheRealCheck(t *testing.T) {
 	snap := spread.Snapshot{Nodes: nodes, Pods: pods}
 
 	h := &PodValidator{
-		Sources: staticSources(shopSources()), Checker: snap, Config: testEngineConfig,
-		Synced: func() bool { return true },
+		PodWebhook: PodWebhook{Sources: staticSources(shopSources()), Config: testEngineConfig},
+		Checker:    snap,
+		Synced:     func() bool { return true },
 	}
 	req := makeRequest().Pod(webPod().SpreadConstraint(hard).Obj()).Obj()
 	resp := h.Handle(t.Context(), req)

@@ -224,13 +224,14 @@ func Run(ctx context.Context, cfg *Config, opts ...Option) error {
 	}
 	handlers := map[string]ctrladmission.Handler{
 		PathMutatePod: &admission.PodMutator{
-			Sources: sourcesFor, Config: engineCfg, FailurePolicy: cfg.FailurePolicy, Metrics: metrics,
+			PodWebhook: admission.PodWebhook{Sources: sourcesFor, Config: engineCfg, FailurePolicy: cfg.FailurePolicy, Metrics: metrics},
 		},
 		PathValidatePod: &admission.PodValidator{
-			Sources: sourcesFor, Checker: ix, Config: engineCfg,
-			Synced: tracker.Synced, RefuseUntilSynced: cfg.RefuseUntilSynced,
-			Recorder:      recorder,
-			FailurePolicy: cfg.FailurePolicy, Metrics: metrics,
+			PodWebhook:        admission.PodWebhook{Sources: sourcesFor, Config: engineCfg, FailurePolicy: cfg.FailurePolicy, Metrics: metrics},
+			Checker:           ix,
+			Synced:            tracker.Synced,
+			RefuseUntilSynced: cfg.RefuseUntilSynced,
+			Recorder:          recorder,
 		},
 		PathValidateSpreadPolicy:        admission.NewSpreadPolicyValidator(decoder, metrics),
 		PathValidateClusterSpreadPolicy: admission.NewClusterSpreadPolicyValidator(decoder, metrics),
