@@ -30,8 +30,10 @@ func (ix *Index) Check(pod *v1.Pod, opts Options) (*Result, error) {
 	defer ix.mu.RUnlock()
 	q.start(ix, pod, cs)
 	ev := q.evaluate()
-	if opts.Explain || ev.verdict() == VerdictUnsatisfiable {
+	if opts.Explain {
 		q.detail(ev)
+	} else if ev.verdict() == VerdictUnsatisfiable {
+		ev.facts = newIndexFacts(q, ev)
 	}
 	return assemble(ev, opts)
 }
