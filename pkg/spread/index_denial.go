@@ -7,6 +7,10 @@ import (
 	v1 "k8s.io/api/core/v1"
 )
 
+// What the index tells beyond the verdict: the aggregates a denial is
+// worded from (indexFacts), or, when Options.Explain asks for them, a
+// report per node (detail).
+
 // indexFacts answers a denial's questions from the index's bitsets, domain
 // by domain, so that wording a denial does not cost a report per node. It
 // reads the query's sets and counts, so it is used before the query is
@@ -207,4 +211,38 @@ func (f *indexFacts) pinned(i int, value string) (allTainted, allOutside, anyCor
 	allOutside = !counted.intersects(q.affinity)
 	anyCordoned = !toleratesUnschedulable(q.pod.Spec.Tolerations) && counted.intersects(q.ix.cordoned)
 	return allTainted, allOutside, anyCordoned
+}
+
+// detail fills in every counted domain and the per-node facts, which
+// Explain lists and from which reportFacts words a denial.
+func (q *query) detail(ev *evaluation) {
+	ix := q.ix
+	for i := range q.cs {
+		ki := ix.keys[q.cs[i].topologyKey]
+		domains := ev.domains[i]
+		q.eligible[i].each(func(id int32) {
+			if v := ki.valueOf[id].value; domains[v] == 0 {
+				// Counted domains are already there; this adds the rest.
+				domains[v] = 0
+			}
+		})
+	}
+	tolerable := toleratesUnschedulable(q.pod.Spec.Tolerations)
+	ev.nodes = make([]nodeReport, 0, ix.live.count())
+	ix.live.each(func(id int32) {
+		e := ix.slots[id]
+		r := nodeReport{
+			name:     e.name,
+			labels:   e.labels,
+			cordoned: e.unschedulable && !tolerable,
+			affinity: q.affinity.has(id),
+		}
+		if t, untolerated := untoleratedTaint(e.taints, q.pod.Spec.Tolerations); untolerated {
+			r.taint = &t
+		}
+		r.missingKey, _ = hasAllKeys(e.labels, q.cs)
+		ev.nodes = append(ev.nodes, r)
+	})
+	slices.SortFunc(ev.nodes, func(a, b nodeReport) int { return cmp.Compare(a.name, b.name) })
+	ev.detailed = true
 }
