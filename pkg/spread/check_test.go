@@ -41,20 +41,54 @@ func checkBoth(t *testing.T, snap spread.Snapshot, pod *v1.Pod, opts spread.Opti
 	return want, wantErr
 }
 
-// constraintResult is a ConstraintResult with the scheduler's defaults:
-// minDomains 1, nodeAffinityPolicy Honor, nodeTaintsPolicy Ignore.
-func constraintResult(index int, key string, maxSkew int32, selector string, selfMatch, globalMin int, domains map[string]int, domainCount int) spread.ConstraintResult {
-	return spread.ConstraintResult{
-		Index: index, TopologyKey: key, MaxSkew: maxSkew, WhenUnsatisfiable: v1.DoNotSchedule, MinDomains: 1,
+// resultWrapper builds the ConstraintResult a check is expected to report.
+type resultWrapper struct{ r spread.ConstraintResult }
+
+// counted is the ConstraintResult of the pod's first hard constraint on
+// key with maxSkew 1, selector foo=bar (which the incoming pod matches),
+// the scheduler's defaults (minDomains 1, nodeAffinityPolicy Honor,
+// nodeTaintsPolicy Ignore), a global minimum of 0 and no domain. The
+// methods set what differs.
+func counted(key string) *resultWrapper {
+	return &resultWrapper{spread.ConstraintResult{
+		TopologyKey: key, MaxSkew: 1, WhenUnsatisfiable: v1.DoNotSchedule, MinDomains: 1,
 		NodeAffinityPolicy: v1.NodeInclusionPolicyHonor, NodeTaintsPolicy: v1.NodeInclusionPolicyIgnore,
-		Selector: selector, SelfMatch: selfMatch, GlobalMin: globalMin, Domains: domains, DomainCount: domainCount,
-	}
+		Selector: "foo=bar", SelfMatch: 1, Domains: map[string]int{},
+	}}
 }
 
-func with(c spread.ConstraintResult, f func(*spread.ConstraintResult)) spread.ConstraintResult {
-	f(&c)
-	return c
+func (w *resultWrapper) Obj() spread.ConstraintResult { return w.r }
+
+// Index is the constraint's position in spec.topologySpreadConstraints.
+func (w *resultWrapper) Index(i int) *resultWrapper { w.r.Index = i; return w }
+
+func (w *resultWrapper) MaxSkew(n int32) *resultWrapper { w.r.MaxSkew = n; return w }
+
+func (w *resultWrapper) MinDomains(n int32) *resultWrapper { w.r.MinDomains = n; return w }
+
+func (w *resultWrapper) NodeAffinityPolicy(p v1.NodeInclusionPolicy) *resultWrapper {
+	w.r.NodeAffinityPolicy = p
+	return w
 }
+
+func (w *resultWrapper) NodeTaintsPolicy(p v1.NodeInclusionPolicy) *resultWrapper {
+	w.r.NodeTaintsPolicy = p
+	return w
+}
+
+// Selector is the selector's string form, matchLabelKeys merged.
+func (w *resultWrapper) Selector(sel string) *resultWrapper { w.r.Selector = sel; return w }
+
+func (w *resultWrapper) SelfMatch(n int) *resultWrapper { w.r.SelfMatch = n; return w }
+
+func (w *resultWrapper) GlobalMin(n int) *resultWrapper { w.r.GlobalMin = n; return w }
+
+// Domains are the domains with a matching pod: a check without Explain
+// lists no empty domain.
+func (w *resultWrapper) Domains(m map[string]int) *resultWrapper { w.r.Domains = m; return w }
+
+// DomainCount is the number of counted domains, empty ones included.
+func (w *resultWrapper) DomainCount(n int) *resultWrapper { w.r.DomainCount = n; return w }
 
 // fooPods puts one pod labelled foo=bar on each named node.
 // bazPods are foo=baz pods bound to nodes: a label set of their own, which
@@ -170,7 +204,7 @@ func TestCheckSeedExamples(t *testing.T) {
 			pod: incoming().SpreadConstraint(zoneConstraint().Obj()).Obj(),
 			want: &spread.Result{
 				Verdict:       spread.VerdictFeasible,
-				Constraints:   []spread.ConstraintResult{constraintResult(0, v1.LabelTopologyZone, 1, "foo=bar", 1, 1, zoneAB, 2)},
+				Constraints:   []spread.ConstraintResult{counted(v1.LabelTopologyZone).GlobalMin(1).Domains(zoneAB).DomainCount(2).Obj()},
 				FeasibleCount: 2,
 			},
 			wantFeasible: []string{"node3", "node4"},
@@ -182,7 +216,7 @@ func TestCheckSeedExamples(t *testing.T) {
 			pod: incoming().SpreadConstraint(st.Constraint(2, v1.LabelTopologyZone).MatchLabel("foo", "bar").Obj()).Obj(),
 			want: &spread.Result{
 				Verdict:       spread.VerdictFeasible,
-				Constraints:   []spread.ConstraintResult{constraintResult(0, v1.LabelTopologyZone, 2, "foo=bar", 1, 1, zoneAB, 2)},
+				Constraints:   []spread.ConstraintResult{counted(v1.LabelTopologyZone).MaxSkew(2).GlobalMin(1).Domains(zoneAB).DomainCount(2).Obj()},
 				FeasibleCount: 4,
 			},
 			wantFeasible: []string{"node1", "node2", "node3", "node4"},
@@ -194,7 +228,7 @@ func TestCheckSeedExamples(t *testing.T) {
 			pod: incoming().SpreadConstraint(hostConstraint().Obj()).Obj(),
 			want: &spread.Result{
 				Verdict:       spread.VerdictFeasible,
-				Constraints:   []spread.ConstraintResult{constraintResult(0, v1.LabelHostname, 1, "foo=bar", 1, 0, hosts, 4)},
+				Constraints:   []spread.ConstraintResult{counted(v1.LabelHostname).Domains(hosts).DomainCount(4).Obj()},
 				FeasibleCount: 1,
 			},
 			wantFeasible: []string{"node4"},
@@ -206,8 +240,8 @@ func TestCheckSeedExamples(t *testing.T) {
 			want: &spread.Result{
 				Verdict: spread.VerdictFeasible,
 				Constraints: []spread.ConstraintResult{
-					constraintResult(0, v1.LabelTopologyZone, 1, "foo=bar", 1, 1, zoneAB, 2),
-					constraintResult(1, v1.LabelHostname, 1, "foo=bar", 1, 0, hosts, 4),
+					counted(v1.LabelTopologyZone).GlobalMin(1).Domains(zoneAB).DomainCount(2).Obj(),
+					counted(v1.LabelHostname).Index(1).Domains(hosts).DomainCount(4).Obj(),
 				},
 				FeasibleCount: 1,
 			},
@@ -224,8 +258,8 @@ func TestCheckSeedExamples(t *testing.T) {
 			want: &spread.Result{
 				Verdict: spread.VerdictUnsatisfiable,
 				Constraints: []spread.ConstraintResult{
-					constraintResult(0, v1.LabelTopologyZone, 1, "foo=bar", 1, 2, map[string]int{"zoneA": 3, "zoneB": 2}, 2),
-					constraintResult(1, v1.LabelHostname, 1, "foo=bar", 1, 1, map[string]int{"node1": 2, "node2": 1, "node3": 2}, 3),
+					counted(v1.LabelTopologyZone).GlobalMin(2).Domains(map[string]int{"zoneA": 3, "zoneB": 2}).DomainCount(2).Obj(),
+					counted(v1.LabelHostname).Index(1).GlobalMin(1).Domains(map[string]int{"node1": 2, "node2": 1, "node3": 2}).DomainCount(3).Obj(),
 				},
 			},
 			wantExcluded: map[string]spread.ExclusionReason{"node1": spread.ReasonSkew, "node2": spread.ReasonSkew, "node3": spread.ReasonSkew},
@@ -249,7 +283,6 @@ func TestCheckTraps(t *testing.T) {
 		zoneNode("c2", "c").Taint(v1.TaintNodeUnschedulable, "", v1.TaintEffectNoSchedule).Obj(),
 	}
 	fourPods := fooPods("a1", "a2", "b1", "b2")
-	honor := func(c *spread.ConstraintResult) { c.NodeTaintsPolicy = v1.NodeInclusionPolicyHonor }
 	threeZones := []*v1.Node{zoneNode("a1", "a").Obj(), zoneNode("b1", "b").Obj(), zoneNode("c1", "c").Obj()}
 
 	runCheckCases(t, []checkCase{
@@ -259,7 +292,7 @@ func TestCheckTraps(t *testing.T) {
 			pod: incoming().SpreadConstraint(zoneConstraint().Obj()).Obj(),
 			want: &spread.Result{
 				Verdict:     spread.VerdictUnsatisfiable,
-				Constraints: []spread.ConstraintResult{constraintResult(0, v1.LabelTopologyZone, 1, "foo=bar", 1, 0, map[string]int{"a": 2, "b": 2}, 3)},
+				Constraints: []spread.ConstraintResult{counted(v1.LabelTopologyZone).Domains(map[string]int{"a": 2, "b": 2}).DomainCount(3).Obj()},
 			},
 			wantExcluded: map[string]spread.ExclusionReason{
 				"a1": spread.ReasonSkew, "a2": spread.ReasonSkew, "b1": spread.ReasonSkew, "b2": spread.ReasonSkew,
@@ -278,7 +311,7 @@ func TestCheckTraps(t *testing.T) {
 			pod: incoming().SpreadConstraint(zoneConstraint().NodeTaintsPolicy(v1.NodeInclusionPolicyHonor).Obj()).Obj(),
 			want: &spread.Result{
 				Verdict:       spread.VerdictFeasible,
-				Constraints:   []spread.ConstraintResult{with(constraintResult(0, v1.LabelTopologyZone, 1, "foo=bar", 1, 2, map[string]int{"a": 2, "b": 2}, 2), honor)},
+				Constraints:   []spread.ConstraintResult{counted(v1.LabelTopologyZone).GlobalMin(2).Domains(map[string]int{"a": 2, "b": 2}).DomainCount(2).NodeTaintsPolicy(v1.NodeInclusionPolicyHonor).Obj()},
 				FeasibleCount: 4,
 			},
 			wantFeasible: []string{"a1", "a2", "b1", "b2"},
@@ -293,7 +326,7 @@ func TestCheckTraps(t *testing.T) {
 			pod:  incoming().SpreadConstraint(zoneConstraint().NodeTaintsPolicy(v1.NodeInclusionPolicyHonor).Obj()).Obj(),
 			want: &spread.Result{
 				Verdict:     spread.VerdictUnsatisfiable,
-				Constraints: []spread.ConstraintResult{with(constraintResult(0, v1.LabelTopologyZone, 1, "foo=bar", 1, 0, map[string]int{"a": 1, "b": 1}, 3), honor)},
+				Constraints: []spread.ConstraintResult{counted(v1.LabelTopologyZone).Domains(map[string]int{"a": 1, "b": 1}).DomainCount(3).NodeTaintsPolicy(v1.NodeInclusionPolicyHonor).Obj()},
 			},
 			wantExcluded: map[string]spread.ExclusionReason{"a1": spread.ReasonSkew, "b1": spread.ReasonSkew, "c1": spread.ReasonUnschedulable},
 			wantMessage:  []string{"node c1 in zone c is excluded: cordoned (spec.unschedulable)", "Remedy: uncordon the nodes in zone c"},
@@ -305,7 +338,7 @@ func TestCheckTraps(t *testing.T) {
 				SpreadConstraint(zoneConstraint().Obj()).Obj(),
 			want: &spread.Result{
 				Verdict:       spread.VerdictFeasible,
-				Constraints:   []spread.ConstraintResult{constraintResult(0, v1.LabelTopologyZone, 1, "foo=bar", 1, 0, map[string]int{"a": 2, "b": 2}, 3)},
+				Constraints:   []spread.ConstraintResult{counted(v1.LabelTopologyZone).Domains(map[string]int{"a": 2, "b": 2}).DomainCount(3).Obj()},
 				FeasibleCount: 2,
 			},
 			wantFeasible: []string{"c1", "c2"},
@@ -316,9 +349,8 @@ func TestCheckTraps(t *testing.T) {
 			pods:  fooPods("a1", "b1"),
 			pod:   incoming().SpreadConstraint(zoneConstraint().MinDomains(3).Obj()).Obj(),
 			want: &spread.Result{
-				Verdict: spread.VerdictUnsatisfiable,
-				Constraints: []spread.ConstraintResult{with(constraintResult(0, v1.LabelTopologyZone, 1, "foo=bar", 1, 0, map[string]int{"a": 1, "b": 1}, 2),
-					func(c *spread.ConstraintResult) { c.MinDomains = 3 })},
+				Verdict:     spread.VerdictUnsatisfiable,
+				Constraints: []spread.ConstraintResult{counted(v1.LabelTopologyZone).Domains(map[string]int{"a": 1, "b": 1}).DomainCount(2).MinDomains(3).Obj()},
 			},
 			wantMessage: []string{"is 0: fewer domains (2) than minDomains (3)", "Remedy: add nodes the pod can use in 1 more domain, labelled topology.kubernetes.io/zone, or lower minDomains to 2"},
 		},
@@ -327,9 +359,8 @@ func TestCheckTraps(t *testing.T) {
 			nodes: []*v1.Node{zoneNode("a1", "a").Obj(), zoneNode("b1", "b").Obj()},
 			pod:   incoming().SpreadConstraint(zoneConstraint().MinDomains(3).Obj()).Obj(),
 			want: &spread.Result{
-				Verdict: spread.VerdictFeasible,
-				Constraints: []spread.ConstraintResult{with(constraintResult(0, v1.LabelTopologyZone, 1, "foo=bar", 1, 0, map[string]int{}, 2),
-					func(c *spread.ConstraintResult) { c.MinDomains = 3 })},
+				Verdict:       spread.VerdictFeasible,
+				Constraints:   []spread.ConstraintResult{counted(v1.LabelTopologyZone).DomainCount(2).MinDomains(3).Obj()},
 				FeasibleCount: 2,
 			},
 			wantFeasible: []string{"a1", "b1"},
@@ -343,7 +374,7 @@ func TestCheckTraps(t *testing.T) {
 			pod:  incoming().SpreadConstraint(zoneConstraint().Obj()).Obj(),
 			want: &spread.Result{
 				Verdict:       spread.VerdictFeasible,
-				Constraints:   []spread.ConstraintResult{constraintResult(0, v1.LabelTopologyZone, 1, "foo=bar", 1, 0, map[string]int{"a": 1}, 2)},
+				Constraints:   []spread.ConstraintResult{counted(v1.LabelTopologyZone).Domains(map[string]int{"a": 1}).DomainCount(2).Obj()},
 				FeasibleCount: 1,
 			},
 			wantFeasible: []string{"b1"},
@@ -355,7 +386,7 @@ func TestCheckTraps(t *testing.T) {
 			pod:   incoming().SpreadConstraint(zoneConstraint().Obj()).Obj(),
 			want: &spread.Result{
 				Verdict:     spread.VerdictUnsatisfiable,
-				Constraints: []spread.ConstraintResult{constraintResult(0, v1.LabelTopologyZone, 1, "foo=bar", 1, 0, map[string]int{}, 0)},
+				Constraints: []spread.ConstraintResult{counted(v1.LabelTopologyZone).Obj()},
 			},
 			wantMessage: []string{"2 nodes (n1, n2) lack the label topology.kubernetes.io/zone", "Remedy: label the nodes"},
 		},
@@ -365,7 +396,7 @@ func TestCheckTraps(t *testing.T) {
 			pod: incoming().NodeSelector(v1.LabelTopologyZone, "a").SpreadConstraint(zoneConstraint().Obj()).Obj(),
 			want: &spread.Result{
 				Verdict:       spread.VerdictFeasible,
-				Constraints:   []spread.ConstraintResult{constraintResult(0, v1.LabelTopologyZone, 1, "foo=bar", 1, 2, map[string]int{"a": 2}, 1)},
+				Constraints:   []spread.ConstraintResult{counted(v1.LabelTopologyZone).GlobalMin(2).Domains(map[string]int{"a": 2}).DomainCount(1).Obj()},
 				FeasibleCount: 1,
 			},
 			wantFeasible: []string{"a1"},
@@ -377,9 +408,8 @@ func TestCheckTraps(t *testing.T) {
 			pod: incoming().NodeSelector(v1.LabelTopologyZone, "a").
 				SpreadConstraint(zoneConstraint().NodeAffinityPolicy(v1.NodeInclusionPolicyIgnore).Obj()).Obj(),
 			want: &spread.Result{
-				Verdict: spread.VerdictUnsatisfiable,
-				Constraints: []spread.ConstraintResult{with(constraintResult(0, v1.LabelTopologyZone, 1, "foo=bar", 1, 0, map[string]int{"a": 2}, 3),
-					func(c *spread.ConstraintResult) { c.NodeAffinityPolicy = v1.NodeInclusionPolicyIgnore })},
+				Verdict:     spread.VerdictUnsatisfiable,
+				Constraints: []spread.ConstraintResult{counted(v1.LabelTopologyZone).Domains(map[string]int{"a": 2}).DomainCount(3).NodeAffinityPolicy(v1.NodeInclusionPolicyIgnore).Obj()},
 			},
 			wantMessage: []string{"zone a (2 + 1 - 0 = 3)", "Remedy: set nodeAffinityPolicy: Honor"},
 		},
@@ -389,7 +419,7 @@ func TestCheckTraps(t *testing.T) {
 			pod: incoming().NodeAffinityNotIn(v1.LabelTopologyZone, "a", "b").SpreadConstraint(zoneConstraint().Obj()).Obj(),
 			want: &spread.Result{
 				Verdict:       spread.VerdictFeasible,
-				Constraints:   []spread.ConstraintResult{constraintResult(0, v1.LabelTopologyZone, 1, "foo=bar", 1, 0, map[string]int{}, 1)},
+				Constraints:   []spread.ConstraintResult{counted(v1.LabelTopologyZone).DomainCount(1).Obj()},
 				FeasibleCount: 1,
 			},
 			wantFeasible: []string{"c1"},
@@ -410,7 +440,7 @@ func TestCheckTraps(t *testing.T) {
 			pod: incoming().SpreadConstraint(zoneConstraint().Obj()).Obj(),
 			want: &spread.Result{
 				Verdict:       spread.VerdictFeasible,
-				Constraints:   []spread.ConstraintResult{constraintResult(0, v1.LabelTopologyZone, 1, "foo=bar", 1, 0, map[string]int{"a": 2}, 3)},
+				Constraints:   []spread.ConstraintResult{counted(v1.LabelTopologyZone).Domains(map[string]int{"a": 2}).DomainCount(3).Obj()},
 				FeasibleCount: 2,
 			},
 			wantFeasible: []string{"b1", "c1"},
@@ -426,7 +456,7 @@ func TestCheckTraps(t *testing.T) {
 			pod: incoming().Label("pod-template-hash", "v2").SpreadConstraint(zoneConstraint().MatchLabelKeys("pod-template-hash").Obj()).Obj(),
 			want: &spread.Result{
 				Verdict:       spread.VerdictFeasible,
-				Constraints:   []spread.ConstraintResult{constraintResult(0, v1.LabelTopologyZone, 1, "foo=bar,pod-template-hash=v2", 1, 0, map[string]int{"a": 1}, 3)},
+				Constraints:   []spread.ConstraintResult{counted(v1.LabelTopologyZone).Selector("foo=bar,pod-template-hash=v2").Domains(map[string]int{"a": 1}).DomainCount(3).Obj()},
 				FeasibleCount: 2,
 			},
 			wantFeasible: []string{"b1", "c1"},
@@ -438,7 +468,7 @@ func TestCheckTraps(t *testing.T) {
 				MatchExpression("foo", metav1.LabelSelectorOpIn, "bar", "bar").Obj()).Obj(),
 			want: &spread.Result{
 				Verdict:       spread.VerdictFeasible,
-				Constraints:   []spread.ConstraintResult{constraintResult(0, v1.LabelTopologyZone, 2, "foo in (bar,bar)", 1, 0, map[string]int{"a": 1}, 3)},
+				Constraints:   []spread.ConstraintResult{counted(v1.LabelTopologyZone).MaxSkew(2).Selector("foo in (bar,bar)").Domains(map[string]int{"a": 1}).DomainCount(3).Obj()},
 				FeasibleCount: 3,
 			},
 			wantFeasible: []string{"a1", "b1", "c1"},
@@ -452,7 +482,7 @@ func TestCheckTraps(t *testing.T) {
 				MatchExpression("foo", metav1.LabelSelectorOpExists).Obj()).Obj(),
 			want: &spread.Result{
 				Verdict:       spread.VerdictFeasible,
-				Constraints:   []spread.ConstraintResult{constraintResult(0, v1.LabelTopologyZone, 1, "foo in (bar),foo in (bar),foo", 1, 1, map[string]int{"a": 2, "b": 1, "c": 1}, 3)},
+				Constraints:   []spread.ConstraintResult{counted(v1.LabelTopologyZone).Selector("foo in (bar),foo in (bar),foo").GlobalMin(1).Domains(map[string]int{"a": 2, "b": 1, "c": 1}).DomainCount(3).Obj()},
 				FeasibleCount: 2,
 			},
 			wantFeasible: []string{"b1", "c1"},
@@ -464,7 +494,7 @@ func TestCheckTraps(t *testing.T) {
 			pod: incoming().SpreadConstraint(st.Constraint(1, v1.LabelTopologyZone).Selector(&metav1.LabelSelector{}).Obj()).Obj(),
 			want: &spread.Result{
 				Verdict:       spread.VerdictFeasible,
-				Constraints:   []spread.ConstraintResult{constraintResult(0, v1.LabelTopologyZone, 1, "", 1, 0, map[string]int{}, 3)},
+				Constraints:   []spread.ConstraintResult{counted(v1.LabelTopologyZone).Selector("").DomainCount(3).Obj()},
 				FeasibleCount: 3,
 			},
 			wantFeasible: []string{"a1", "b1", "c1"},
@@ -475,7 +505,7 @@ func TestCheckTraps(t *testing.T) {
 			pod: incoming().SpreadConstraint(st.Constraint(1, v1.LabelTopologyZone).Obj()).Obj(),
 			want: &spread.Result{
 				Verdict:       spread.VerdictFeasible,
-				Constraints:   []spread.ConstraintResult{constraintResult(0, v1.LabelTopologyZone, 1, "", 0, 0, map[string]int{}, 3)},
+				Constraints:   []spread.ConstraintResult{counted(v1.LabelTopologyZone).Selector("").SelfMatch(0).DomainCount(3).Obj()},
 				FeasibleCount: 3,
 			},
 			wantFeasible: []string{"a1", "b1", "c1"},
@@ -489,7 +519,7 @@ func TestCheckTraps(t *testing.T) {
 			pod: incoming().SpreadConstraint(zoneConstraint().Obj()).Obj(),
 			want: &spread.Result{
 				Verdict:     spread.VerdictNoCandidateNodes,
-				Constraints: []spread.ConstraintResult{constraintResult(0, v1.LabelTopologyZone, 1, "foo=bar", 1, 0, map[string]int{}, 2)},
+				Constraints: []spread.ConstraintResult{counted(v1.LabelTopologyZone).DomainCount(2).Obj()},
 			},
 			wantExcluded: map[string]spread.ExclusionReason{"a1": spread.ReasonUntoleratedTaint, "b1": spread.ReasonUntoleratedTaint},
 			wantMessage:  []string{"topology spread is not what keeps it from being scheduled"},
@@ -503,7 +533,7 @@ func TestCheckTraps(t *testing.T) {
 			pod: incoming().Toleration("dedicated", v1.TolerationOpEqual, "web", "").SpreadConstraint(zoneConstraint().Obj()).Obj(),
 			want: &spread.Result{
 				Verdict:       spread.VerdictFeasible,
-				Constraints:   []spread.ConstraintResult{constraintResult(0, v1.LabelTopologyZone, 1, "foo=bar", 1, 0, map[string]int{}, 2)},
+				Constraints:   []spread.ConstraintResult{counted(v1.LabelTopologyZone).DomainCount(2).Obj()},
 				FeasibleCount: 2,
 			},
 			wantFeasible: []string{"a1", "b1"},
@@ -516,7 +546,7 @@ func TestCheckTraps(t *testing.T) {
 			pod: incoming().Toleration("tier", v1.TolerationOpGt, "1", v1.TaintEffectNoSchedule).SpreadConstraint(zoneConstraint().Obj()).Obj(),
 			want: &spread.Result{
 				Verdict:     spread.VerdictNoCandidateNodes,
-				Constraints: []spread.ConstraintResult{constraintResult(0, v1.LabelTopologyZone, 1, "foo=bar", 1, 0, map[string]int{}, 1)},
+				Constraints: []spread.ConstraintResult{counted(v1.LabelTopologyZone).DomainCount(1).Obj()},
 			},
 		},
 		{
