@@ -140,6 +140,20 @@ type exclusionGroup struct {
 	nodes   nameSample
 }
 
+// addExcluded adds node to the group of groups that g describes, or to a
+// new one.
+func addExcluded(groups []exclusionGroup, g exclusionGroup, node string) []exclusionGroup {
+	k := slices.IndexFunc(groups, func(o exclusionGroup) bool {
+		return o.domain == g.domain && o.reason == g.reason && o.counted == g.counted && o.detail == g.detail
+	})
+	if k < 0 {
+		groups = append(groups, g)
+		k = len(groups) - 1
+	}
+	groups[k].nodes.add(node)
+	return groups
+}
+
 // reportFacts answers from per-node reports sorted by name.
 type reportFacts struct{ ev *evaluation }
 
@@ -261,14 +275,7 @@ func (f reportFacts) exclusions(i int) []exclusionGroup {
 		if d, ok := r.labels[c.topologyKey]; ok && c.topologyKey != v1.LabelHostname {
 			g.domain = d
 		}
-		k := slices.IndexFunc(groups, func(o exclusionGroup) bool {
-			return o.domain == g.domain && o.reason == g.reason && o.counted == g.counted && o.detail == g.detail
-		})
-		if k < 0 {
-			groups = append(groups, g)
-			k = len(groups) - 1
-		}
-		groups[k].nodes.add(r.name)
+		groups = addExcluded(groups, g, r.name)
 	}
 	return groups
 }

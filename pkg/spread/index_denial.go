@@ -183,14 +183,7 @@ func (f *indexFacts) exclusions(i int) []exclusionGroup {
 		if ki != nil && ki.nodes.has(id) && c.topologyKey != v1.LabelHostname {
 			g.domain = ki.valueOf[id].value
 		}
-		k := slices.IndexFunc(groups, func(o exclusionGroup) bool {
-			return o.domain == g.domain && o.reason == g.reason && o.counted == g.counted && o.detail == g.detail
-		})
-		if k < 0 {
-			groups = append(groups, g)
-			k = len(groups) - 1
-		}
-		groups[k].nodes.add(e.name)
+		groups = addExcluded(groups, g, e.name)
 	})
 	return groups
 }

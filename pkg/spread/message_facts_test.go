@@ -78,12 +78,7 @@ func TestDenialMessageSummarisesManyNodes(t *testing.T) {
 // nodes: more domains and more nodes of a kind than a message lists, so
 // that the aggregates' samples overflow.
 func TestDenialMessageAgreesOnClustersLargerThanItsSamples(t *testing.T) {
-	seed := rand.Uint64()
-	t.Logf("seed %d", seed)
-	rounds := 30
-	if testing.Short() {
-		rounds = 10
-	}
+	seed, rounds := randomRounds(t, 30, 10)
 	denials := 0
 	for round := range rounds {
 		rng := rand.New(rand.NewPCG(seed, uint64(round)))
