@@ -15,7 +15,9 @@ import (
 //
 // Its cost does not grow with the number of pods, only with the pods that
 // match the pod's selectors, and grows with the number of nodes only as
-// bitset words (nodes/64) unless Explain asks for per-node lists.
+// bitset words (nodes/64) unless Explain asks for per-node lists. Wording
+// a denial adds a few passes over the bits of the nodes it names, with no
+// allocation per node.
 func (ix *Index) Check(pod *v1.Pod, opts Options) (*Result, error) {
 	cs, err := hardConstraints(pod)
 	if err != nil {

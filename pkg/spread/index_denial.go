@@ -19,14 +19,15 @@ type indexFacts struct {
 	q  *query
 	ev *evaluation
 	// keyed is the keyed candidates; over[i] the nodes of the domains
-	// where constraint i's skew would exceed maxSkew. Both are built on
-	// first use.
+	// where constraint i's skew would exceed maxSkew, empty[i] constraint
+	// i's counted domains without a matching pod, both built on first use.
 	keyed bitset
 	over  []bitset
+	empty []*nameSample
 }
 
 func newIndexFacts(q *query, ev *evaluation) *indexFacts {
-	f := &indexFacts{q: q, ev: ev, keyed: q.arena.get(), over: make([]bitset, len(q.cs))}
+	f := &indexFacts{q: q, ev: ev, keyed: q.arena.get(), over: make([]bitset, len(q.cs)), empty: make([]*nameSample, len(q.cs))}
 	f.keyed.copyFrom(q.candidates)
 	f.keyed.and(q.keyed)
 	return f
@@ -129,14 +130,21 @@ func (f *indexFacts) usable(i, by int) domainSample {
 	return s
 }
 
+// zeros visits the counted nodes outside every domain with a matching
+// pod: their domains are the empty ones. The message asks for them up to
+// three times (counts, minimum, remedy), so they are kept.
 func (f *indexFacts) zeros(i int) nameSample {
-	var s nameSample
-	f.eachDomain(i, f.q.eligible[i], func(vi *valueIndex) {
-		if f.countOf(i, vi) == 0 {
-			s.add(vi.value)
+	if f.empty[i] == nil {
+		b := f.q.arena.get()
+		b.copyFrom(f.q.eligible[i])
+		for _, vc := range f.q.counts[i] {
+			b.andNot(vc.value.nodes)
 		}
-	})
-	return s
+		s := &nameSample{}
+		f.eachDomain(i, b, func(vi *valueIndex) { s.add(vi.value) })
+		f.empty[i] = s
+	}
+	return *f.empty[i]
 }
 
 // exclusions visits only the nodes that are not keyed candidates or not
@@ -153,6 +161,7 @@ func (f *indexFacts) exclusions(i int) []exclusionGroup {
 	out.andNot(left)
 	tolerable := toleratesUnschedulable(q.pod.Spec.Tolerations)
 	var groups []exclusionGroup
+	taints := map[taintKey]string{}
 	out.each(func(id int32) {
 		e := ix.slots[id]
 		g := exclusionGroup{counted: !q.eligible[i].has(id)}
@@ -177,8 +186,13 @@ func (f *indexFacts) exclusions(i int) []exclusionGroup {
 			g.reason = ReasonNodeAffinity
 		}
 		if g.reason == ReasonUntoleratedTaint {
+			// Nodes share few taints: each is worded once.
 			t, _ := untoleratedTaint(e.taints, q.pod.Spec.Tolerations)
-			g.detail = t.ToString()
+			tk := taintKey{t.Key, t.Value, t.Effect}
+			if taints[tk] == "" {
+				taints[tk] = t.ToString()
+			}
+			g.detail = taints[tk]
 		}
 		if ki != nil && ki.nodes.has(id) && c.topologyKey != v1.LabelHostname {
 			g.domain = ki.valueOf[id].value
