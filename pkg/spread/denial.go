@@ -264,11 +264,13 @@ func (f reportFacts) exclusions(i int) []exclusionGroup {
 		if g.reason == "" {
 			continue
 		}
+		// The detail is the missing key or the taint alone (the policy is
+		// worded from counted); the other reasons are worded without one.
 		switch g.reason {
-		case ReasonUntoleratedTaint:
-			// The taint alone: the policy is worded from counted.
-			g.detail = r.taint.ToString()
 		case ReasonMissingTopologyKey:
+			g.detail = r.missingKey
+		case ReasonUntoleratedTaint:
+			g.detail = r.taint.ToString()
 		default:
 			g.detail = ""
 		}
