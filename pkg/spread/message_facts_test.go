@@ -120,3 +120,34 @@ func TestDenialMessageAgreesOnClustersLargerThanItsSamples(t *testing.T) {
 	}
 	t.Logf("%d denials compared", denials)
 }
+
+// TestDenialMessageWithManyHostnamesOneShared covers the index's slowest
+// way to find a constraint's domains: more than 64 hostname values, one of
+// them carried by two nodes, so that a domain is not a node.
+func TestDenialMessageWithManyHostnamesOneShared(t *testing.T) {
+	var snap spread.Snapshot
+	for i := range 70 {
+		name := fmt.Sprintf("h%02d", i)
+		n := zoneNode(name, []string{"a", "b", "c"}[i%3])
+		switch {
+		case i < 12:
+			snap.Pods = append(snap.Pods, st.MakePod().Name(name).Label("foo", "bar").Node(name).Obj())
+		case i == 69:
+			n.Label(v1.LabelHostname, "h68").Taint("dedicated", "batch", v1.TaintEffectNoSchedule)
+		default:
+			n.Taint("dedicated", "batch", v1.TaintEffectNoSchedule)
+		}
+		snap.Nodes = append(snap.Nodes, n.Obj())
+	}
+	pod := incoming().SpreadConstraint(st.Constraint(1, v1.LabelHostname).MatchLabel("foo", "bar").Obj()).Obj()
+	for _, detail := range []spread.MessageDetail{spread.DetailNodes, spread.DetailDomains} {
+		got, err := checkBoth(t, snap, pod, spread.Options{Detail: detail})
+		if err != nil {
+			t.Fatalf("Check(%s) error = %v", detail, err)
+		}
+		if got.Verdict != spread.VerdictUnsatisfiable || got.Constraints[0].DomainCount != 69 {
+			t.Fatalf("Check(%s) = %s over %d domains, want Unsatisfiable over 69 (70 nodes, one hostname shared)",
+				detail, got.Verdict, got.Constraints[0].DomainCount)
+		}
+	}
+}
