@@ -160,8 +160,9 @@ type Result struct {
 
 // Options tunes Check.
 type Options struct {
-	// Explain fills FeasibleNodes and the Excluded lists. The webhook sets it
-	// only to build a denial's message; the kubectl plugin always sets it.
+	// Explain fills FeasibleNodes and the Excluded lists, which cost time
+	// proportional to the number of nodes. A denial's message does not need
+	// it: the webhook leaves it off, the kubectl plugin always sets it.
 	Explain bool
 	// Detail says what the message of an unsatisfiable pod may name:
 	// nodes (the default) or domains only.

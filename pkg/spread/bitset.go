@@ -110,13 +110,22 @@ func (a *arena) reset(words, sets int) {
 }
 
 func (a *arena) get() bitset {
-	if a.next+a.words > len(a.buf) {
-		// More sets than reset planned for (a pod with many affinity
-		// terms): grow, leaving the sets handed out so far in place.
-		a.buf = make([]uint64, 8*a.words)
-		a.next = 0
+	end := a.next + a.words
+	switch {
+	case end <= len(a.buf):
+	case end <= cap(a.buf):
+		// Room an earlier, larger check left: take it, zeroed.
+		a.buf = a.buf[:end]
+		clear(a.buf[a.next:])
+	default:
+		// More sets than reset planned for (wording a denial, a pod with
+		// many affinity terms): grow, leaving the sets handed out so far
+		// in place. The new buffer is twice as large, so that the pooled
+		// query serves the next such check without allocating.
+		a.buf = make([]uint64, a.words, 2*cap(a.buf)+8*a.words)
+		a.next, end = 0, a.words
 	}
-	b := bitset(a.buf[a.next : a.next+a.words : a.next+a.words])
-	a.next += a.words
+	b := bitset(a.buf[a.next:end:end])
+	a.next = end
 	return b
 }

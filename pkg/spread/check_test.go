@@ -41,19 +41,77 @@ func checkBoth(t *testing.T, snap spread.Snapshot, pod *v1.Pod, opts spread.Opti
 	return want, wantErr
 }
 
-// constraintResult is a ConstraintResult with the scheduler's defaults:
-// minDomains 1, nodeAffinityPolicy Honor, nodeTaintsPolicy Ignore.
-func constraintResult(index int, key string, maxSkew int32, selector string, selfMatch, globalMin int, domains map[string]int, domainCount int) spread.ConstraintResult {
-	return spread.ConstraintResult{
-		Index: index, TopologyKey: key, MaxSkew: maxSkew, WhenUnsatisfiable: v1.DoNotSchedule, MinDomains: 1,
+// resultWrapper builds the ConstraintResult a check is expected to report.
+type resultWrapper struct{ r spread.ConstraintResult }
+
+// counted is the ConstraintResult of the pod's first hard constraint on
+// key with maxSkew 1, selector foo=bar (which the incoming pod matches),
+// the scheduler's defaults (minDomains 1, nodeAffinityPolicy Honor,
+// nodeTaintsPolicy Ignore), a global minimum of 0 and no domain. The
+// methods set what differs.
+func counted(key string) *resultWrapper {
+	return &resultWrapper{spread.ConstraintResult{
+		TopologyKey: key, MaxSkew: 1, WhenUnsatisfiable: v1.DoNotSchedule, MinDomains: 1,
 		NodeAffinityPolicy: v1.NodeInclusionPolicyHonor, NodeTaintsPolicy: v1.NodeInclusionPolicyIgnore,
-		Selector: selector, SelfMatch: selfMatch, GlobalMin: globalMin, Domains: domains, DomainCount: domainCount,
-	}
+		Selector: "foo=bar", SelfMatch: 1, Domains: map[string]int{},
+	}}
 }
 
-func with(c spread.ConstraintResult, f func(*spread.ConstraintResult)) spread.ConstraintResult {
-	f(&c)
-	return c
+func (w *resultWrapper) Obj() spread.ConstraintResult { return w.r }
+
+// Index is the constraint's position in spec.topologySpreadConstraints.
+func (w *resultWrapper) Index(i int) *resultWrapper { w.r.Index = i; return w }
+
+func (w *resultWrapper) MaxSkew(n int32) *resultWrapper { w.r.MaxSkew = n; return w }
+
+func (w *resultWrapper) MinDomains(n int32) *resultWrapper { w.r.MinDomains = n; return w }
+
+func (w *resultWrapper) NodeAffinityPolicy(p v1.NodeInclusionPolicy) *resultWrapper {
+	w.r.NodeAffinityPolicy = p
+	return w
+}
+
+func (w *resultWrapper) NodeTaintsPolicy(p v1.NodeInclusionPolicy) *resultWrapper {
+	w.r.NodeTaintsPolicy = p
+	return w
+}
+
+// Selector is the selector's string form, matchLabelKeys merged.
+func (w *resultWrapper) Selector(sel string) *resultWrapper { w.r.Selector = sel; return w }
+
+func (w *resultWrapper) SelfMatch(n int) *resultWrapper { w.r.SelfMatch = n; return w }
+
+func (w *resultWrapper) GlobalMin(n int) *resultWrapper { w.r.GlobalMin = n; return w }
+
+// Domains are the domains with a matching pod: a check without Explain
+// lists no empty domain.
+func (w *resultWrapper) Domains(m map[string]int) *resultWrapper { w.r.Domains = m; return w }
+
+// DomainCount is the number of counted domains, empty ones included.
+func (w *resultWrapper) DomainCount(n int) *resultWrapper { w.r.DomainCount = n; return w }
+
+// feasibleOn is the Result of a pod that n nodes can take.
+func feasibleOn(n int, constraints ...*resultWrapper) *spread.Result {
+	return &spread.Result{Verdict: spread.VerdictFeasible, Constraints: objs(constraints), FeasibleCount: n}
+}
+
+// unsatisfiable is the Result of a pod the spread constraints keep off
+// every node it could use.
+func unsatisfiable(constraints ...*resultWrapper) *spread.Result {
+	return &spread.Result{Verdict: spread.VerdictUnsatisfiable, Constraints: objs(constraints)}
+}
+
+// noCandidates is the Result of a pod no node takes, spread aside.
+func noCandidates(constraints ...*resultWrapper) *spread.Result {
+	return &spread.Result{Verdict: spread.VerdictNoCandidateNodes, Constraints: objs(constraints)}
+}
+
+func objs(ws []*resultWrapper) []spread.ConstraintResult {
+	out := make([]spread.ConstraintResult, len(ws))
+	for i, w := range ws {
+		out[i] = w.Obj()
+	}
+	return out
 }
 
 // fooPods puts one pod labelled foo=bar on each named node.
@@ -167,50 +225,33 @@ func TestCheckSeedExamples(t *testing.T) {
 		{
 			name:  "single constraint: zones [2,1], maxSkew 1 -> only zoneB (node3, node4)",
 			nodes: fourNodes, pods: threePods,
-			pod: incoming().SpreadConstraint(zoneConstraint().Obj()).Obj(),
-			want: &spread.Result{
-				Verdict:       spread.VerdictFeasible,
-				Constraints:   []spread.ConstraintResult{constraintResult(0, v1.LabelTopologyZone, 1, "foo=bar", 1, 1, zoneAB, 2)},
-				FeasibleCount: 2,
-			},
+			pod:          incoming().SpreadConstraint(zoneConstraint().Obj()).Obj(),
+			want:         feasibleOn(2, counted(v1.LabelTopologyZone).GlobalMin(1).Domains(zoneAB).DomainCount(2)),
 			wantFeasible: []string{"node3", "node4"},
 			wantExcluded: map[string]spread.ExclusionReason{"node1": spread.ReasonSkew, "node2": spread.ReasonSkew},
 		},
 		{
 			name:  "single constraint with maxSkew 2: zones [2,1] -> every node",
 			nodes: fourNodes, pods: threePods,
-			pod: incoming().SpreadConstraint(st.Constraint(2, v1.LabelTopologyZone).MatchLabel("foo", "bar").Obj()).Obj(),
-			want: &spread.Result{
-				Verdict:       spread.VerdictFeasible,
-				Constraints:   []spread.ConstraintResult{constraintResult(0, v1.LabelTopologyZone, 2, "foo=bar", 1, 1, zoneAB, 2)},
-				FeasibleCount: 4,
-			},
+			pod:          incoming().SpreadConstraint(st.Constraint(2, v1.LabelTopologyZone).MatchLabel("foo", "bar").Obj()).Obj(),
+			want:         feasibleOn(4, counted(v1.LabelTopologyZone).MaxSkew(2).GlobalMin(1).Domains(zoneAB).DomainCount(2)),
 			wantFeasible: []string{"node1", "node2", "node3", "node4"},
 			wantExcluded: map[string]spread.ExclusionReason{},
 		},
 		{
 			name:  "single constraint per node: nodes [1,1,1,0], maxSkew 1 -> only node4",
 			nodes: fourNodes, pods: threePods,
-			pod: incoming().SpreadConstraint(hostConstraint().Obj()).Obj(),
-			want: &spread.Result{
-				Verdict:       spread.VerdictFeasible,
-				Constraints:   []spread.ConstraintResult{constraintResult(0, v1.LabelHostname, 1, "foo=bar", 1, 0, hosts, 4)},
-				FeasibleCount: 1,
-			},
+			pod:          incoming().SpreadConstraint(hostConstraint().Obj()).Obj(),
+			want:         feasibleOn(1, counted(v1.LabelHostname).Domains(hosts).DomainCount(4)),
 			wantFeasible: []string{"node4"},
 		},
 		{
 			name:  "two constraints, zone and node: zoneB and node4 -> only node4",
 			nodes: fourNodes, pods: threePods,
 			pod: incoming().SpreadConstraint(zoneConstraint().Obj()).SpreadConstraint(hostConstraint().Obj()).Obj(),
-			want: &spread.Result{
-				Verdict: spread.VerdictFeasible,
-				Constraints: []spread.ConstraintResult{
-					constraintResult(0, v1.LabelTopologyZone, 1, "foo=bar", 1, 1, zoneAB, 2),
-					constraintResult(1, v1.LabelHostname, 1, "foo=bar", 1, 0, hosts, 4),
-				},
-				FeasibleCount: 1,
-			},
+			want: feasibleOn(1,
+				counted(v1.LabelTopologyZone).GlobalMin(1).Domains(zoneAB).DomainCount(2),
+				counted(v1.LabelHostname).Index(1).Domains(hosts).DomainCount(4)),
 			wantFeasible: []string{"node4"},
 			wantExcluded: map[string]spread.ExclusionReason{"node1": spread.ReasonSkew, "node2": spread.ReasonSkew, "node3": spread.ReasonSkew},
 		},
@@ -221,13 +262,9 @@ func TestCheckSeedExamples(t *testing.T) {
 			},
 			pods: fooPods("node1", "node1", "node2", "node3", "node3"),
 			pod:  incoming().SpreadConstraint(zoneConstraint().Obj()).SpreadConstraint(hostConstraint().Obj()).Obj(),
-			want: &spread.Result{
-				Verdict: spread.VerdictUnsatisfiable,
-				Constraints: []spread.ConstraintResult{
-					constraintResult(0, v1.LabelTopologyZone, 1, "foo=bar", 1, 2, map[string]int{"zoneA": 3, "zoneB": 2}, 2),
-					constraintResult(1, v1.LabelHostname, 1, "foo=bar", 1, 1, map[string]int{"node1": 2, "node2": 1, "node3": 2}, 3),
-				},
-			},
+			want: unsatisfiable(
+				counted(v1.LabelTopologyZone).GlobalMin(2).Domains(map[string]int{"zoneA": 3, "zoneB": 2}).DomainCount(2),
+				counted(v1.LabelHostname).Index(1).GlobalMin(1).Domains(map[string]int{"node1": 2, "node2": 1, "node3": 2}).DomainCount(3)),
 			wantExcluded: map[string]spread.ExclusionReason{"node1": spread.ReasonSkew, "node2": spread.ReasonSkew, "node3": spread.ReasonSkew},
 			wantMessage: []string{
 				"spec.topologySpreadConstraints[0] (topologyKey topology.kubernetes.io/zone, maxSkew 1)",
@@ -249,18 +286,14 @@ func TestCheckTraps(t *testing.T) {
 		zoneNode("c2", "c").Taint(v1.TaintNodeUnschedulable, "", v1.TaintEffectNoSchedule).Obj(),
 	}
 	fourPods := fooPods("a1", "a2", "b1", "b2")
-	honor := func(c *spread.ConstraintResult) { c.NodeTaintsPolicy = v1.NodeInclusionPolicyHonor }
 	threeZones := []*v1.Node{zoneNode("a1", "a").Obj(), zoneNode("b1", "b").Obj(), zoneNode("c1", "c").Obj()}
 
 	runCheckCases(t, []checkCase{
 		{
 			name:  "3 zones, counts [2,2,0], zone c tainted unschedulable, nodeTaintsPolicy Ignore -> c pins the minimum at 0, unsatisfiable",
 			nodes: cordonedZone, pods: fourPods,
-			pod: incoming().SpreadConstraint(zoneConstraint().Obj()).Obj(),
-			want: &spread.Result{
-				Verdict:     spread.VerdictUnsatisfiable,
-				Constraints: []spread.ConstraintResult{constraintResult(0, v1.LabelTopologyZone, 1, "foo=bar", 1, 0, map[string]int{"a": 2, "b": 2}, 3)},
-			},
+			pod:  incoming().SpreadConstraint(zoneConstraint().Obj()).Obj(),
+			want: unsatisfiable(counted(v1.LabelTopologyZone).Domains(map[string]int{"a": 2, "b": 2}).DomainCount(3)),
 			wantExcluded: map[string]spread.ExclusionReason{
 				"a1": spread.ReasonSkew, "a2": spread.ReasonSkew, "b1": spread.ReasonSkew, "b2": spread.ReasonSkew,
 				"c1": spread.ReasonUntoleratedTaint, "c2": spread.ReasonUntoleratedTaint,
@@ -275,12 +308,8 @@ func TestCheckTraps(t *testing.T) {
 		{
 			name:  "same cluster, nodeTaintsPolicy Honor -> zone c is not counted, counts [2,2], feasible everywhere but c",
 			nodes: cordonedZone, pods: fourPods,
-			pod: incoming().SpreadConstraint(zoneConstraint().NodeTaintsPolicy(v1.NodeInclusionPolicyHonor).Obj()).Obj(),
-			want: &spread.Result{
-				Verdict:       spread.VerdictFeasible,
-				Constraints:   []spread.ConstraintResult{with(constraintResult(0, v1.LabelTopologyZone, 1, "foo=bar", 1, 2, map[string]int{"a": 2, "b": 2}, 2), honor)},
-				FeasibleCount: 4,
-			},
+			pod:          incoming().SpreadConstraint(zoneConstraint().NodeTaintsPolicy(v1.NodeInclusionPolicyHonor).Obj()).Obj(),
+			want:         feasibleOn(4, counted(v1.LabelTopologyZone).GlobalMin(2).Domains(map[string]int{"a": 2, "b": 2}).DomainCount(2).NodeTaintsPolicy(v1.NodeInclusionPolicyHonor)),
 			wantFeasible: []string{"a1", "a2", "b1", "b2"},
 			wantExcluded: map[string]spread.ExclusionReason{"c1": spread.ReasonUntoleratedTaint, "c2": spread.ReasonUntoleratedTaint},
 		},
@@ -289,12 +318,9 @@ func TestCheckTraps(t *testing.T) {
 			nodes: []*v1.Node{
 				zoneNode("a1", "a").Obj(), zoneNode("b1", "b").Obj(), zoneNode("c1", "c").Unschedulable().Obj(),
 			},
-			pods: fooPods("a1", "b1"),
-			pod:  incoming().SpreadConstraint(zoneConstraint().NodeTaintsPolicy(v1.NodeInclusionPolicyHonor).Obj()).Obj(),
-			want: &spread.Result{
-				Verdict:     spread.VerdictUnsatisfiable,
-				Constraints: []spread.ConstraintResult{with(constraintResult(0, v1.LabelTopologyZone, 1, "foo=bar", 1, 0, map[string]int{"a": 1, "b": 1}, 3), honor)},
-			},
+			pods:         fooPods("a1", "b1"),
+			pod:          incoming().SpreadConstraint(zoneConstraint().NodeTaintsPolicy(v1.NodeInclusionPolicyHonor).Obj()).Obj(),
+			want:         unsatisfiable(counted(v1.LabelTopologyZone).Domains(map[string]int{"a": 1, "b": 1}).DomainCount(3).NodeTaintsPolicy(v1.NodeInclusionPolicyHonor)),
 			wantExcluded: map[string]spread.ExclusionReason{"a1": spread.ReasonSkew, "b1": spread.ReasonSkew, "c1": spread.ReasonUnschedulable},
 			wantMessage:  []string{"node c1 in zone c is excluded: cordoned (spec.unschedulable)", "Remedy: uncordon the nodes in zone c"},
 		},
@@ -303,35 +329,22 @@ func TestCheckTraps(t *testing.T) {
 			nodes: cordonedZone, pods: fourPods,
 			pod: incoming().Toleration(v1.TaintNodeUnschedulable, v1.TolerationOpExists, "", v1.TaintEffectNoSchedule).
 				SpreadConstraint(zoneConstraint().Obj()).Obj(),
-			want: &spread.Result{
-				Verdict:       spread.VerdictFeasible,
-				Constraints:   []spread.ConstraintResult{constraintResult(0, v1.LabelTopologyZone, 1, "foo=bar", 1, 0, map[string]int{"a": 2, "b": 2}, 3)},
-				FeasibleCount: 2,
-			},
+			want:         feasibleOn(2, counted(v1.LabelTopologyZone).Domains(map[string]int{"a": 2, "b": 2}).DomainCount(3)),
 			wantFeasible: []string{"c1", "c2"},
 		},
 		{
-			name:  "2 zones, counts [1,1], minDomains 3 -> global minimum 0 from too few domains, unsatisfiable",
-			nodes: []*v1.Node{zoneNode("a1", "a").Obj(), zoneNode("b1", "b").Obj()},
-			pods:  fooPods("a1", "b1"),
-			pod:   incoming().SpreadConstraint(zoneConstraint().MinDomains(3).Obj()).Obj(),
-			want: &spread.Result{
-				Verdict: spread.VerdictUnsatisfiable,
-				Constraints: []spread.ConstraintResult{with(constraintResult(0, v1.LabelTopologyZone, 1, "foo=bar", 1, 0, map[string]int{"a": 1, "b": 1}, 2),
-					func(c *spread.ConstraintResult) { c.MinDomains = 3 })},
-			},
+			name:        "2 zones, counts [1,1], minDomains 3 -> global minimum 0 from too few domains, unsatisfiable",
+			nodes:       []*v1.Node{zoneNode("a1", "a").Obj(), zoneNode("b1", "b").Obj()},
+			pods:        fooPods("a1", "b1"),
+			pod:         incoming().SpreadConstraint(zoneConstraint().MinDomains(3).Obj()).Obj(),
+			want:        unsatisfiable(counted(v1.LabelTopologyZone).Domains(map[string]int{"a": 1, "b": 1}).DomainCount(2).MinDomains(3)),
 			wantMessage: []string{"is 0: fewer domains (2) than minDomains (3)", "Remedy: add nodes the pod can use in 1 more domain, labelled topology.kubernetes.io/zone, or lower minDomains to 2"},
 		},
 		{
-			name:  "2 zones, counts [0,0], minDomains 3 -> 0 + 1 - 0 <= 1, feasible",
-			nodes: []*v1.Node{zoneNode("a1", "a").Obj(), zoneNode("b1", "b").Obj()},
-			pod:   incoming().SpreadConstraint(zoneConstraint().MinDomains(3).Obj()).Obj(),
-			want: &spread.Result{
-				Verdict: spread.VerdictFeasible,
-				Constraints: []spread.ConstraintResult{with(constraintResult(0, v1.LabelTopologyZone, 1, "foo=bar", 1, 0, map[string]int{}, 2),
-					func(c *spread.ConstraintResult) { c.MinDomains = 3 })},
-				FeasibleCount: 2,
-			},
+			name:         "2 zones, counts [0,0], minDomains 3 -> 0 + 1 - 0 <= 1, feasible",
+			nodes:        []*v1.Node{zoneNode("a1", "a").Obj(), zoneNode("b1", "b").Obj()},
+			pod:          incoming().SpreadConstraint(zoneConstraint().MinDomains(3).Obj()).Obj(),
+			want:         feasibleOn(2, counted(v1.LabelTopologyZone).DomainCount(2).MinDomains(3)),
 			wantFeasible: []string{"a1", "b1"},
 		},
 		{
@@ -339,35 +352,24 @@ func TestCheckTraps(t *testing.T) {
 			nodes: []*v1.Node{
 				zoneNode("a1", "a").Obj(), zoneNode("b1", "b").Obj(), st.MakeNode().Name("bare").Obj(),
 			},
-			pods: fooPods("a1", "bare", "bare"),
-			pod:  incoming().SpreadConstraint(zoneConstraint().Obj()).Obj(),
-			want: &spread.Result{
-				Verdict:       spread.VerdictFeasible,
-				Constraints:   []spread.ConstraintResult{constraintResult(0, v1.LabelTopologyZone, 1, "foo=bar", 1, 0, map[string]int{"a": 1}, 2)},
-				FeasibleCount: 1,
-			},
+			pods:         fooPods("a1", "bare", "bare"),
+			pod:          incoming().SpreadConstraint(zoneConstraint().Obj()).Obj(),
+			want:         feasibleOn(1, counted(v1.LabelTopologyZone).Domains(map[string]int{"a": 1}).DomainCount(2)),
 			wantFeasible: []string{"b1"},
 			wantExcluded: map[string]spread.ExclusionReason{"a1": spread.ReasonSkew, "bare": spread.ReasonMissingTopologyKey},
 		},
 		{
-			name:  "no node carries the zone label -> unsatisfiable, remedy is to label nodes",
-			nodes: []*v1.Node{st.MakeNode().Name("n1").Obj(), st.MakeNode().Name("n2").Obj()},
-			pod:   incoming().SpreadConstraint(zoneConstraint().Obj()).Obj(),
-			want: &spread.Result{
-				Verdict:     spread.VerdictUnsatisfiable,
-				Constraints: []spread.ConstraintResult{constraintResult(0, v1.LabelTopologyZone, 1, "foo=bar", 1, 0, map[string]int{}, 0)},
-			},
+			name:        "no node carries the zone label -> unsatisfiable, remedy is to label nodes",
+			nodes:       []*v1.Node{st.MakeNode().Name("n1").Obj(), st.MakeNode().Name("n2").Obj()},
+			pod:         incoming().SpreadConstraint(zoneConstraint().Obj()).Obj(),
+			want:        unsatisfiable(counted(v1.LabelTopologyZone)),
 			wantMessage: []string{"2 nodes (n1, n2) lack the label topology.kubernetes.io/zone", "Remedy: label the nodes"},
 		},
 		{
 			name:  "nodeSelector confines the pod to zone a holding 2 pods, nodeAffinityPolicy Honor -> only zone a counts, feasible",
 			nodes: threeZones, pods: fooPods("a1", "a1"),
-			pod: incoming().NodeSelector(v1.LabelTopologyZone, "a").SpreadConstraint(zoneConstraint().Obj()).Obj(),
-			want: &spread.Result{
-				Verdict:       spread.VerdictFeasible,
-				Constraints:   []spread.ConstraintResult{constraintResult(0, v1.LabelTopologyZone, 1, "foo=bar", 1, 2, map[string]int{"a": 2}, 1)},
-				FeasibleCount: 1,
-			},
+			pod:          incoming().NodeSelector(v1.LabelTopologyZone, "a").SpreadConstraint(zoneConstraint().Obj()).Obj(),
+			want:         feasibleOn(1, counted(v1.LabelTopologyZone).GlobalMin(2).Domains(map[string]int{"a": 2}).DomainCount(1)),
 			wantFeasible: []string{"a1"},
 			wantExcluded: map[string]spread.ExclusionReason{"b1": spread.ReasonNodeAffinity, "c1": spread.ReasonNodeAffinity},
 		},
@@ -376,22 +378,14 @@ func TestCheckTraps(t *testing.T) {
 			nodes: threeZones, pods: fooPods("a1", "a1"),
 			pod: incoming().NodeSelector(v1.LabelTopologyZone, "a").
 				SpreadConstraint(zoneConstraint().NodeAffinityPolicy(v1.NodeInclusionPolicyIgnore).Obj()).Obj(),
-			want: &spread.Result{
-				Verdict: spread.VerdictUnsatisfiable,
-				Constraints: []spread.ConstraintResult{with(constraintResult(0, v1.LabelTopologyZone, 1, "foo=bar", 1, 0, map[string]int{"a": 2}, 3),
-					func(c *spread.ConstraintResult) { c.NodeAffinityPolicy = v1.NodeInclusionPolicyIgnore })},
-			},
+			want:        unsatisfiable(counted(v1.LabelTopologyZone).Domains(map[string]int{"a": 2}).DomainCount(3).NodeAffinityPolicy(v1.NodeInclusionPolicyIgnore)),
 			wantMessage: []string{"zone a (2 + 1 - 0 = 3)", "Remedy: set nodeAffinityPolicy: Honor"},
 		},
 		{
 			name:  "required node affinity NotIn zone a,b -> only zone c, feasible",
 			nodes: threeZones, pods: fooPods("a1", "b1"),
-			pod: incoming().NodeAffinityNotIn(v1.LabelTopologyZone, "a", "b").SpreadConstraint(zoneConstraint().Obj()).Obj(),
-			want: &spread.Result{
-				Verdict:       spread.VerdictFeasible,
-				Constraints:   []spread.ConstraintResult{constraintResult(0, v1.LabelTopologyZone, 1, "foo=bar", 1, 0, map[string]int{}, 1)},
-				FeasibleCount: 1,
-			},
+			pod:          incoming().NodeAffinityNotIn(v1.LabelTopologyZone, "a", "b").SpreadConstraint(zoneConstraint().Obj()).Obj(),
+			want:         feasibleOn(1, counted(v1.LabelTopologyZone).DomainCount(1)),
 			wantFeasible: []string{"c1"},
 		},
 		{
@@ -407,12 +401,8 @@ func TestCheckTraps(t *testing.T) {
 				st.MakePod().Name("on-unknown-node").Label("foo", "bar").Node("gone").Obj(),
 				st.MakePod().Name("running").Label("foo", "bar").Node("a1").Phase(v1.PodRunning).Obj(),
 			},
-			pod: incoming().SpreadConstraint(zoneConstraint().Obj()).Obj(),
-			want: &spread.Result{
-				Verdict:       spread.VerdictFeasible,
-				Constraints:   []spread.ConstraintResult{constraintResult(0, v1.LabelTopologyZone, 1, "foo=bar", 1, 0, map[string]int{"a": 2}, 3)},
-				FeasibleCount: 2,
-			},
+			pod:          incoming().SpreadConstraint(zoneConstraint().Obj()).Obj(),
+			want:         feasibleOn(2, counted(v1.LabelTopologyZone).Domains(map[string]int{"a": 2}).DomainCount(3)),
 			wantFeasible: []string{"b1", "c1"},
 		},
 		{
@@ -423,12 +413,8 @@ func TestCheckTraps(t *testing.T) {
 				st.MakePod().Name("old-2").Label("foo", "bar").Label("pod-template-hash", "v1").Node("c1").Obj(),
 				st.MakePod().Name("new-1").Label("foo", "bar").Label("pod-template-hash", "v2").Node("a1").Obj(),
 			},
-			pod: incoming().Label("pod-template-hash", "v2").SpreadConstraint(zoneConstraint().MatchLabelKeys("pod-template-hash").Obj()).Obj(),
-			want: &spread.Result{
-				Verdict:       spread.VerdictFeasible,
-				Constraints:   []spread.ConstraintResult{constraintResult(0, v1.LabelTopologyZone, 1, "foo=bar,pod-template-hash=v2", 1, 0, map[string]int{"a": 1}, 3)},
-				FeasibleCount: 2,
-			},
+			pod:          incoming().Label("pod-template-hash", "v2").SpreadConstraint(zoneConstraint().MatchLabelKeys("pod-template-hash").Obj()).Obj(),
+			want:         feasibleOn(2, counted(v1.LabelTopologyZone).Selector("foo=bar,pod-template-hash=v2").Domains(map[string]int{"a": 1}).DomainCount(3)),
 			wantFeasible: []string{"b1", "c1"},
 		},
 		{
@@ -436,11 +422,7 @@ func TestCheckTraps(t *testing.T) {
 			nodes: threeZones, pods: append(fooPods("a1"), bazPods("b1", "c1")...),
 			pod: incoming().SpreadConstraint(st.Constraint(2, v1.LabelTopologyZone).DoNotSchedule().
 				MatchExpression("foo", metav1.LabelSelectorOpIn, "bar", "bar").Obj()).Obj(),
-			want: &spread.Result{
-				Verdict:       spread.VerdictFeasible,
-				Constraints:   []spread.ConstraintResult{constraintResult(0, v1.LabelTopologyZone, 2, "foo in (bar,bar)", 1, 0, map[string]int{"a": 1}, 3)},
-				FeasibleCount: 3,
-			},
+			want:         feasibleOn(3, counted(v1.LabelTopologyZone).MaxSkew(2).Selector("foo in (bar,bar)").Domains(map[string]int{"a": 1}).DomainCount(3)),
 			wantFeasible: []string{"a1", "b1", "c1"},
 		},
 		{
@@ -450,34 +432,22 @@ func TestCheckTraps(t *testing.T) {
 				MatchExpression("foo", metav1.LabelSelectorOpIn, "bar").
 				MatchExpression("foo", metav1.LabelSelectorOpIn, "bar").
 				MatchExpression("foo", metav1.LabelSelectorOpExists).Obj()).Obj(),
-			want: &spread.Result{
-				Verdict:       spread.VerdictFeasible,
-				Constraints:   []spread.ConstraintResult{constraintResult(0, v1.LabelTopologyZone, 1, "foo in (bar),foo in (bar),foo", 1, 1, map[string]int{"a": 2, "b": 1, "c": 1}, 3)},
-				FeasibleCount: 2,
-			},
+			want:         feasibleOn(2, counted(v1.LabelTopologyZone).Selector("foo in (bar),foo in (bar),foo").GlobalMin(1).Domains(map[string]int{"a": 2, "b": 1, "c": 1}).DomainCount(3)),
 			wantFeasible: []string{"b1", "c1"},
 			wantExcluded: map[string]spread.ExclusionReason{"a1": spread.ReasonSkew},
 		},
 		{
 			name:  "empty labelSelector -> counts no pods but the pod matches itself",
 			nodes: threeZones, pods: fooPods("a1", "a1", "a1"),
-			pod: incoming().SpreadConstraint(st.Constraint(1, v1.LabelTopologyZone).Selector(&metav1.LabelSelector{}).Obj()).Obj(),
-			want: &spread.Result{
-				Verdict:       spread.VerdictFeasible,
-				Constraints:   []spread.ConstraintResult{constraintResult(0, v1.LabelTopologyZone, 1, "", 1, 0, map[string]int{}, 3)},
-				FeasibleCount: 3,
-			},
+			pod:          incoming().SpreadConstraint(st.Constraint(1, v1.LabelTopologyZone).Selector(&metav1.LabelSelector{}).Obj()).Obj(),
+			want:         feasibleOn(3, counted(v1.LabelTopologyZone).Selector("").DomainCount(3)),
 			wantFeasible: []string{"a1", "b1", "c1"},
 		},
 		{
 			name:  "nil labelSelector -> selects nothing, not even the pod",
 			nodes: threeZones, pods: fooPods("a1", "a1", "a1"),
-			pod: incoming().SpreadConstraint(st.Constraint(1, v1.LabelTopologyZone).Obj()).Obj(),
-			want: &spread.Result{
-				Verdict:       spread.VerdictFeasible,
-				Constraints:   []spread.ConstraintResult{constraintResult(0, v1.LabelTopologyZone, 1, "", 0, 0, map[string]int{}, 3)},
-				FeasibleCount: 3,
-			},
+			pod:          incoming().SpreadConstraint(st.Constraint(1, v1.LabelTopologyZone).Obj()).Obj(),
+			want:         feasibleOn(3, counted(v1.LabelTopologyZone).Selector("").SelfMatch(0).DomainCount(3)),
 			wantFeasible: []string{"a1", "b1", "c1"},
 		},
 		{
@@ -486,11 +456,8 @@ func TestCheckTraps(t *testing.T) {
 				zoneNode("a1", "a").Taint("dedicated", "gpu", v1.TaintEffectNoExecute).Obj(),
 				zoneNode("b1", "b").Taint("dedicated", "gpu", v1.TaintEffectNoSchedule).Obj(),
 			},
-			pod: incoming().SpreadConstraint(zoneConstraint().Obj()).Obj(),
-			want: &spread.Result{
-				Verdict:     spread.VerdictNoCandidateNodes,
-				Constraints: []spread.ConstraintResult{constraintResult(0, v1.LabelTopologyZone, 1, "foo=bar", 1, 0, map[string]int{}, 2)},
-			},
+			pod:          incoming().SpreadConstraint(zoneConstraint().Obj()).Obj(),
+			want:         noCandidates(counted(v1.LabelTopologyZone).DomainCount(2)),
 			wantExcluded: map[string]spread.ExclusionReason{"a1": spread.ReasonUntoleratedTaint, "b1": spread.ReasonUntoleratedTaint},
 			wantMessage:  []string{"topology spread is not what keeps it from being scheduled"},
 		},
@@ -500,12 +467,8 @@ func TestCheckTraps(t *testing.T) {
 				zoneNode("a1", "a").Taint("soft", "", v1.TaintEffectPreferNoSchedule).Obj(),
 				zoneNode("b1", "b").Taint("dedicated", "web", v1.TaintEffectNoSchedule).Obj(),
 			},
-			pod: incoming().Toleration("dedicated", v1.TolerationOpEqual, "web", "").SpreadConstraint(zoneConstraint().Obj()).Obj(),
-			want: &spread.Result{
-				Verdict:       spread.VerdictFeasible,
-				Constraints:   []spread.ConstraintResult{constraintResult(0, v1.LabelTopologyZone, 1, "foo=bar", 1, 0, map[string]int{}, 2)},
-				FeasibleCount: 2,
-			},
+			pod:          incoming().Toleration("dedicated", v1.TolerationOpEqual, "web", "").SpreadConstraint(zoneConstraint().Obj()).Obj(),
+			want:         feasibleOn(2, counted(v1.LabelTopologyZone).DomainCount(2)),
 			wantFeasible: []string{"a1", "b1"},
 		},
 		{
@@ -513,11 +476,8 @@ func TestCheckTraps(t *testing.T) {
 			nodes: []*v1.Node{
 				zoneNode("a1", "a").Taint("tier", "5", v1.TaintEffectNoSchedule).Obj(),
 			},
-			pod: incoming().Toleration("tier", v1.TolerationOpGt, "1", v1.TaintEffectNoSchedule).SpreadConstraint(zoneConstraint().Obj()).Obj(),
-			want: &spread.Result{
-				Verdict:     spread.VerdictNoCandidateNodes,
-				Constraints: []spread.ConstraintResult{constraintResult(0, v1.LabelTopologyZone, 1, "foo=bar", 1, 0, map[string]int{}, 1)},
-			},
+			pod:  incoming().Toleration("tier", v1.TolerationOpGt, "1", v1.TaintEffectNoSchedule).SpreadConstraint(zoneConstraint().Obj()).Obj(),
+			want: noCandidates(counted(v1.LabelTopologyZone).DomainCount(1)),
 		},
 		{
 			name:  "only ScheduleAnyway constraints -> no hard constraints",

@@ -4,10 +4,8 @@ import (
 	"cmp"
 	"math"
 	"slices"
-	"strconv"
 
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 )
@@ -17,7 +15,9 @@ import (
 //
 // Its cost does not grow with the number of pods, only with the pods that
 // match the pod's selectors, and grows with the number of nodes only as
-// bitset words (nodes/64) unless Explain asks for per-node lists.
+// bitset words (nodes/64) unless Explain asks for per-node lists. Wording
+// a denial adds a few passes over the bits of the nodes it names, with no
+// allocation per node.
 func (ix *Index) Check(pod *v1.Pod, opts Options) (*Result, error) {
 	cs, err := hardConstraints(pod)
 	if err != nil {
@@ -30,8 +30,10 @@ func (ix *Index) Check(pod *v1.Pod, opts Options) (*Result, error) {
 	defer ix.mu.RUnlock()
 	q.start(ix, pod, cs)
 	ev := q.evaluate()
-	if opts.Explain || ev.verdict() == VerdictUnsatisfiable {
+	if opts.Explain {
 		q.detail(ev)
+	} else if ev.verdict() == VerdictUnsatisfiable {
+		ev.facts = newIndexFacts(q, ev)
 	}
 	return assemble(ev, opts)
 }
@@ -235,184 +237,6 @@ func (q *query) domainCount(ki *keyIndex, nodes bitset) int {
 	seen := map[*valueIndex]struct{}{}
 	nodes.each(func(id int32) { seen[ki.valueOf[id]] = struct{}{} })
 	return len(seen)
-}
-
-// detail fills in every counted domain and the per-node facts.
-func (q *query) detail(ev *evaluation) {
-	ix := q.ix
-	for i := range q.cs {
-		ki := ix.keys[q.cs[i].topologyKey]
-		domains := ev.domains[i]
-		q.eligible[i].each(func(id int32) {
-			if v := ki.valueOf[id].value; domains[v] == 0 {
-				// Counted domains are already there; this adds the rest.
-				domains[v] = 0
-			}
-		})
-	}
-	tolerable := toleratesUnschedulable(q.pod.Spec.Tolerations)
-	ev.nodes = make([]nodeReport, 0, ix.live.count())
-	ix.live.each(func(id int32) {
-		e := ix.slots[id]
-		r := nodeReport{
-			name:     e.name,
-			labels:   e.labels,
-			cordoned: e.unschedulable && !tolerable,
-			affinity: q.affinity.has(id),
-		}
-		if t, untolerated := untoleratedTaint(e.taints, q.pod.Spec.Tolerations); untolerated {
-			r.taint = &t
-		}
-		r.missingKey, _ = hasAllKeys(e.labels, q.cs)
-		ev.nodes = append(ev.nodes, r)
-	})
-	slices.SortFunc(ev.nodes, func(a, b nodeReport) int { return cmp.Compare(a.name, b.name) })
-	ev.detailed = true
-}
-
-// affinityNodes is the set of live nodes matching the pod's nodeSelector
-// and required node affinity, as nodeaffinity.GetRequiredNodeAffinity(pod)
-// .Match decides node by node:
-// https://github.com/kubernetes/component-helpers/blob/v0.37.1/scheduling/corev1/nodeaffinity/nodeaffinity.go
-func (q *query) affinityNodes() bitset {
-	ix := q.ix
-	b := q.arena.get()
-	b.copyFrom(ix.live)
-	for k, v := range q.pod.Spec.NodeSelector {
-		if vi := ix.value(k, v); vi != nil {
-			b.and(vi.nodes)
-		} else {
-			clear(b)
-		}
-	}
-	a := q.pod.Spec.Affinity
-	if a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
-		return b
-	}
-	// The terms are ORed; an empty term, or one that does not parse,
-	// matches nothing. No term at all matches nothing either.
-	terms := q.arena.get()
-	term := q.arena.get()
-	for _, t := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
-		if len(t.MatchExpressions) == 0 && len(t.MatchFields) == 0 {
-			continue
-		}
-		if q.termNodes(&t, term) {
-			terms.or(term)
-		}
-	}
-	b.and(terms)
-	return b
-}
-
-// termNodes sets out to the nodes matching one node selector term, and
-// reports false when the term does not parse.
-func (q *query) termNodes(t *v1.NodeSelectorTerm, out bitset) bool {
-	ix := q.ix
-	out.copyFrom(ix.live)
-	for _, expr := range t.MatchExpressions {
-		op, ok := nodeSelectorOps[expr.Operator]
-		if !ok {
-			return false
-		}
-		// The same validation the nodeaffinity helper applies.
-		r, err := labels.NewRequirement(expr.Key, op, expr.Values)
-		if err != nil {
-			return false
-		}
-		ki := ix.keys[expr.Key]
-		switch op {
-		case selection.In:
-			out.and(ix.union(ki, expr.Values, &q.arena))
-		case selection.NotIn:
-			out.andNot(ix.union(ki, expr.Values, &q.arena))
-		case selection.Exists:
-			if ki == nil {
-				clear(out)
-			} else {
-				out.and(ki.nodes)
-			}
-		case selection.DoesNotExist:
-			if ki != nil {
-				out.andNot(ki.nodes)
-			}
-		case selection.GreaterThan, selection.LessThan:
-			out.and(ix.compared(ki, r, &q.arena))
-		}
-	}
-	for _, f := range t.MatchFields {
-		if (f.Operator != v1.NodeSelectorOpIn && f.Operator != v1.NodeSelectorOpNotIn) || len(f.Values) != 1 {
-			return false
-		}
-		match := q.arena.get()
-		if f.Key == metav1.ObjectNameField {
-			if e := ix.nodes[f.Values[0]]; e != nil && e.id >= 0 {
-				match.set(e.id)
-			}
-		} else if f.Values[0] == "" {
-			// A node has no other field: its value reads as "".
-			match.copyFrom(ix.live)
-		}
-		if f.Operator == v1.NodeSelectorOpIn {
-			out.and(match)
-		} else {
-			out.andNot(match)
-		}
-	}
-	return true
-}
-
-var nodeSelectorOps = map[v1.NodeSelectorOperator]selection.Operator{
-	v1.NodeSelectorOpIn:           selection.In,
-	v1.NodeSelectorOpNotIn:        selection.NotIn,
-	v1.NodeSelectorOpExists:       selection.Exists,
-	v1.NodeSelectorOpDoesNotExist: selection.DoesNotExist,
-	v1.NodeSelectorOpGt:           selection.GreaterThan,
-	v1.NodeSelectorOpLt:           selection.LessThan,
-}
-
-func (ix *Index) value(k, v string) *valueIndex {
-	if ki := ix.keys[k]; ki != nil {
-		return ki.values[v]
-	}
-	return nil
-}
-
-// union is the set of nodes whose value of ki is one of values.
-func (ix *Index) union(ki *keyIndex, values []string, a *arena) bitset {
-	u := a.get()
-	if ki == nil {
-		return u
-	}
-	for _, v := range values {
-		if vi := ki.values[v]; vi != nil {
-			u.or(vi.nodes)
-		}
-	}
-	return u
-}
-
-// compared is the set of nodes whose value of ki satisfies a Gt or Lt
-// requirement; the key's distinct values are few compared to its nodes.
-func (ix *Index) compared(ki *keyIndex, r *labels.Requirement, a *arena) bitset {
-	u := a.get()
-	if ki == nil {
-		return u
-	}
-	bound, err := strconv.ParseInt(r.ValuesUnsorted()[0], 10, 64)
-	if err != nil {
-		return u
-	}
-	for v, vi := range ki.values {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			continue
-		}
-		if (r.Operator() == selection.GreaterThan && n > bound) || (r.Operator() == selection.LessThan && n < bound) {
-			u.or(vi.nodes)
-		}
-	}
-	return u
 }
 
 // matching returns the groups of the namespace that sel selects. It starts

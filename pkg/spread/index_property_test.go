@@ -333,13 +333,20 @@ func checkWorld(t *testing.T, w *world, pods int, seed string) {
 	}
 }
 
-func TestIndexEventsMatchSnapshot(t *testing.T) {
-	seed := rand.Uint64()
+// randomRounds draws and logs a seed, and says how many rounds to run:
+// full, or short with -short.
+func randomRounds(t *testing.T, full, short int) (seed uint64, rounds int) {
+	t.Helper()
+	seed = rand.Uint64()
 	t.Logf("seed %d", seed)
-	rounds := 40
 	if testing.Short() {
-		rounds = 5
+		return seed, short
 	}
+	return seed, full
+}
+
+func TestIndexEventsMatchSnapshot(t *testing.T) {
+	seed, rounds := randomRounds(t, 40, 5)
 	for round := range rounds {
 		w := newWorld(rngChooser{rand.New(rand.NewPCG(seed, uint64(round)))})
 		for step := range 400 {

@@ -3,15 +3,14 @@ package spread
 import (
 	"cmp"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
 )
 
-// The message of an unsatisfiable pod. It is built from a detailed
-// evaluation, so it reads the same from both checkers.
+// The message of an unsatisfiable pod. It is worded from denialFacts, so it
+// reads the same from both checkers, with or without Explain.
 
 const (
 	maxListedDomains = 10
@@ -22,34 +21,16 @@ const (
 // constraints, naming the constraint to look at, its numbers, the nodes
 // that are left out and why, and one remedy.
 func (ev *evaluation) unsatisfiableMessage() string {
-	var candidates, keyed []*nodeReport
-	for i := range ev.nodes {
-		r := &ev.nodes[i]
-		if reason, _ := r.filterReason(); reason != "" {
-			continue
-		}
-		candidates = append(candidates, r)
-		if r.missingKey == "" {
-			keyed = append(keyed, r)
-		}
-	}
-	if len(keyed) == 0 {
+	candidates, keyed := ev.facts.nodeCounts()
+	if keyed == 0 {
 		return ev.missingKeyMessage(candidates)
 	}
-	rejects := make([][]*nodeReport, len(ev.constraints))
 	for i := range ev.constraints {
-		for _, r := range keyed {
-			if _, _, skew := ev.skewOf(i, r); skew > int(ev.constraints[i].maxSkew) {
-				rejects[i] = append(rejects[i], r)
-			}
+		if ev.facts.rejected(i, -1) == keyed {
+			return ev.skewMessage(i)
 		}
 	}
-	for i := range ev.constraints {
-		if len(rejects[i]) == len(keyed) {
-			return ev.skewMessage(i, keyed)
-		}
-	}
-	return ev.conflictMessage(keyed, rejects)
+	return ev.conflictMessage()
 }
 
 func (ev *evaluation) describe(i int) string {
@@ -57,74 +38,55 @@ func (ev *evaluation) describe(i int) string {
 	return fmt.Sprintf("spec.topologySpreadConstraints[%d] (topologyKey %s, maxSkew %d)", c.index, c.topologyKey, c.maxSkew)
 }
 
-func (ev *evaluation) missingKeyMessage(candidates []*nodeReport) string {
+func (ev *evaluation) missingKeyMessage(candidates int) string {
 	for i := range ev.constraints {
 		key := ev.constraints[i].topologyKey
-		var lacking []string
-		for _, r := range candidates {
-			if _, ok := r.labels[key]; !ok {
-				lacking = append(lacking, r.name)
-			}
-		}
-		if len(lacking) == 0 {
+		lacking := ev.facts.lacking(i)
+		if lacking.n == 0 {
 			continue
 		}
 		return fmt.Sprintf("%s cannot be satisfied: none of the %s that pass the pod's node affinity, nodeSelector and taints carries every topology key of its hard constraints; %s %s the label %s. Remedy: label the nodes the pod may use with %s, or remove the constraint.",
-			ev.describe(i), plural(len(candidates), "node"), ev.nodeList(lacking), verb(len(lacking), "lacks", "lack"), key, key)
+			ev.describe(i), plural(candidates, "node"), ev.nodeList(lacking), verb(lacking.n, "lacks", "lack"), key, key)
 	}
 	// Unreachable: a candidate without a missing key would be keyed.
 	return "The pod's hard topology spread constraints cannot be satisfied on any node."
 }
 
-func (ev *evaluation) skewMessage(i int, keyed []*nodeReport) string {
+func (ev *evaluation) skewMessage(i int) string {
 	c := &ev.constraints[i]
+	usable := ev.facts.usable(i, -1)
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s cannot be satisfied on any node. ", ev.describe(i))
 	ev.writeCounts(&b, i)
-	fmt.Fprintf(&b, " Every node the pod can use is in a domain where the skew would exceed %d: %s.", c.maxSkew, ev.skewList(i, keyed))
+	fmt.Fprintf(&b, " Every node the pod can use is in a domain where the skew would exceed %d: %s.", c.maxSkew, ev.skewList(i, usable))
 	if s := ev.exclusionSummary(i); s != "" {
 		fmt.Fprintf(&b, " %s.", s)
 	}
-	fmt.Fprintf(&b, " Remedy: %s.", ev.skewRemedy(i, keyed))
+	fmt.Fprintf(&b, " Remedy: %s.", ev.skewRemedy(i, usable))
 	return b.String()
 }
 
-func (ev *evaluation) conflictMessage(keyed []*nodeReport, rejects [][]*nodeReport) string {
-	first := slices.IndexFunc(rejects, func(r []*nodeReport) bool { return len(r) > 0 })
-	rejected := map[*nodeReport]bool{}
-	for _, r := range rejects[first] {
-		rejected[r] = true
+func (ev *evaluation) conflictMessage() string {
+	// Some constraint rejects a keyed candidate: none is feasible.
+	first := 0
+	for ev.facts.rejected(first, -1) == 0 {
+		first++
 	}
-	var allowed []*nodeReport
-	for _, r := range keyed {
-		if !rejected[r] {
-			allowed = append(allowed, r)
-		}
-	}
+	allowed := ev.facts.accepted(first)
 	// The constraint that rejects the most of what the first one allows.
 	second, most := -1, -1
 	for j := range ev.constraints {
 		if j == first {
 			continue
 		}
-		n := 0
-		for _, r := range allowed {
-			if _, _, skew := ev.skewOf(j, r); skew > int(ev.constraints[j].maxSkew) {
-				n++
-			}
-		}
-		if n > most {
+		if n := ev.facts.rejected(j, first); n > most {
 			second, most = j, n
 		}
 	}
-	names := make([]string, 0, len(allowed))
-	for _, r := range allowed {
-		names = append(names, r.name)
-	}
 	var b strings.Builder
-	allows := fmt.Sprintf("the %s the first allows (%s)", plural(len(allowed), "node"), shortList(names, 3))
+	allows := fmt.Sprintf("the %s the first allows (%s)", plural(allowed.n, "node"), allowed.list(3))
 	if ev.domainsOnly {
-		allows = fmt.Sprintf("the %s the first allows", plural(len(allowed), "node"))
+		allows = fmt.Sprintf("the %s the first allows", plural(allowed.n, "node"))
 	}
 	fmt.Fprintf(&b, "No node satisfies %s and %s together: %s would break the second. ",
 		ev.describe(first), ev.describe(second), allows)
@@ -135,7 +97,7 @@ func (ev *evaluation) conflictMessage(keyed []*nodeReport, rejects [][]*nodeRepo
 		fmt.Fprintf(&b, " %s.", s)
 	}
 	fmt.Fprintf(&b, " Remedy: raise maxSkew of spec.topologySpreadConstraints[%d] to %d, or relax one of the two constraints.",
-		ev.constraints[second].index, ev.neededSkew(second, allowed))
+		ev.constraints[second].index, ev.neededSkew(second, ev.facts.usable(second, first)))
 	return b.String()
 }
 
@@ -143,10 +105,11 @@ func (ev *evaluation) conflictMessage(keyed []*nodeReport, rejects [][]*nodeRepo
 // constraint i.
 func (ev *evaluation) writeCounts(b *strings.Builder, i int) {
 	c := &ev.constraints[i]
+	domains := ev.formatDomains(i)
 	if c.countsPods() {
-		fmt.Fprintf(b, "Matching pods (selector %q) per %s: %s.", c.selector.String(), c.topologyKey, ev.formatDomains(c.topologyKey, ev.domains[i]))
+		fmt.Fprintf(b, "Matching pods (selector %q) per %s: %s.", c.selector.String(), c.topologyKey, domains)
 	} else {
-		fmt.Fprintf(b, "Its selector is empty, which counts no pods (as the scheduler does); domains of %s: %s.", c.topologyKey, ev.formatDomains(c.topologyKey, ev.domains[i]))
+		fmt.Fprintf(b, "Its selector is empty, which counts no pods (as the scheduler does); domains of %s: %s.", c.topologyKey, domains)
 	}
 	fmt.Fprintf(b, " The global minimum of spec.topologySpreadConstraints[%d] is %d: %s.", c.index, ev.globalMin[i], ev.minimumReason(i))
 }
@@ -157,57 +120,69 @@ func (ev *evaluation) minimumReason(i int) string {
 		return fmt.Sprintf("fewer domains (%d) than minDomains (%d)", ev.domainCount[i], c.minDomains)
 	}
 	lowest := ev.lowestDomains(i)
-	if len(lowest) == 1 {
-		return fmt.Sprintf("%s has the fewest matching pods", ev.domainName(c.topologyKey, lowest[0]))
+	if lowest.n == 1 {
+		return fmt.Sprintf("%s has the fewest matching pods", ev.domainName(c.topologyKey, lowest.first[0]))
 	}
 	if ev.domainsOnly && c.topologyKey == v1.LabelHostname {
-		return fmt.Sprintf("%d nodes have the fewest matching pods", len(lowest))
+		return fmt.Sprintf("%d nodes have the fewest matching pods", lowest.n)
 	}
-	return fmt.Sprintf("%d domains have the fewest matching pods (%s)", len(lowest), shortList(lowest, 3))
+	return fmt.Sprintf("%d domains have the fewest matching pods (%s)", lowest.n, lowest.list(3))
 }
 
-// lowestDomains are the domains holding the global minimum, sorted.
-func (ev *evaluation) lowestDomains(i int) []string {
-	var out []string
+// lowestDomains are the domains holding the global minimum.
+func (ev *evaluation) lowestDomains(i int) nameSample {
+	if ev.globalMin[i] == 0 {
+		return ev.facts.zeros(i)
+	}
+	var s nameSample
 	for d, n := range ev.domains[i] {
 		if n == ev.globalMin[i] {
-			out = append(out, d)
+			s.add(d)
 		}
 	}
-	slices.Sort(out)
-	return out
+	return s
 }
 
 // skewList names the domains of the usable nodes with their arithmetic.
-func (ev *evaluation) skewList(i int, keyed []*nodeReport) string {
+func (ev *evaluation) skewList(i int, usable domainSample) string {
 	c := &ev.constraints[i]
-	seen := map[string]bool{}
-	var parts []string
-	for _, r := range keyed {
-		domain, count, skew := ev.skewOf(i, r)
-		if seen[domain] {
-			continue
-		}
-		seen[domain] = true
-		parts = append(parts, fmt.Sprintf("%s (%d + %d - %d = %d)", ev.domainName(c.topologyKey, domain), count, c.selfMatch, ev.globalMin[i], skew))
+	part := func(domain string, count int) string {
+		return fmt.Sprintf("%s (%d + %d - %d = %d)", ev.domainName(c.topologyKey, domain), count, c.selfMatch, ev.globalMin[i], count+c.selfMatch-ev.globalMin[i])
 	}
-	slices.Sort(parts)
-	return shortList(parts, 5)
+	var parts []string
+	if ev.domainsOnly && c.topologyKey == v1.LabelHostname {
+		// Every domain reads "a node (...)": the parts differ only by
+		// count, and each is repeated once per domain holding it.
+		var distinct []string
+		repeat := map[string]int{}
+		for n, domains := range usable.byCount {
+			p := part("", n)
+			distinct = append(distinct, p)
+			repeat[p] = domains
+		}
+		slices.Sort(distinct)
+		for _, p := range distinct {
+			for range min(repeat[p], 5-len(parts)) {
+				parts = append(parts, p)
+			}
+		}
+	} else {
+		// The domain names share their prefix, and a label value sorts
+		// before its extensions, so the parts sort as the values do.
+		for _, d := range usable.first {
+			parts = append(parts, part(d.value, d.n))
+		}
+	}
+	return shortList(parts, usable.n)
 }
 
 // neededSkew is the smallest maxSkew that would let constraint i accept
-// one of nodes.
-func (ev *evaluation) neededSkew(i int, nodes []*nodeReport) int {
-	needed := -1
-	for _, r := range nodes {
-		if _, _, skew := ev.skewOf(i, r); needed < 0 || skew < needed {
-			needed = skew
-		}
-	}
-	return needed
+// a node of one of the domains.
+func (ev *evaluation) neededSkew(i int, domains domainSample) int {
+	return domains.fewest() + ev.constraints[i].selfMatch - ev.globalMin[i]
 }
 
-func (ev *evaluation) skewRemedy(i int, keyed []*nodeReport) string {
+func (ev *evaluation) skewRemedy(i int, usable domainSample) string {
 	c := &ev.constraints[i]
 	if missing := int(c.minDomains) - ev.domainCount[i]; missing > 0 {
 		return fmt.Sprintf("add nodes the pod can use in %s, labelled %s, or lower minDomains to %d",
@@ -216,18 +191,9 @@ func (ev *evaluation) skewRemedy(i int, keyed []*nodeReport) string {
 	// A lowest domain with a usable node would accept the pod, so every
 	// lowest domain holds only nodes the pod cannot use: they pin the
 	// minimum.
-	pinned := ev.lowestDomains(i)[0]
+	pinned := ev.lowestDomains(i).first[0]
 	where := ev.domainName(c.topologyKey, pinned)
-	allTainted, allOutside, anyCordoned := true, true, false
-	for j := range ev.nodes {
-		r := &ev.nodes[j]
-		if reason, _ := ev.countingExclusion(i, r); reason != "" || r.labels[c.topologyKey] != pinned {
-			continue
-		}
-		allTainted = allTainted && r.taint != nil
-		allOutside = allOutside && !r.affinity
-		anyCordoned = anyCordoned || r.cordoned
-	}
+	allTainted, allOutside, anyCordoned := ev.facts.pinned(i, pinned)
 	switch {
 	case allTainted && c.nodeTaintsPolicy == v1.NodeInclusionPolicyIgnore:
 		return fmt.Sprintf("set nodeTaintsPolicy: Honor so tainted and cordoned nodes do not pin the global minimum at %d, or add capacity the pod can use in %s", ev.globalMin[i], where)
@@ -236,7 +202,7 @@ func (ev *evaluation) skewRemedy(i int, keyed []*nodeReport) string {
 	case anyCordoned:
 		return fmt.Sprintf("uncordon the nodes in %s (kubectl uncordon) or add schedulable nodes there", where)
 	}
-	return fmt.Sprintf("add capacity the pod can use in %s, or raise maxSkew to %d", where, ev.neededSkew(i, keyed))
+	return fmt.Sprintf("add capacity the pod can use in %s, or raise maxSkew to %d", where, ev.neededSkew(i, usable))
 }
 
 // exclusionSummary summarises, for constraint i, the counted nodes the pod
@@ -246,45 +212,17 @@ func (ev *evaluation) exclusionSummary(i int) string {
 	c := &ev.constraints[i]
 	type group struct {
 		domain, why string
-		nodes       []string
+		nodes       nameSample
 	}
-	groups := map[[2]string]*group{}
-	for j := range ev.nodes {
-		r := &ev.nodes[j]
-		var why string
-		switch reason, detail := ev.countingExclusion(i, r); reason {
-		case ReasonMissingTopologyKey:
-			why = "not counted, missing the label " + detail
-		case ReasonNodeAffinity:
-			why = "not counted (nodeAffinityPolicy: Honor), outside the pod's node affinity or nodeSelector"
-		case ReasonUntoleratedTaint:
-			why = "not counted (nodeTaintsPolicy: Honor), " + ev.taintWhy(r.taint.ToString())
-		default:
-			switch reason, detail := r.filterReason(); reason {
-			case ReasonUnschedulable:
-				why = "cordoned (spec.unschedulable)"
-			case ReasonUntoleratedTaint:
-				why = ev.taintWhy(detail)
-			case ReasonNodeAffinity:
-				why = "outside the pod's node affinity or nodeSelector"
-			}
+	var list []*group
+	for _, g := range ev.facts.exclusions(i) {
+		why := ev.exclusionWhy(g)
+		k := slices.IndexFunc(list, func(o *group) bool { return o.domain == g.domain && o.why == why })
+		if k < 0 {
+			list = append(list, &group{domain: g.domain, why: why})
+			k = len(list) - 1
 		}
-		if why == "" {
-			continue
-		}
-		domain, ok := r.labels[c.topologyKey]
-		if !ok || c.topologyKey == v1.LabelHostname {
-			domain = ""
-		}
-		k := [2]string{domain, why}
-		if groups[k] == nil {
-			groups[k] = &group{domain: domain, why: why}
-		}
-		groups[k].nodes = append(groups[k].nodes, r.name)
-	}
-	list := make([]*group, 0, len(groups))
-	for _, g := range groups {
-		list = append(list, g)
+		list[k].nodes.merge(g.nodes)
 	}
 	slices.SortFunc(list, func(a, b *group) int {
 		return cmp.Or(cmp.Compare(a.domain, b.domain), cmp.Compare(a.why, b.why))
@@ -293,14 +231,14 @@ func (ev *evaluation) exclusionSummary(i int) string {
 	rest := 0
 	for n, g := range list {
 		if n >= maxListedGroups {
-			rest += len(g.nodes)
+			rest += g.nodes.n
 			continue
 		}
 		where := ""
 		if g.domain != "" {
 			where = " in " + ev.domainName(c.topologyKey, g.domain)
 		}
-		parts = append(parts, fmt.Sprintf("%s%s %s excluded: %s", ev.nodeList(g.nodes), where, verb(len(g.nodes), "is", "are"), g.why))
+		parts = append(parts, fmt.Sprintf("%s%s %s excluded: %s", ev.nodeList(g.nodes), where, verb(g.nodes.n, "is", "are"), g.why))
 	}
 	if rest > 0 {
 		parts = append(parts, fmt.Sprintf("%s more %s excluded for other reasons", plural(rest, "node"), verb(rest, "is", "are")))
@@ -308,114 +246,19 @@ func (ev *evaluation) exclusionSummary(i int) string {
 	return strings.Join(parts, "; ")
 }
 
-// formatDomains lists domain=count for the domains of key; with
-// domainsOnly, a hostname constraint's domains (nodes) as how many nodes
-// hold each count.
-func (ev *evaluation) formatDomains(key string, m map[string]int) string {
-	if !ev.domainsOnly || key != v1.LabelHostname {
-		return formatDomains(m)
-	}
-	nodesWith := map[int]int{}
-	for _, n := range m {
-		nodesWith[n]++
-	}
-	counts := slices.Sorted(maps.Keys(nodesWith))
-	slices.Reverse(counts)
-	parts := make([]string, 0, len(counts))
-	for _, n := range counts {
-		parts = append(parts, fmt.Sprintf("%s with %d", plural(nodesWith[n], "node"), n))
-	}
-	if len(parts) == 0 {
-		return "none"
-	}
-	return strings.Join(parts, ", ")
-}
-
-// formatDomains lists domain=count sorted by domain, or, when there are
-// many, the fullest ones and a summary of the rest.
-func formatDomains(m map[string]int) string {
-	if len(m) == 0 {
-		return "no domain"
-	}
-	names := make([]string, 0, len(m))
-	for d := range m {
-		names = append(names, d)
-	}
-	if len(names) <= maxListedDomains {
-		slices.Sort(names)
-		parts := make([]string, len(names))
-		for i, d := range names {
-			parts[i] = fmt.Sprintf("%s=%d", d, m[d])
-		}
-		return strings.Join(parts, ", ")
-	}
-	slices.SortFunc(names, func(a, b string) int { return cmp.Or(cmp.Compare(m[b], m[a]), cmp.Compare(a, b)) })
-	shown := maxListedDomains - 2
-	parts := make([]string, 0, shown+1)
-	for _, d := range names[:shown] {
-		parts = append(parts, fmt.Sprintf("%s=%d", d, m[d]))
-	}
-	lo, hi := m[names[len(names)-1]], m[names[shown]]
-	rest := fmt.Sprintf("and %d more domains with %d", len(names)-shown, lo)
-	if hi != lo {
-		rest = fmt.Sprintf("and %d more domains with %d to %d", len(names)-shown, lo, hi)
-	}
-	return strings.Join(append(parts, rest), ", ")
-}
-
-func (ev *evaluation) domainName(key, value string) string {
-	if ev.domainsOnly && key == v1.LabelHostname {
-		return "a node"
-	}
-	switch key {
-	case v1.LabelTopologyZone, v1.LabelFailureDomainBetaZone:
-		return "zone " + value
-	case v1.LabelTopologyRegion, v1.LabelFailureDomainBetaRegion:
-		return "region " + value
-	case v1.LabelHostname:
-		return "node " + value
-	}
-	return key + "=" + value
-}
-
-// nodeList is "node a", "2 nodes (a, b)" or "12 nodes (a, b, c, ...)";
-// with domainsOnly, "1 node" or "12 nodes".
-func (ev *evaluation) nodeList(names []string) string {
+// exclusionWhy words why the nodes of g are left out.
+func (ev *evaluation) exclusionWhy(g exclusionGroup) string {
 	switch {
-	case ev.domainsOnly:
-		return plural(len(names), "node")
-	case len(names) == 1:
-		return "node " + names[0]
+	case g.counted && g.reason == ReasonMissingTopologyKey:
+		return "not counted, missing the label " + g.detail
+	case g.counted && g.reason == ReasonNodeAffinity:
+		return "not counted (nodeAffinityPolicy: Honor), outside the pod's node affinity or nodeSelector"
+	case g.counted && g.reason == ReasonUntoleratedTaint:
+		return "not counted (nodeTaintsPolicy: Honor), " + ev.taintWhy(g.detail)
+	case g.reason == ReasonUnschedulable:
+		return "cordoned (spec.unschedulable)"
+	case g.reason == ReasonUntoleratedTaint:
+		return ev.taintWhy(g.detail)
 	}
-	return fmt.Sprintf("%d nodes (%s)", len(names), shortList(names, 3))
-}
-
-// taintWhy names an untolerated taint, or with domainsOnly only that there
-// is one: a taint's key and value can name another tenant.
-func (ev *evaluation) taintWhy(taint string) string {
-	if ev.domainsOnly {
-		return "a taint the pod does not tolerate"
-	}
-	return "untolerated taint " + taint
-}
-
-func shortList(items []string, limit int) string {
-	if len(items) <= limit {
-		return strings.Join(items, ", ")
-	}
-	return strings.Join(items[:limit], ", ") + ", ..."
-}
-
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
-}
-
-func verb(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
+	return "outside the pod's node affinity or nodeSelector"
 }

@@ -28,6 +28,9 @@ type evaluation struct {
 	// domainsOnly words messages without node names, taints or labels
 	// (DetailDomains).
 	domainsOnly bool
+	// facts answers the questions of a denial's message; when nil, the
+	// per-node reports do.
+	facts denialFacts
 }
 
 // nodeReport holds the facts about one node from which the explanations
@@ -201,6 +204,9 @@ func assemble(ev *evaluation, opts Options) (*Result, error) {
 	switch res.Verdict {
 	case VerdictUnsatisfiable:
 		ev.domainsOnly = opts.Detail == DetailDomains
+		if ev.facts == nil {
+			ev.facts = reportFacts{ev}
+		}
 		res.Message = ev.unsatisfiableMessage()
 	case VerdictNoCandidateNodes:
 		res.Message = "No node passes the pod's node affinity, nodeSelector, taints and cordons, so topology spread is not what keeps it from being scheduled; the scheduler will leave it Pending until such a node exists."
