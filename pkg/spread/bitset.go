@@ -34,6 +34,16 @@ func (b bitset) count() int {
 	return n
 }
 
+// any reports whether the set has a member.
+func (b bitset) any() bool {
+	for _, w := range b {
+		if w != 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // first is the smallest member, or -1.
 func (b bitset) first() int32 {
 	for i, w := range b {
