@@ -28,7 +28,7 @@ func TestPodEndpointsAnswerFaultsAsTheFailurePolicySays(t *testing.T) {
 	unsatisfiable := &spread.Result{Verdict: spread.VerdictUnsatisfiable, Message: "zone-c has no schedulable node"}
 
 	ownerFails := shopSources()
-	ownerFails.FakeSources = spreadtest.Sources(webRS).Fail(spreadtest.LookupReplicaSet, errors.New("replicasets.apps is forbidden"))
+	ownerFails.FakeSelectorSources = spreadtest.SelectorSources(webRS).Fail(spreadtest.LookupReplicaSet, errors.New("replicasets.apps is forbidden"))
 	policyFails := shopSources()
 	policyFails.policyErr = errors.New("etcdserver: request timed out")
 	ownerPanics := &faultySources{fakeSources: shopSources()}

@@ -276,7 +276,7 @@ func oracleStored(t *testing.T, raw []byte, decoded, mutated *v1.Pod) []byte {
 // fakeSources joins the selector lookups of spreadtest and the policy
 // lookups of pkg/policy; policyErr makes SpreadPolicies fail.
 type fakeSources struct {
-	*spreadtest.FakeSources
+	*spreadtest.FakeSelectorSources
 	policy.SliceLister
 	policyErr error
 }

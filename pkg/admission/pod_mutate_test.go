@@ -24,7 +24,7 @@ func TestPodMutator(t *testing.T) {
 	}
 	own := spreadtest.Constraint(2, v1.LabelHostname).ScheduleAnyway().MatchLabel("app", "web").Obj()
 	lookupFails := shopSources()
-	lookupFails.FakeSources = spreadtest.Sources(webRS).Fail(spreadtest.LookupReplicaSet, errors.New("apiserver unreachable"))
+	lookupFails.FakeSelectorSources = spreadtest.SelectorSources(webRS).Fail(spreadtest.LookupReplicaSet, errors.New("apiserver unreachable"))
 
 	tests := []struct {
 		name    string

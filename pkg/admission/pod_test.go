@@ -33,7 +33,7 @@ func webPod() *spreadtest.PodWrapper {
 // policy.
 func shopSources() *fakeSources {
 	return &fakeSources{
-		FakeSources: spreadtest.Sources(webRS),
+		FakeSelectorSources: spreadtest.SelectorSources(webRS),
 		SliceLister: policy.SliceLister{
 			Namespaces: []*v1.Namespace{{ObjectMeta: metav1.ObjectMeta{Name: shop}}},
 			Policies:   []*v1alpha1.SpreadPolicy{zonesPolicy},

@@ -141,7 +141,7 @@ func TestPodValidator(t *testing.T) {
 		},
 		{
 			name:     "policy lookup fails for an unsatisfiable pod, failurePolicy Ignore -> admitted with a warning, never refused",
-			sources:  &fakeSources{FakeSources: spreadtest.Sources(), policyErr: errors.New("etcd timeout")},
+			sources:  &fakeSources{FakeSelectorSources: spreadtest.SelectorSources(), policyErr: errors.New("etcd timeout")},
 			checker:  &fakeChecker{result: unsatisfiable},
 			req:      makeRequest().Pod(pod).Obj(),
 			wantCode: http.StatusOK,
@@ -152,7 +152,7 @@ func TestPodValidator(t *testing.T) {
 		},
 		{
 			name:       "unsatisfiable pod in a namespace no policy knows -> the default action, Deny",
-			sources:    &fakeSources{FakeSources: spreadtest.Sources(), SliceLister: policy.SliceLister{}},
+			sources:    &fakeSources{FakeSelectorSources: spreadtest.SelectorSources(), SliceLister: policy.SliceLister{}},
 			checker:    &fakeChecker{result: unsatisfiable},
 			req:        makeRequest().Pod(webPod().Namespace("gone").SpreadConstraint(hard).Obj()).Obj(),
 			wantCode:   http.StatusForbidden, // a missing namespace is no policy, so the default Deny

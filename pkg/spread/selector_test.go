@@ -37,26 +37,26 @@ func TestDefaultSelector(t *testing.T) {
 	tests := []struct {
 		name    string
 		pod     *v1.Pod
-		src     *st.FakeSources
+		src     *st.FakeSelectorSources
 		want    []string
 		wantErr error
 	}{
 		{
 			name: "no service and no owner -> empty selector",
 			pod:  st.MakePod().Name("p").Label("app", "a").Obj(),
-			src:  st.Sources(),
+			src:  st.SelectorSources(),
 			want: []string{},
 		},
 		{
 			name: "one matching service -> its selector",
 			pod:  st.MakePod().Name("p").Label("app", "a").Label("tier", "web").Obj(),
-			src:  st.Sources(st.MakeService().Name("s").Selector("app", "a").Obj()),
+			src:  st.SelectorSources(st.MakeService().Name("s").Selector("app", "a").Obj()),
 			want: []string{"app=a"},
 		},
 		{
 			name: "two matching services -> their selectors merged",
 			pod:  st.MakePod().Name("p").Label("app", "a").Label("tier", "web").Obj(),
-			src: st.Sources(
+			src: st.SelectorSources(
 				st.MakeService().Name("s1").Selector("app", "a").Obj(),
 				st.MakeService().Name("s2").Selector("tier", "web").Obj(),
 			),
@@ -65,7 +65,7 @@ func TestDefaultSelector(t *testing.T) {
 		{
 			name: "service that does not select the pod, nil-selector service and other namespace's service -> ignored",
 			pod:  st.MakePod().Name("p").Label("app", "a").Obj(),
-			src: st.Sources(
+			src: st.SelectorSources(
 				st.MakeService().Name("other-app").Selector("app", "b").Obj(),
 				st.MakeService().Name("headless").Obj(),
 				st.MakeService().Name("elsewhere").Namespace("other").Selector("app", "a").Obj(),
@@ -75,7 +75,7 @@ func TestDefaultSelector(t *testing.T) {
 		{
 			name: "service with an empty, non-nil selector selects the pod but adds nothing",
 			pod:  st.MakePod().Name("p").Label("app", "a").Obj(),
-			src: st.Sources(func() *v1.Service {
+			src: st.SelectorSources(func() *v1.Service {
 				s := st.MakeService().Name("all").Obj()
 				s.Spec.Selector = map[string]string{}
 				return s
@@ -85,7 +85,7 @@ func TestDefaultSelector(t *testing.T) {
 		{
 			name: "controller ReplicaSet -> service selector plus the ReplicaSet's requirements",
 			pod:  rsOwned.Obj(),
-			src: st.Sources(
+			src: st.SelectorSources(
 				st.MakeService().Name("s").Selector("tier", "web").Obj(),
 				st.MakeReplicaSet().Name("rs").MatchLabel("app", "a").MatchExpression("tier", metav1.LabelSelectorOpIn, "web", "api").Obj(),
 			),
@@ -94,13 +94,13 @@ func TestDefaultSelector(t *testing.T) {
 		{
 			name: "controller StatefulSet -> its requirements",
 			pod:  st.MakePod().Name("p").Label("app", "db").ControlledBy("StatefulSet", "apps/v1", "db").Obj(),
-			src:  st.Sources(st.MakeStatefulSet().Name("db").MatchLabel("app", "db").MatchExpression("canary", metav1.LabelSelectorOpDoesNotExist).Obj()),
+			src:  st.SelectorSources(st.MakeStatefulSet().Name("db").MatchLabel("app", "db").MatchExpression("canary", metav1.LabelSelectorOpDoesNotExist).Obj()),
 			want: []string{"!canary", "app=db"},
 		},
 		{
 			name: "controller ReplicationController -> merged into the service label set, its value wins",
 			pod:  st.MakePod().Name("p").Label("app", "a").Label("tier", "web").ControlledBy("ReplicationController", "v1", "rc").Obj(),
-			src: st.Sources(
+			src: st.SelectorSources(
 				st.MakeService().Name("s").Selector("app", "a").Obj(),
 				st.MakeReplicationController().Name("rc").Selector("app", "a").Selector("tier", "web").Obj(),
 			),
@@ -109,67 +109,67 @@ func TestDefaultSelector(t *testing.T) {
 		{
 			name: "ReplicaSet owner reference without controller: true -> not followed",
 			pod:  st.MakePod().Name("p").Label("app", "a").OwnerRef("ReplicaSet", "apps/v1", "rs").Obj(),
-			src:  st.Sources(st.MakeReplicaSet().Name("rs").MatchLabel("app", "a").Obj()),
+			src:  st.SelectorSources(st.MakeReplicaSet().Name("rs").MatchLabel("app", "a").Obj()),
 			want: []string{},
 		},
 		{
 			name: "controller ReplicaSet of extensions/v1beta1 -> not followed, the GroupVersionKind must match exactly",
 			pod:  st.MakePod().Name("p").Label("app", "a").ControlledBy("ReplicaSet", "extensions/v1beta1", "rs").Obj(),
-			src:  st.Sources(st.MakeReplicaSet().Name("rs").MatchLabel("app", "a").Obj()),
+			src:  st.SelectorSources(st.MakeReplicaSet().Name("rs").MatchLabel("app", "a").Obj()),
 			want: []string{},
 		},
 		{
 			name: "controller with an unparsable apiVersion -> services only",
 			pod:  st.MakePod().Name("p").Label("app", "a").ControlledBy("ReplicaSet", "apps/v1/extra", "rs").Obj(),
-			src:  st.Sources(st.MakeService().Name("s").Selector("app", "a").Obj(), st.MakeReplicaSet().Name("rs").MatchLabel("tier", "x").Obj()),
+			src:  st.SelectorSources(st.MakeService().Name("s").Selector("app", "a").Obj(), st.MakeReplicaSet().Name("rs").MatchLabel("tier", "x").Obj()),
 			want: []string{"app=a"},
 		},
 		{
 			name: "controller Deployment -> not a supported owner",
 			pod:  st.MakePod().Name("p").Label("app", "a").ControlledBy("Deployment", "apps/v1", "d").Obj(),
-			src:  st.Sources(),
+			src:  st.SelectorSources(),
 			want: []string{},
 		},
 		{
 			name: "controller ReplicaSet missing from the sources -> skipped like a lister miss",
 			pod:  rsOwned.Obj(),
-			src:  st.Sources(st.MakeService().Name("s").Selector("app", "a").Obj()),
+			src:  st.SelectorSources(st.MakeService().Name("s").Selector("app", "a").Obj()),
 			want: []string{"app=a"},
 		},
 		{
 			name: "controller ReplicaSet with a nil selector -> adds nothing",
 			pod:  rsOwned.Obj(),
-			src:  st.Sources(st.MakeReplicaSet().Name("rs").Obj()),
+			src:  st.SelectorSources(st.MakeReplicaSet().Name("rs").Obj()),
 			want: []string{},
 		},
 		{
 			name: "controller ReplicaSet with an unparsable selector -> skipped as upstream does",
 			pod:  rsOwned.Obj(),
-			src:  st.Sources(st.MakeReplicaSet().Name("rs").MatchExpression("app", "Like", "a").Obj()),
+			src:  st.SelectorSources(st.MakeReplicaSet().Name("rs").MatchExpression("app", "Like", "a").Obj()),
 			want: []string{},
 		},
 		{
 			name:    "service lookup fails -> error",
 			pod:     rsOwned.Obj(),
-			src:     st.Sources().Fail(st.LookupServices, errLister),
+			src:     st.SelectorSources().Fail(st.LookupServices, errLister),
 			wantErr: errLister,
 		},
 		{
 			name:    "ReplicaSet lookup fails -> error, never a narrower selector",
 			pod:     rsOwned.Obj(),
-			src:     st.Sources().Fail(st.LookupReplicaSet, errLister),
+			src:     st.SelectorSources().Fail(st.LookupReplicaSet, errLister),
 			wantErr: errLister,
 		},
 		{
 			name:    "ReplicationController lookup fails -> error",
 			pod:     st.MakePod().Name("p").ControlledBy("ReplicationController", "v1", "rc").Obj(),
-			src:     st.Sources().Fail(st.LookupReplicationController, errLister),
+			src:     st.SelectorSources().Fail(st.LookupReplicationController, errLister),
 			wantErr: errLister,
 		},
 		{
 			name:    "StatefulSet lookup fails -> error",
 			pod:     st.MakePod().Name("p").ControlledBy("StatefulSet", "apps/v1", "ss").Obj(),
-			src:     st.Sources().Fail(st.LookupStatefulSet, errLister),
+			src:     st.SelectorSources().Fail(st.LookupStatefulSet, errLister),
 			wantErr: errLister,
 		},
 	}
@@ -179,7 +179,7 @@ func TestDefaultSelector(t *testing.T) {
 			var src spread.SelectorSources = tc.src
 			if viaCandidates {
 				name += " (sources offering candidates)"
-				src = &narrowed{FakeSources: tc.src}
+				src = &narrowed{FakeSelectorSources: tc.src}
 			}
 			t.Run(name, func(t *testing.T) {
 				sel, err := spread.DefaultSelector(tc.pod, src)
@@ -204,7 +204,7 @@ func TestDefaultSelector(t *testing.T) {
 // a superset as the interface allows, so DefaultSelector must still match
 // each one. Its plain Services fails: a test through it shows that
 // DefaultSelector takes the candidates when they are offered.
-type narrowed struct{ *st.FakeSources }
+type narrowed struct{ *st.FakeSelectorSources }
 
 var _ spread.ServiceCandidates = (*narrowed)(nil)
 
@@ -213,11 +213,11 @@ func (n *narrowed) Services(string) ([]*v1.Service, error) {
 }
 
 func (n *narrowed) ServicesSelecting(namespace string, _ map[string]string) ([]*v1.Service, error) {
-	return n.FakeSources.Services(namespace)
+	return n.FakeSelectorSources.Services(namespace)
 }
 
 func TestDefaultSelectorRejectsNilInput(t *testing.T) {
-	if _, err := spread.DefaultSelector(nil, st.Sources()); err == nil {
+	if _, err := spread.DefaultSelector(nil, st.SelectorSources()); err == nil {
 		t.Error("DefaultSelector(nil pod) returned no error")
 	}
 	if _, err := spread.DefaultSelector(st.MakePod().Obj(), nil); err == nil {
@@ -238,7 +238,7 @@ func TestDefaultSelectorSelectorSpreadExamples(t *testing.T) {
 	tests := []struct {
 		name      string
 		incoming  *v1.Pod
-		src       *st.FakeSources
+		src       *st.FakeSelectorSources
 		pods      []*v1.Pod
 		zones     map[string]string
 		want      []string
@@ -248,7 +248,7 @@ func TestDefaultSelectorSelectorSpreadExamples(t *testing.T) {
 		{
 			name:      "example 1: service selects labels1, n1 holds labels1 and labels2, n2 holds labels1 twice -> n1=1, n2=2",
 			incoming:  st.MakePod().Name("in").Labels(labels1).Obj(),
-			src:       st.Sources(st.MakeService().Name("s").Selector("foo", "bar").Selector("baz", "blah").Obj()),
+			src:       st.SelectorSources(st.MakeService().Name("s").Selector("foo", "bar").Selector("baz", "blah").Obj()),
 			pods:      []*v1.Pod{pod("n1", labels1), pod("n1", labels2), pod("n2", labels1), st.MakePod().Name("n2-second").Labels(labels1).Node("n2").Obj()},
 			want:      []string{"baz=blah", "foo=bar"},
 			wantNodes: map[string]int{"n1": 1, "n2": 2},
@@ -256,7 +256,7 @@ func TestDefaultSelectorSelectorSpreadExamples(t *testing.T) {
 		{
 			name:     "example 2: service baz=blah and controller RC foo=bar -> the intersection, n1=1, n2=1",
 			incoming: st.MakePod().Name("in").Labels(labels1).ControlledBy("ReplicationController", "v1", "rc").Obj(),
-			src: st.Sources(
+			src: st.SelectorSources(
 				st.MakeService().Name("s").Selector("baz", "blah").Obj(),
 				st.MakeReplicationController().Name("rc").Selector("foo", "bar").Obj(),
 			),
@@ -267,7 +267,7 @@ func TestDefaultSelectorSelectorSpreadExamples(t *testing.T) {
 		{
 			name:     "example 2 in v1.37: the RC selects the pod but does not control it -> service only, n1=2, n2=1",
 			incoming: st.MakePod().Name("in").Labels(labels1).Obj(),
-			src: st.Sources(
+			src: st.SelectorSources(
 				st.MakeService().Name("s").Selector("baz", "blah").Obj(),
 				st.MakeReplicationController().Name("rc").Selector("foo", "bar").Obj(),
 			),
@@ -278,7 +278,7 @@ func TestDefaultSelectorSelectorSpreadExamples(t *testing.T) {
 		{
 			name:      "example 3: labels2, labels1, labels1, labels2, labels1 on n1..n5 -> nodes [0,1,1,0,1,0], zones z1=0, z2=2, z3=1",
 			incoming:  st.MakePod().Name("in").Labels(labels1).Obj(),
-			src:       st.Sources(st.MakeService().Name("s").Selector("foo", "bar").Selector("baz", "blah").Obj()),
+			src:       st.SelectorSources(st.MakeService().Name("s").Selector("foo", "bar").Selector("baz", "blah").Obj()),
 			pods:      []*v1.Pod{pod("n1", labels2), pod("n2", labels1), pod("n3", labels1), pod("n4", labels2), pod("n5", labels1)},
 			zones:     zoned,
 			want:      []string{"baz=blah", "foo=bar"},
@@ -288,7 +288,7 @@ func TestDefaultSelectorSelectorSpreadExamples(t *testing.T) {
 		{
 			name:      "example 4: labels1, labels1, labels2, labels1 on n1..n4 -> nodes [1,1,0,1,0,0], zones 1 each",
 			incoming:  st.MakePod().Name("in").Labels(labels1).Obj(),
-			src:       st.Sources(st.MakeService().Name("s").Selector("foo", "bar").Selector("baz", "blah").Obj()),
+			src:       st.SelectorSources(st.MakeService().Name("s").Selector("foo", "bar").Selector("baz", "blah").Obj()),
 			pods:      []*v1.Pod{pod("n1", labels1), pod("n2", labels1), pod("n3", labels2), pod("n4", labels1)},
 			zones:     zoned,
 			want:      []string{"baz=blah", "foo=bar"},

@@ -8,7 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// Lookup names one method of spread.SelectorSources, for FakeSources.Fail.
+// Lookup names one method of spread.SelectorSources, for FakeSelectorSources.Fail.
 type Lookup string
 
 // The lookups of spread.SelectorSources.
@@ -19,40 +19,40 @@ const (
 	LookupStatefulSet           Lookup = "StatefulSet"
 )
 
-// FakeSources implements spread.SelectorSources over plain slices. A Get of
+// FakeSelectorSources implements spread.SelectorSources over plain slices. A Get of
 // an object that is not there returns (nil, nil), as the interface asks.
 // The zero value holds nothing and never fails.
-type FakeSources struct {
+type FakeSelectorSources struct {
 	objects []any
 	errors  map[Lookup]error
 	calls   map[Lookup]int
 }
 
-// Sources returns a FakeSources holding objs, which must be *v1.Service,
+// SelectorSources returns a FakeSelectorSources holding objs, which must be *v1.Service,
 // *v1.ReplicationController, *appsv1.ReplicaSet or *appsv1.StatefulSet.
 // It panics on any other type, which is a mistake in the test itself.
-func Sources(objs ...any) *FakeSources {
-	return (&FakeSources{}).Add(objs...)
+func SelectorSources(objs ...any) *FakeSelectorSources {
+	return (&FakeSelectorSources{}).Add(objs...)
 }
 
-// Add adds objs, with the same rules as Sources.
-func (f *FakeSources) Add(objs ...any) *FakeSources {
+// Add adds objs, with the same rules as SelectorSources.
+func (f *FakeSelectorSources) Add(objs ...any) *FakeSelectorSources {
 	for _, o := range objs {
 		switch o.(type) {
 		case *v1.Service, *v1.ReplicationController, *appsv1.ReplicaSet, *appsv1.StatefulSet:
 			f.objects = append(f.objects, o)
 		default:
-			panic(fmt.Sprintf("spreadtest.Sources: unsupported object %T", o))
+			panic(fmt.Sprintf("spreadtest.SelectorSources: unsupported object %T", o))
 		}
 	}
 	return f
 }
 
 // CallCount is the number of times lookup was made.
-func (f *FakeSources) CallCount(lookup Lookup) int { return f.calls[lookup] }
+func (f *FakeSelectorSources) CallCount(lookup Lookup) int { return f.calls[lookup] }
 
 // Fail makes lookup return err from now on.
-func (f *FakeSources) Fail(lookup Lookup, err error) *FakeSources {
+func (f *FakeSelectorSources) Fail(lookup Lookup, err error) *FakeSelectorSources {
 	if f.errors == nil {
 		f.errors = map[Lookup]error{}
 	}
@@ -60,7 +60,7 @@ func (f *FakeSources) Fail(lookup Lookup, err error) *FakeSources {
 	return f
 }
 
-func (f *FakeSources) call(l Lookup) error {
+func (f *FakeSelectorSources) call(l Lookup) error {
 	if f.calls == nil {
 		f.calls = map[Lookup]int{}
 	}
@@ -69,7 +69,7 @@ func (f *FakeSources) call(l Lookup) error {
 }
 
 // Services returns the Services of namespace.
-func (f *FakeSources) Services(namespace string) ([]*v1.Service, error) {
+func (f *FakeSelectorSources) Services(namespace string) ([]*v1.Service, error) {
 	if err := f.call(LookupServices); err != nil {
 		return nil, err
 	}
@@ -83,22 +83,22 @@ func (f *FakeSources) Services(namespace string) ([]*v1.Service, error) {
 }
 
 // ReplicationController returns namespace/name, or nil if there is none.
-func (f *FakeSources) ReplicationController(namespace, name string) (*v1.ReplicationController, error) {
+func (f *FakeSelectorSources) ReplicationController(namespace, name string) (*v1.ReplicationController, error) {
 	return get[*v1.ReplicationController](f, LookupReplicationController, namespace, name)
 }
 
 // ReplicaSet returns namespace/name, or nil if there is none.
-func (f *FakeSources) ReplicaSet(namespace, name string) (*appsv1.ReplicaSet, error) {
+func (f *FakeSelectorSources) ReplicaSet(namespace, name string) (*appsv1.ReplicaSet, error) {
 	return get[*appsv1.ReplicaSet](f, LookupReplicaSet, namespace, name)
 }
 
 // StatefulSet returns namespace/name, or nil if there is none.
-func (f *FakeSources) StatefulSet(namespace, name string) (*appsv1.StatefulSet, error) {
+func (f *FakeSelectorSources) StatefulSet(namespace, name string) (*appsv1.StatefulSet, error) {
 	return get[*appsv1.StatefulSet](f, LookupStatefulSet, namespace, name)
 }
 
 // get makes lookup and returns the T called namespace/name, or nil.
-func get[T metav1.Object](f *FakeSources, lookup Lookup, namespace, name string) (T, error) {
+func get[T metav1.Object](f *FakeSelectorSources, lookup Lookup, namespace, name string) (T, error) {
 	var none T
 	if err := f.call(lookup); err != nil {
 		return none, err

@@ -76,7 +76,7 @@ func TestBuildersReturnIndependentCopies(t *testing.T) {
 
 func TestFakeSourcesLookups(t *testing.T) {
 	boom := errors.New("boom")
-	src := Sources(
+	src := SelectorSources(
 		MakeService().Name("s").Namespace("ns").Selector("app", "a").Obj(),
 		MakeService().Name("other").Namespace("elsewhere").Obj(),
 		MakeReplicaSet().Name("rs").Namespace("ns").MatchLabel("app", "a").Obj(),
