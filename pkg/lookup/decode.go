@@ -35,7 +35,7 @@ var wantKinds = func() string {
 	return strings.Join(names, ", ") + ", or a v1 List"
 }()
 
-// Error is a problem with one document of a snapshot: its message names the
+// Error is a problem with one document of a cluster file: its message names the
 // file, the document and, inside a List, the item.
 type Error struct {
 	// File is the name given to Decode, or the path given to Load.
@@ -69,7 +69,7 @@ func oneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
 }
 
-// Load reads the snapshot file at path; see Decode.
+// Load reads the cluster file at path; see Decode.
 func Load(path string) (*Store, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -79,8 +79,8 @@ func Load(path string) (*Store, error) {
 	return Decode(path, f)
 }
 
-// Decode reads a snapshot from r: a multi-document YAML file, a stream of
-// JSON objects, or a v1 List, of the kinds listed in the package comment.
+// Decode reads a cluster file from r: a multi-document YAML file, a stream of
+// JSON objects, or a v1 List, of the kinds in cache.Kinds.
 // Decoding is strict: an unknown or duplicate field, an unknown kind, a
 // missing apiVersion or kind, a missing name and two objects with the same
 // kind and name are errors. name labels the errors, e.g. the file name; the

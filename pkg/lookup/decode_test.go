@@ -20,7 +20,7 @@ import (
 // the informer cache through.
 var _ client.Reader = (*lookup.Store)(nil)
 
-// everyKind holds one object of each kind a snapshot accepts.
+// everyKind holds one object of each kind a cluster file accepts.
 const everyKind = `
 apiVersion: v1
 kind: Node
