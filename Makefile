@@ -53,7 +53,7 @@ include $(sort $(wildcard make/*.mk))
 TEST_TARGETS := test-unit $(TEST_TARGETS)
 
 .PHONY: test
-test: $(TEST_TARGETS) ## Run every test: unit, integration, chart, parity and e2e.
+test: $(TEST_TARGETS) ## Run every test: unit, lint, chart, e2e, fuzz, generated files, hack, integration and parity.
 
 .PHONY: test-unit
 test-unit: ## Run the unit tests (no cluster binaries needed).
