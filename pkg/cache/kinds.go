@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -142,7 +143,13 @@ func Options() crcache.Options {
 		// RBAC nobody granted).
 		ReaderFailOnMissingInformer: true,
 		DefaultTransform:            crcache.TransformStripManagedFields(),
-		ByObject:                    byObject,
+		// Reads hand out the cached objects without copying them: every
+		// reader (lookup.Sources and what it serves: DefaultSelector,
+		// policy resolution) only reads, and a copy of a namespace's
+		// policies and a pod's owner on every admission request was most of
+		// a mutation's allocations.
+		DefaultUnsafeDisableDeepCopy: ptr.To(true),
+		ByObject:                     byObject,
 	}
 }
 

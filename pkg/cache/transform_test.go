@@ -166,6 +166,9 @@ func TestOptionsStripEveryWatchedTypeButThePolicies(t *testing.T) {
 	if opts.DefaultTransform == nil {
 		t.Error("no default transform: policies would keep their managedFields")
 	}
+	if opts.DefaultUnsafeDisableDeepCopy == nil || !*opts.DefaultUnsafeDisableDeepCopy {
+		t.Error("reads deep-copy the cached objects: every admission request would copy its policies and owner")
+	}
 	transformed := map[string]bool{}
 	for obj, by := range opts.ByObject {
 		transformed[fmt.Sprintf("%T", obj)] = by.Transform != nil
