@@ -123,7 +123,7 @@ func DecodePod(name string, r io.Reader) (*v1.Pod, error) {
 	}
 	pod, ok := docs[0].obj.(*v1.Pod)
 	if !ok {
-		kind, _, _ := kindOf(docs[0].obj)
+		kind, _ := cache.KindOf(docs[0].obj)
 		return nil, fmt.Errorf("%s: want exactly one Pod, found a %s", name, kind.GVK.Kind)
 	}
 	if pod.Name == "" && pod.GenerateName == "" {

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/spreadguard/spreadguard/pkg/cache"
@@ -29,9 +30,8 @@ var _ client.Reader = (*Store)(nil)
 // Reads copy, as a cached client's do; Snapshot hands out the stored nodes
 // and pods themselves, which callers must not modify.
 type Store struct {
-	// byKind holds the objects of each kind (by its index in cache.Kinds)
-	// in the order they were added.
-	byKind [][]client.Object
+	// byKind holds the objects of each kind in the order they were added.
+	byKind map[schema.GroupVersionKind][]client.Object
 	// objects holds everything, in the order added.
 	objects []runtime.Object
 	// seen holds "Kind namespace/name" (or "Kind name") of every object, to
@@ -54,13 +54,13 @@ func NewStore(objects ...runtime.Object) (*Store, error) {
 }
 
 func newStore() *Store {
-	return &Store{byKind: make([][]client.Object, len(cache.Kinds)), seen: map[string]bool{}}
+	return &Store{byKind: map[schema.GroupVersionKind][]client.Object{}, seen: map[string]bool{}}
 }
 
 // add stores obj after checking its name and that no object of its kind
 // and name is stored yet.
 func (s *Store) add(obj runtime.Object) error {
-	kind, i, ok := kindOf(obj)
+	kind, ok := cache.KindOf(obj)
 	if !ok {
 		return fmt.Errorf("unsupported object type %T (want one of %s)", obj, wantKinds)
 	}
@@ -94,26 +94,17 @@ func (s *Store) add(obj runtime.Object) error {
 		}
 	}
 	s.objects = append(s.objects, obj)
-	s.byKind[i] = append(s.byKind[i], o)
+	s.byKind[kind.GVK] = append(s.byKind[kind.GVK], o)
 	return nil
-}
-
-// kindOf returns the kind of obj and its index in cache.Kinds.
-func kindOf(obj runtime.Object) (cache.Kind, int, bool) {
-	k, ok := cache.KindOf(obj)
-	if !ok {
-		return cache.Kind{}, 0, false
-	}
-	return k, slices.IndexFunc(cache.Kinds, func(c cache.Kind) bool { return c.GVK == k.GVK }), true
 }
 
 // Get copies the object of key into obj, or returns a NotFound error.
 func (s *Store) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
-	kind, i, ok := kindOf(obj)
+	kind, ok := cache.KindOf(obj)
 	if !ok {
 		return fmt.Errorf("reading %T: not a kind spreadguard reads", obj)
 	}
-	for _, o := range s.byKind[i] {
+	for _, o := range s.byKind[kind.GVK] {
 		if o.GetName() == key.Name && o.GetNamespace() == key.Namespace {
 			reflect.ValueOf(obj).Elem().Set(reflect.ValueOf(o.DeepCopyObject()).Elem())
 			return nil
@@ -125,7 +116,7 @@ func (s *Store) Get(_ context.Context, key client.ObjectKey, obj client.Object, 
 // List copies the objects of list's kind into list, in the order they were
 // added, keeping those that pass the namespace and label selector options.
 func (s *Store) List(_ context.Context, list client.ObjectList, opts ...client.ListOption) error {
-	_, i, ok := kindOf(list)
+	kind, ok := cache.KindOf(list)
 	if !ok {
 		return fmt.Errorf("listing %T: not a kind spreadguard reads", list)
 	}
@@ -134,7 +125,7 @@ func (s *Store) List(_ context.Context, list client.ObjectList, opts ...client.L
 		return fmt.Errorf("listing %T: field selectors are not supported", list)
 	}
 	var items []runtime.Object
-	for _, obj := range s.byKind[i] {
+	for _, obj := range s.byKind[kind.GVK] {
 		if o.Namespace != "" && obj.GetNamespace() != o.Namespace {
 			continue
 		}
