@@ -10,14 +10,11 @@ import (
 	"github.com/spf13/cobra"
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
 	"github.com/spreadguard/spreadguard/pkg/cache"
 	"github.com/spreadguard/spreadguard/pkg/engine"
 	"github.com/spreadguard/spreadguard/pkg/lookup"
@@ -188,33 +185,12 @@ func explain(ctx context.Context, c *clients, kind, namespace, name string, cfg 
 	return review(pod, store, cfg)
 }
 
-// list reads exactly what the webhook's informers hold that can matter for
-// a pod of namespace: every object of the kinds it reads, limited to the
-// namespace for the namespaced ones (spread counts only the pods of the
-// pod's own namespace). A cluster without spreadguard's CRDs has no
-// policies, which is an answer, not an error.
+// list reads what the engine reads for a pod of namespace (lookup.Read),
+// which must exist.
 func list(ctx context.Context, r client.Reader, namespace string) ([]runtime.Object, error) {
-	var objs []runtime.Object
-	for _, k := range cache.Kinds {
-		l := k.NewList()
-		var opts []client.ListOption
-		where := ""
-		if k.Namespaced {
-			opts = append(opts, client.InNamespace(namespace))
-			where = " of namespace " + namespace
-		}
-		err := r.List(ctx, l, opts...)
-		if k.GVK.Group == v1alpha1.GroupName && (meta.IsNoMatchError(err) || apierrors.IsNotFound(err)) {
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("listing the %s%s: %w", k.Resource, where, err)
-		}
-		items, err := meta.ExtractList(l)
-		if err != nil {
-			return nil, fmt.Errorf("listing the %s%s: %w", k.Resource, where, err)
-		}
-		objs = append(objs, items...)
+	objs, err := lookup.Read(ctx, r, namespace)
+	if err != nil {
+		return nil, err
 	}
 	if !slices.ContainsFunc(ofType[*v1.Namespace](objs), func(ns *v1.Namespace) bool { return ns.Name == namespace }) {
 		return nil, fmt.Errorf("namespace %s not found", namespace)

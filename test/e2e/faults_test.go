@@ -21,7 +21,6 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -29,6 +28,7 @@ import (
 
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
 	"github.com/spreadguard/spreadguard/pkg/cache"
+	"github.com/spreadguard/spreadguard/pkg/lookup"
 	"github.com/spreadguard/spreadguard/pkg/spread/spreadtest"
 )
 
@@ -311,32 +311,23 @@ func apiServerRestarted(t *testing.T) {
 	}
 }
 
-// dumpCluster writes every object of the kinds the webhook reads (the
-// namespaced ones of the test namespace) as a v1 List, the file
-// kubectl-spread check reads, and returns its path.
+// dumpCluster writes what the webhook reads for a pod of the test
+// namespace (lookup.Read, as kubectl-spread explain reads it) as a v1 List,
+// the file kubectl-spread check reads, and returns its path.
 func (f *framework) dumpCluster() string {
 	t := f.t
 	t.Helper()
+	objs, err := lookup.Read(t.Context(), k8s, f.ns)
+	if err != nil {
+		t.Fatal(err)
+	}
 	list := v1.List{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "List"}}
-	for _, k := range cache.Kinds {
-		objs := k.NewList()
-		var opts []client.ListOption
-		if k.Namespaced {
-			opts = append(opts, client.InNamespace(f.ns))
-		}
-		if err := k8s.List(t.Context(), objs, opts...); err != nil {
-			t.Fatalf("listing the %s: %v", k.Resource, err)
-		}
-		items, err := meta.ExtractList(objs)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, obj := range items {
-			o := obj.(client.Object)
-			o.SetManagedFields(nil)
-			o.GetObjectKind().SetGroupVersionKind(k.GVK)
-			list.Items = append(list.Items, runtime.RawExtension{Object: o})
-		}
+	for _, obj := range objs {
+		o := obj.(client.Object)
+		kind, _ := cache.KindOf(o)
+		o.SetManagedFields(nil)
+		o.GetObjectKind().SetGroupVersionKind(kind.GVK)
+		list.Items = append(list.Items, runtime.RawExtension{Object: o})
 	}
 	path := filepath.Join(t.TempDir(), "cluster.yaml")
 	writeYAML(t, path, &list)

@@ -1,0 +1,45 @@
+package lookup
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
+	"github.com/spreadguard/spreadguard/pkg/cache"
+)
+
+// Read lists from r what the webhook's informers hold that can matter for a
+// pod of namespace: every object of cache.Kinds, limited to the namespace
+// for the namespaced kinds (spread counts only the pods of the pod's own
+// namespace). A cluster without spreadguard's CRDs has no policies, which
+// is an answer, not an error. NewStore takes what it returns.
+func Read(ctx context.Context, r client.Reader, namespace string) ([]runtime.Object, error) {
+	var objs []runtime.Object
+	for _, k := range cache.Kinds {
+		l := k.NewList()
+		var opts []client.ListOption
+		where := ""
+		if k.Namespaced {
+			opts = append(opts, client.InNamespace(namespace))
+			where = " of namespace " + namespace
+		}
+		err := r.List(ctx, l, opts...)
+		if k.GVK.Group == v1alpha1.GroupName && (meta.IsNoMatchError(err) || apierrors.IsNotFound(err)) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("listing the %s%s: %w", k.Resource, where, err)
+		}
+		items, err := meta.ExtractList(l)
+		if err != nil {
+			return nil, fmt.Errorf("listing the %s%s: %w", k.Resource, where, err)
+		}
+		objs = append(objs, items...)
+	}
+	return objs, nil
+}
