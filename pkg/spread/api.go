@@ -57,6 +57,9 @@ type ServiceCandidates interface {
 type Snapshot struct {
 	Nodes []*v1.Node
 	Pods  []*v1.Pod
+	// Templates are the nodes an autoscaler can add. A later template of
+	// the same name replaces an earlier one.
+	Templates []Template
 }
 
 // Verdict is the outcome of a feasibility check.
@@ -69,12 +72,18 @@ const (
 	// VerdictFeasible: at least one node passes every filter and every hard
 	// constraint.
 	VerdictFeasible Verdict = "Feasible"
-	// VerdictUnsatisfiable: some node passes node affinity, nodeSelector and
-	// taints, but none of those also meets the hard spread constraints. This
-	// is the case the webhook denies (or warns about).
+	// VerdictFeasibleOnNewNode: no existing node is feasible, but the
+	// fresh node of some template is (see Template): the scheduler leaves
+	// the pod Pending and an autoscaler adds that node. The webhook admits
+	// the pod with a warning.
+	VerdictFeasibleOnNewNode Verdict = "FeasibleOnNewNode"
+	// VerdictUnsatisfiable: some node or template passes node affinity,
+	// nodeSelector and taints, but none of those also meets the hard
+	// spread constraints. This is the case the webhook denies (or warns
+	// about).
 	VerdictUnsatisfiable Verdict = "Unsatisfiable"
-	// VerdictNoCandidateNodes: no node passes node affinity, nodeSelector
-	// and taints at all. That is not a spread problem; the pod is allowed.
+	// VerdictNoCandidateNodes: no node and no template passes node
+	// affinity, nodeSelector and taints at all. That is not a spread problem; the pod is allowed.
 	VerdictNoCandidateNodes Verdict = "NoCandidateNodes"
 )
 
@@ -150,11 +159,21 @@ type Result struct {
 	// Excluded lists the nodes that are not feasible, with the reason.
 	// Filled only with Options.Explain.
 	Excluded []ExcludedNode `json:"excluded,omitempty"`
+	// FeasibleTemplates is the sorted set of the names of the templates
+	// whose fresh node is feasible. Filled with Options.Explain, and for
+	// VerdictFeasibleOnNewNode (without Explain, templates are only
+	// checked when no existing node is feasible).
+	FeasibleTemplates []string `json:"feasibleTemplates,omitempty"`
+	// ExcludedTemplates lists the templates that are not feasible, with
+	// the reason. Filled only with Options.Explain.
+	ExcludedTemplates []ExcludedNode `json:"excludedTemplates,omitempty"`
 	// Message is a sentence a person can act on: for Unsatisfiable it names
 	// the constraint (spec.topologySpreadConstraints[i]), the per-domain
 	// counts, the global minimum, the excluded nodes and why, and one
-	// concrete remedy. It is filled for Unsatisfiable and NoCandidateNodes,
-	// with or without Explain.
+	// concrete remedy. For FeasibleOnNewNode it names the template whose
+	// node would take the pod and the domain it adds to. It is filled for
+	// Unsatisfiable, FeasibleOnNewNode and NoCandidateNodes, with or
+	// without Explain.
 	Message string `json:"message,omitempty"`
 }
 

@@ -36,6 +36,9 @@ type Index struct {
 	taints   map[taintKey]*taintIndex
 	cordoned bitset
 
+	// templates are the nodes an autoscaler can add, sorted by name.
+	templates []Template
+
 	serials    uint64
 	pods       map[podKey]counted
 	namespaces map[string]*nsIndex
@@ -146,7 +149,25 @@ func IndexFromSnapshot(s Snapshot) *Index {
 	for _, p := range s.Pods {
 		ix.AddPod(p)
 	}
+	ix.SetTemplates(s.Templates)
 	return ix
+}
+
+// SetTemplates replaces the templates of the nodes an autoscaler can add.
+// A later template of the same name replaces an earlier one.
+func (ix *Index) SetTemplates(ts []Template) {
+	sorted := sortedTemplates(ts)
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	ix.templates = sorted
+}
+
+// Templates returns the templates of the nodes an autoscaler can add,
+// sorted by name. They must not be modified.
+func (ix *Index) Templates() []Template {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	return ix.templates
 }
 
 // words is the length of a bitset that can hold every node ID.

@@ -30,6 +30,9 @@ func (ix *Index) Check(pod *v1.Pod, opts Options) (*Result, error) {
 	defer ix.mu.RUnlock()
 	q.start(ix, pod, cs)
 	ev := q.evaluate()
+	if len(ix.templates) > 0 && (opts.Explain || ev.feasible == 0) {
+		ev.checkTemplates(ix.templates, pod, q)
+	}
 	if opts.Explain {
 		q.detail(ev)
 	} else if ev.verdict() == VerdictUnsatisfiable {
@@ -120,6 +123,7 @@ func (q *query) evaluate() *evaluation {
 		domains:     make([]map[string]int, len(cs)),
 		domainCount: make([]int, len(cs)),
 		globalMin:   make([]int, len(cs)),
+		smallest:    make([]int, len(cs)),
 	}
 	ns := ix.namespaces[q.pod.Namespace]
 
@@ -160,6 +164,7 @@ func (q *query) evaluate() *evaluation {
 			// Some counted domain holds no matching pod.
 			smallest = 0
 		}
+		ev.smallest[i] = smallest
 		ev.globalMin[i] = globalMinimum(c, ev.domainCount[i], smallest)
 
 		// CAVEAT: only the domains with a matching pod are visited. That is
@@ -181,6 +186,25 @@ func (q *query) evaluate() *evaluation {
 	ev.candidates = q.candidates.count()
 	ev.feasible = feasible.count()
 	return ev
+}
+
+// counted is templateCounts over the index: whether a node counted for
+// constraint i carries value, and the matching pods of that domain.
+func (q *query) counted(i int, value string) (int, bool) {
+	ki := q.ix.keys[q.cs[i].topologyKey]
+	if ki == nil {
+		return 0, false
+	}
+	vi := ki.values[value]
+	if vi == nil || !vi.nodes.intersects(q.eligible[i]) {
+		return 0, false
+	}
+	for _, vc := range q.counts[i] {
+		if vc.value == vi {
+			return vc.n, true
+		}
+	}
+	return 0, true
 }
 
 type valueCount struct {

@@ -40,10 +40,11 @@ func pick[T any](c chooser, items ...T) T { return items[c.intn(len(items))] }
 // purpose, so that events keep hitting the same nodes, pods, label values
 // and groups.
 type world struct {
-	c     chooser
-	ix    *spread.Index
-	nodes map[string]*v1.Node
-	pods  map[string]*v1.Pod
+	c         chooser
+	ix        *spread.Index
+	nodes     map[string]*v1.Node
+	pods      map[string]*v1.Pod
+	templates []spread.Template
 }
 
 func newWorld(c chooser) *world {
@@ -117,6 +118,30 @@ func (w *world) randomPod(name, namespace string) *v1.Pod {
 	return p.Obj()
 }
 
+// randomTemplates draws the nodes an autoscaler could add: in zones that
+// exist and in a zone no node has, tainted, labelled so that affinity fails,
+// with a hostname of their own or one an existing node has.
+func (w *world) randomTemplates() []spread.Template {
+	c := w.c
+	var ts []spread.Template
+	for i := range c.intn(4) {
+		n := w.randomNode(fmt.Sprintf("t%d", i))
+		if c.intn(3) == 0 {
+			n.Labels[v1.LabelTopologyZone] = "d"
+		}
+		switch c.intn(4) {
+		case 0:
+			n.Labels[v1.LabelHostname] = pick(c, "n1", "shared-host", "own-host")
+		default:
+			delete(n.Labels, v1.LabelHostname)
+		}
+		// A name used twice: the later template wins.
+		name := pick(c, "pool-a", "pool-b", "pool-c", fmt.Sprintf("group-%d", i))
+		ts = append(ts, spread.Template{Name: name, Source: "NodePool " + name, Labels: n.Labels, Taints: n.Spec.Taints})
+	}
+	return ts
+}
+
 // step applies one random event to the index and to the plain state.
 func (w *world) step() {
 	c := w.c
@@ -124,7 +149,10 @@ func (w *world) step() {
 	ns := pick(c, "default", "other")
 	podName := fmt.Sprintf("p%d", c.intn(40))
 	podKey := ns + "/" + podName
-	switch c.intn(8) {
+	switch c.intn(9) {
+	case 8:
+		w.templates = w.randomTemplates()
+		w.ix.SetTemplates(w.templates)
 	case 0:
 		n := w.randomNode(nodeName)
 		w.ix.AddNode(n)
@@ -204,6 +232,7 @@ func (w *world) snapshot() spread.Snapshot {
 	for _, p := range w.pods {
 		s.Pods = append(s.Pods, p)
 	}
+	s.Templates = w.templates
 	return s
 }
 
@@ -310,7 +339,7 @@ func (w *world) incomingPod() *v1.Pod {
 
 // checkWorld fails unless the event-fed index, an index built from the
 // final state and Snapshot.Check give the same Result for incoming pods.
-func checkWorld(t *testing.T, w *world, pods int, seed string) {
+func checkWorld(t *testing.T, w *world, pods int, seed string) (verdicts []spread.Verdict) {
 	t.Helper()
 	snap := w.snapshot()
 	rebuilt := spread.IndexFromSnapshot(snap)
@@ -319,6 +348,9 @@ func checkWorld(t *testing.T, w *world, pods int, seed string) {
 		for _, explain := range []bool{false, true} {
 			opts := spread.Options{Explain: explain}
 			want, wantErr := snap.Check(pod, opts)
+			if wantErr == nil && explain {
+				verdicts = append(verdicts, want.Verdict)
+			}
 			for name, ix := range map[string]*spread.Index{"event-fed index": w.ix, "rebuilt index": rebuilt} {
 				got, err := ix.Check(pod, opts)
 				if (err == nil) != (wantErr == nil) {
@@ -331,6 +363,7 @@ func checkWorld(t *testing.T, w *world, pods int, seed string) {
 			}
 		}
 	}
+	return verdicts
 }
 
 // randomRounds draws and logs a seed, and says how many rounds to run:
@@ -347,13 +380,28 @@ func randomRounds(t *testing.T, full, short int) (seed uint64, rounds int) {
 
 func TestIndexEventsMatchSnapshot(t *testing.T) {
 	seed, rounds := randomRounds(t, 40, 5)
+	seen := map[spread.Verdict]int{}
 	for round := range rounds {
 		w := newWorld(rngChooser{rand.New(rand.NewPCG(seed, uint64(round)))})
 		for step := range 400 {
 			w.step()
 			if step%100 == 99 {
-				checkWorld(t, w, 10, fmt.Sprintf("seed %d round %d step %d", seed, round, step))
+				for _, v := range checkWorld(t, w, 10, fmt.Sprintf("seed %d round %d step %d", seed, round, step)) {
+					seen[v]++
+				}
 			}
+		}
+	}
+	t.Logf("verdicts: %v", seen)
+	if testing.Short() {
+		return
+	}
+	// The generator must reach every verdict, or the agreement above says
+	// little about the one it misses.
+	for _, v := range []spread.Verdict{spread.VerdictNoHardConstraints, spread.VerdictFeasible, spread.VerdictFeasibleOnNewNode,
+		spread.VerdictUnsatisfiable, spread.VerdictNoCandidateNodes} {
+		if seen[v] == 0 {
+			t.Errorf("seed %d: no incoming pod had verdict %s", seed, v)
 		}
 	}
 }

@@ -17,6 +17,12 @@ type evaluation struct {
 	domains     []map[string]int
 	domainCount []int
 	globalMin   []int
+	// smallest is, per constraint, the smallest count of a counted domain
+	// (math.MaxInt32 when there is none), before minDomains.
+	smallest []int
+	// templates holds each template's outcome, in name order, when they
+	// were checked: with Explain, or when no existing node is feasible.
+	templates []templateReport
 	// candidates pass node affinity, nodeSelector, taints and
 	// unschedulable; feasible ones also pass the spread constraints.
 	candidates int
@@ -125,7 +131,9 @@ func (ev *evaluation) verdict() Verdict {
 		return VerdictNoHardConstraints
 	case ev.feasible > 0:
 		return VerdictFeasible
-	case ev.candidates > 0:
+	case len(ev.feasibleTemplates()) > 0:
+		return VerdictFeasibleOnNewNode
+	case ev.candidates > 0 || ev.templateCandidates() > 0:
 		return VerdictUnsatisfiable
 	}
 	return VerdictNoCandidateNodes
@@ -201,13 +209,29 @@ func assemble(ev *evaluation, opts Options) (*Result, error) {
 			}
 		}
 	}
+	if opts.Explain || res.Verdict == VerdictFeasibleOnNewNode {
+		res.FeasibleTemplates = ev.feasibleTemplates()
+	}
+	if opts.Explain {
+		for _, r := range ev.templates {
+			if r.reason != "" {
+				res.ExcludedTemplates = append(res.ExcludedTemplates, ExcludedNode{Name: r.template.Name, Reason: r.reason, Detail: r.detail})
+			}
+		}
+	}
 	switch res.Verdict {
+	case VerdictFeasibleOnNewNode:
+		res.Message = ev.newNodeMessage()
 	case VerdictUnsatisfiable:
 		ev.domainsOnly = opts.Detail == DetailDomains
+		if ev.candidates == 0 {
+			res.Message = "No node passes the pod's node affinity, nodeSelector, taints and cordons." + ev.templatesNote()
+			break
+		}
 		if ev.facts == nil {
 			ev.facts = reportFacts{ev}
 		}
-		res.Message = ev.unsatisfiableMessage()
+		res.Message = ev.unsatisfiableMessage() + ev.templatesNote()
 	case VerdictNoCandidateNodes:
 		res.Message = "No node passes the pod's node affinity, nodeSelector, taints and cordons, so topology spread is not what keeps it from being scheduled; the scheduler will leave it Pending until such a node exists."
 	}

@@ -31,36 +31,7 @@ func (s Snapshot) Check(pod *v1.Pod, opts Options) (*Result, error) {
 	}
 	nodes, podsOn := s.normalize()
 	required := nodeaffinity.GetRequiredNodeAffinity(pod)
-	ev := &evaluation{
-		constraints: cs,
-		domains:     make([]map[string]int, len(cs)),
-		domainCount: make([]int, len(cs)),
-		globalMin:   make([]int, len(cs)),
-	}
-
-	// PreFilter: count the matching pods per domain.
-	for i := range cs {
-		ev.domains[i] = map[string]int{}
-	}
-	for _, n := range nodes {
-		if _, ok := hasAllKeys(n.Labels, cs); !ok {
-			continue
-		}
-		for i := range cs {
-			if !includes(&cs[i], pod, n, required) {
-				continue
-			}
-			ev.domains[i][n.Labels[cs[i].topologyKey]] += countMatching(podsOn[n.Name], &cs[i], pod.Namespace)
-		}
-	}
-	for i := range cs {
-		smallest := math.MaxInt32
-		for _, n := range ev.domains[i] {
-			smallest = min(smallest, n)
-		}
-		ev.domainCount[i] = len(ev.domains[i])
-		ev.globalMin[i] = globalMinimum(&cs[i], ev.domainCount[i], smallest)
-	}
+	ev := prefilter(cs, pod, nodes, podsOn, required)
 
 	// Filter.
 	tolerable := toleratesUnschedulable(pod.Spec.Tolerations)
@@ -83,6 +54,10 @@ func (s Snapshot) Check(pod *v1.Pod, opts Options) (*Result, error) {
 		}
 	}
 
+	if opts.Explain || ev.feasible == 0 {
+		ev.templates = s.checkTemplates(ev, pod, nodes, podsOn, required)
+	}
+
 	ev.detailed = opts.Explain || ev.verdict() == VerdictUnsatisfiable
 	if ev.detailed {
 		ev.nodes = make([]nodeReport, 0, len(nodes))
@@ -101,6 +76,68 @@ func (s Snapshot) Check(pod *v1.Pod, opts Options) (*Result, error) {
 		}
 	}
 	return assemble(ev, opts)
+}
+
+// prefilter is PodTopologySpread's PreFilter: the matching pods per
+// counted domain of each constraint, and the global minimum.
+func prefilter(cs []constraint, pod *v1.Pod, nodes []*v1.Node, podsOn map[string][]*v1.Pod, required nodeaffinity.RequiredNodeAffinity) *evaluation {
+	ev := &evaluation{
+		constraints: cs,
+		domains:     make([]map[string]int, len(cs)),
+		domainCount: make([]int, len(cs)),
+		globalMin:   make([]int, len(cs)),
+		smallest:    make([]int, len(cs)),
+	}
+	for i := range cs {
+		ev.domains[i] = map[string]int{}
+	}
+	for _, n := range nodes {
+		if _, ok := hasAllKeys(n.Labels, cs); !ok {
+			continue
+		}
+		for i := range cs {
+			if !includes(&cs[i], pod, n, required) {
+				continue
+			}
+			ev.domains[i][n.Labels[cs[i].topologyKey]] += countMatching(podsOn[n.Name], &cs[i], pod.Namespace)
+		}
+	}
+	for i := range cs {
+		smallest := math.MaxInt32
+		for _, n := range ev.domains[i] {
+			smallest = min(smallest, n)
+		}
+		ev.smallest[i] = smallest
+		ev.domainCount[i] = len(ev.domains[i])
+		ev.globalMin[i] = globalMinimum(&cs[i], ev.domainCount[i], smallest)
+	}
+	return ev
+}
+
+// checkTemplates checks each template literally: its fresh node is added
+// to the nodes, PreFilter counts again, and the filters run on that node.
+func (s Snapshot) checkTemplates(ev *evaluation, pod *v1.Pod, nodes []*v1.Node, podsOn map[string][]*v1.Pod, required nodeaffinity.RequiredNodeAffinity) []templateReport {
+	ts := sortedTemplates(s.Templates)
+	if len(ts) == 0 || len(ev.constraints) == 0 {
+		return nil
+	}
+	tolerable := toleratesUnschedulable(pod.Spec.Tolerations)
+	out := make([]templateReport, len(ts))
+	for i := range ts {
+		fresh := ts[i].node()
+		with := prefilter(ev.constraints, pod, append(slices.Clip(nodes), fresh), podsOn, required)
+		r := nodeReport{name: fresh.Name, labels: fresh.Labels, cordoned: fresh.Spec.Unschedulable && !tolerable}
+		if t, untolerated := untoleratedTaint(fresh.Spec.Taints, pod.Spec.Tolerations); untolerated {
+			r.taint = &t
+		}
+		r.affinity, _ = required.Match(fresh)
+		r.missingKey, _ = hasAllKeys(fresh.Labels, ev.constraints)
+		reason, _ := r.filterReason()
+		out[i].template = &ts[i]
+		out[i].candidate = reason == ""
+		out[i].reason, out[i].detail = with.nodeVerdict(&r)
+	}
+	return out
 }
 
 // spreadFilter is PodTopologySpread's Filter for one node.

@@ -1,0 +1,222 @@
+package spread
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+)
+
+// Template is the shape of one node that a node autoscaler can add: a
+// NodeTemplate object, a Karpenter NodePool's zone and capacity type, or an
+// existing node group's zone (pkg/autoscale derives them).
+//
+// A template is feasible for a pod when the scheduler's filters
+// (NodeUnschedulable, NodeAffinity, TaintToleration, PodTopologySpread)
+// pass the pod on one fresh node of the template added alone to the
+// current cluster: the node carries Labels, plus kubernetes.io/hostname set
+// to a fresh name when Labels has none, holds no pods and is schedulable.
+// The fresh node takes part in the counting like any node, so a domain
+// that exists only on the template is a domain with 0 matching pods. This
+// is the question cluster-autoscaler's scale-up simulation asks of each
+// node group:
+// https://github.com/kubernetes/autoscaler/blob/cluster-autoscaler-1.34.0/cluster-autoscaler/core/scaleup/orchestrator/orchestrator.go
+type Template struct {
+	// Name identifies the template in results: a NodeTemplate's name,
+	// nodepool/<pool>/<values joined by ,> or nodegroup/<group>/<zone>.
+	Name string `json:"name"`
+	// Source is what made it, as a sentence names it: "NodeTemplate gpu",
+	// "NodePool default", "node group ng-1".
+	Source string `json:"source,omitempty"`
+	// Labels are the new node's labels.
+	Labels map[string]string `json:"labels,omitempty"`
+	// Taints are the new node's taints; only NoSchedule and NoExecute ones
+	// play a part.
+	Taints []v1.Taint `json:"taints,omitempty"`
+}
+
+// freshNodeName is the name, and the hostname label unless the template
+// sets one, of a template's new node. A real node cannot carry it: node
+// names are DNS subdomains, which have no '~'.
+const freshNodeName = "~new-node"
+
+// node returns the template's fresh node.
+func (t *Template) node() *v1.Node {
+	ls := maps.Clone(t.Labels)
+	if ls == nil {
+		ls = map[string]string{}
+	}
+	if _, ok := ls[v1.LabelHostname]; !ok {
+		ls[v1.LabelHostname] = freshNodeName
+	}
+	return &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: freshNodeName, Labels: ls}, Spec: v1.NodeSpec{Taints: t.Taints}}
+}
+
+// sortedTemplates returns ts sorted by name, the last of duplicate names
+// kept, as an informer's store would.
+func sortedTemplates(ts []Template) []Template {
+	byName := make(map[string]Template, len(ts))
+	for _, t := range ts {
+		byName[t.Name] = t
+	}
+	out := slices.Collect(maps.Values(byName))
+	slices.SortFunc(out, func(a, b Template) int { return cmp.Compare(a.Name, b.Name) })
+	return out
+}
+
+// templateReport is the outcome of one template for one pod.
+type templateReport struct {
+	template *Template
+	// candidate: the fresh node passes node affinity, nodeSelector and
+	// taints (it is never cordoned).
+	candidate bool
+	// reason is why the fresh node is not feasible, "" when it is.
+	reason ExclusionReason
+	detail string
+}
+
+// templateCounts is what the check of a template needs to know about one
+// constraint's counting over the existing nodes.
+type templateCounts interface {
+	// counted reports whether the existing nodes counted for constraint i
+	// hold domain value, and its count of matching pods.
+	counted(i int, value string) (count int, ok bool)
+}
+
+// checkTemplate is the Filter of the scheduler on the fresh node of t, with
+// that node counted: it adds a domain with 0 matching pods when its value
+// is not counted yet, which can lower the global minimum (or reach
+// minDomains).
+func (ev *evaluation) checkTemplate(t *Template, pod *v1.Pod, required nodeaffinity.RequiredNodeAffinity, tc templateCounts) templateReport {
+	r := templateReport{template: t}
+	n := t.node()
+	if taint, untolerated := untoleratedTaint(n.Spec.Taints, pod.Spec.Tolerations); untolerated {
+		r.reason, r.detail = ReasonUntoleratedTaint, taint.ToString()
+		return r
+	}
+	if ok, _ := required.Match(n); !ok {
+		r.reason = ReasonNodeAffinity
+		return r
+	}
+	r.candidate = true
+	if key, ok := hasAllKeys(n.Labels, ev.constraints); !ok {
+		r.reason, r.detail = ReasonMissingTopologyKey, key
+		return r
+	}
+	for i := range ev.constraints {
+		c := &ev.constraints[i]
+		value := n.Labels[c.topologyKey]
+		count, ok := tc.counted(i, value)
+		domains, smallest := ev.domainCount[i], ev.smallest[i]
+		if !ok {
+			// The fresh node passes the filters, so it passes the inclusion
+			// policies too: it is counted, with its 0 pods.
+			domains++
+			count, smallest = 0, 0
+		}
+		globalMin := globalMinimum(c, domains, smallest)
+		// 'existing matching num' + 'if self-match (1 or 0)' - 'global minimum' <= 'maxSkew'
+		if skew := count + c.selfMatch - globalMin; skew > int(c.maxSkew) {
+			r.reason, r.detail = ReasonSkew, fmt.Sprintf("spec.topologySpreadConstraints[%d]: %s=%s has %d matching pods; %d + %d - %d = %d > maxSkew %d",
+				c.index, c.topologyKey, value, count, count, c.selfMatch, globalMin, skew, c.maxSkew)
+			return r
+		}
+	}
+	return r
+}
+
+// checkTemplates checks every template (they are few: one per node group
+// and zone) and records the outcome in ev.
+func (ev *evaluation) checkTemplates(ts []Template, pod *v1.Pod, tc templateCounts) {
+	if len(ts) == 0 || len(ev.constraints) == 0 {
+		return
+	}
+	required := nodeaffinity.GetRequiredNodeAffinity(pod)
+	ev.templates = make([]templateReport, len(ts))
+	for i := range ts {
+		ev.templates[i] = ev.checkTemplate(&ts[i], pod, required, tc)
+	}
+}
+
+// newNodeMessage is the message of a pod that only a new node fits: the
+// first feasible template and the domains its node would add to.
+func (ev *evaluation) newNodeMessage() string {
+	for _, r := range ev.templates {
+		if !r.candidate || r.reason != "" {
+			continue
+		}
+		var where []string
+		for i := range ev.constraints {
+			key := ev.constraints[i].topologyKey
+			value := r.template.node().Labels[key]
+			switch {
+			case key == v1.LabelHostname && value == freshNodeName:
+				// A new node is its own hostname domain: nothing to name.
+			case key == v1.LabelTopologyZone:
+				where = append(where, "zone "+value)
+			default:
+				where = append(where, key+"="+value)
+			}
+		}
+		slices.Sort(where)
+		where = slices.Compact(where)
+		in := ""
+		if len(where) > 0 {
+			in = " in " + strings.Join(where, ", ")
+		}
+		return fmt.Sprintf("no current node fits; a new node from %s%s would", cmp.Or(r.template.Source, "template "+r.template.Name), in)
+	}
+	return ""
+}
+
+// templatesNote is the sentence an unsatisfiable pod's message ends with
+// when there are templates: none fits, and why the first ones do not.
+func (ev *evaluation) templatesNote() string {
+	if len(ev.templates) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, " No node an autoscaler can add fits either (%s", plural(len(ev.templates), "template"))
+	for i, r := range ev.templates {
+		if i == maxListedGroups {
+			fmt.Fprintf(&b, ", and %d more", len(ev.templates)-i)
+			break
+		}
+		sep := ": "
+		if i > 0 {
+			sep = "; "
+		}
+		fmt.Fprintf(&b, "%s%s %s", sep, r.template.Name, r.reason)
+		if r.detail != "" && r.reason != ReasonSkew {
+			fmt.Fprintf(&b, " (%s)", r.detail)
+		}
+	}
+	b.WriteString(").")
+	return b.String()
+}
+
+// templateCandidates and feasibleTemplates count the templates' outcomes.
+func (ev *evaluation) templateCandidates() int {
+	n := 0
+	for _, r := range ev.templates {
+		if r.candidate {
+			n++
+		}
+	}
+	return n
+}
+
+func (ev *evaluation) feasibleTemplates() []string {
+	var out []string
+	for _, r := range ev.templates {
+		if r.candidate && r.reason == "" {
+			out = append(out, r.template.Name)
+		}
+	}
+	return out
+}
