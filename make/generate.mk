@@ -3,7 +3,8 @@
 # controller-gen writes the deepcopy functions next to the API types and the
 # CRDs into the chart, which installs them from charts/spreadguard/crds/.
 CONTROLLER_GEN := $(BIN)/controller-gen-$(CONTROLLER_GEN_VERSION)
-API_DIR := ./pkg/apis/...
+# Only spreadguard's own API: pkg/apis/karpenter mirrors a CRD it does not ship.
+API_DIR := ./pkg/apis/spreadguard/...
 CRD_DIR := charts/spreadguard/crds
 DEEPCOPY_FILE := pkg/apis/spreadguard/v1alpha1/zz_generated.deepcopy.go
 

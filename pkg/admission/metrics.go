@@ -51,6 +51,9 @@ type Metrics struct {
 	Denials *prometheus.CounterVec
 	// Audits counts unsatisfiable pods admitted under the Audit action.
 	Audits prometheus.Counter
+	// NewNodes counts pods no current node takes, admitted because a node
+	// an autoscaler can add would, by namespace.
+	NewNodes *prometheus.CounterVec
 	// CacheSynced is 1 once the informer caches have synced.
 	CacheSynced prometheus.Gauge
 	// Skips counts pods left alone, by webhook and the reason's label
@@ -82,6 +85,9 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		Denials: counterVec("spreadguard_denials_total", "Admission requests denied, by reason.", "reason"),
 		Audits: counter("spreadguard_audited_pods_total",
 			"Pods whose hard spread constraints cannot be met, admitted under the Audit action."),
+		NewNodes: counterVec("spreadguard_admitted_for_new_node_total",
+			"Pods that no current node takes, admitted because a node an autoscaler can add (a NodeTemplate, "+
+				"a Karpenter NodePool or a node group) would, by namespace.", "namespace"),
 		CacheSynced: gauge("spreadguard_cache_synced", "1 once the informer caches have synced, else 0."),
 		Skips: counterVec("spreadguard_skipped_pods_total",
 			"Pods left unmutated or unchecked, by webhook and reason.", "webhook", "reason"),
@@ -91,7 +97,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			"Pod admission requests not decided because of an internal error, by webhook and reason; "+
 				"each was admitted unchanged (failurePolicy Ignore) or refused (Fail).", "webhook", "reason"),
 	}
-	for _, c := range []prometheus.Collector{m.Requests, m.Latency, m.Injected, m.Denials, m.Audits, m.CacheSynced, m.Skips, m.InvalidPolicies, m.Errors} {
+	for _, c := range []prometheus.Collector{m.Requests, m.Latency, m.Injected, m.Denials, m.Audits, m.NewNodes, m.CacheSynced, m.Skips, m.InvalidPolicies, m.Errors} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("registering the metrics: %w", err)
 		}

@@ -244,10 +244,16 @@ func (h *PodValidator) handle(ctx context.Context, req admission.Request, f faul
 		return admission.Denied(v.Message), ResultDenied
 	}
 	resp := admission.Allowed("").WithWarnings(v.Warnings...)
-	switch v.Action {
-	case "":
+	switch {
+	case v.NewNode:
+		if h.Metrics != nil {
+			h.Metrics.NewNodes.WithLabelValues(pod.Namespace).Inc()
+		}
+		log.V(1).Info("admitted pod that only a new node fits", "message", v.Result.Message)
+		return resp, ResultWarned
+	case v.Action == "":
 		return resp, ResultAllowed
-	case v1alpha1.ActionAudit:
+	case v.Action == v1alpha1.ActionAudit:
 		if h.Metrics != nil {
 			h.Metrics.Audits.Inc()
 		}

@@ -282,3 +282,70 @@ func TestPodValidatorWithTheRealCheck(t *testing.T) {
 		}
 	}
 }
+
+func TestPodValidatorAdmitsWhatANewNodeWouldTake(t *testing.T) {
+	// The cordoned-zone case of a node-group upgrade: zone-c's only node is
+	// cordoned, the constraint counts it (nodeTaintsPolicy Ignore), so the
+	// minimum is pinned at 0 and zones a and b are full. A node group in
+	// zone-c can add a node, which the autoscaler does once the pod is
+	// Pending: the pod is admitted with a warning that says so.
+	nodes := []*v1.Node{
+		spreadtest.MakeNode().Name("a1").Zone("zone-a").Obj(),
+		spreadtest.MakeNode().Name("b1").Zone("zone-b").Obj(),
+		spreadtest.MakeNode().Name("c1").Zone("zone-c").Cordoned().Obj(),
+	}
+	var pods []*v1.Pod
+	for i, n := range []string{"a1", "b1"} {
+		pods = append(pods, webPod().Name(fmt.Sprintf("running-%d", i)).Node(n).Obj())
+	}
+	hard := spreadtest.Constraint(1, v1.LabelTopologyZone).DoNotSchedule().MatchLabel("app", "web").
+		NodeTaintsPolicy(v1.NodeInclusionPolicyIgnore).Obj()
+	group := spread.Template{Name: "nodegroup/ng-c/zone-c", Source: "node group ng-c",
+		Labels: map[string]string{v1.LabelTopologyZone: "zone-c"}}
+	tests := []struct {
+		name         string
+		templates    []spread.Template
+		wantAllowed  bool
+		wantWarnings []string
+		wantResult   string
+		wantNewNodes float64
+	}{
+		{
+			name:        "no node templates -> denied",
+			wantAllowed: false,
+			wantResult:  ResultDenied,
+		},
+		{
+			name:         "a node group in the cordoned zone -> admitted with a warning naming it",
+			templates:    []spread.Template{group},
+			wantAllowed:  true,
+			wantWarnings: []string{"admitted: no current node fits; a new node from node group ng-c in zone zone-c would"},
+			wantResult:   ResultWarned,
+			wantNewNodes: 1,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := newTestMetrics(t)
+			ix := spread.IndexFromSnapshot(spread.Snapshot{Nodes: nodes, Pods: pods, Templates: tt.templates})
+			h := &PodValidator{
+				PodWebhook: PodWebhook{Sources: staticSources(shopSources()), Config: testEngineConfig, Metrics: m},
+				Checker:    ix,
+				Synced:     func() bool { return true },
+			}
+			resp := h.Handle(t.Context(), makeRequest().Pod(webPod().SpreadConstraint(hard).Obj()).Obj())
+			if resp.Allowed != tt.wantAllowed {
+				t.Fatalf("allowed = %v, want %v (%v)", resp.Allowed, tt.wantAllowed, resp.Result)
+			}
+			if diff := cmp.Diff(tt.wantWarnings, resp.Warnings); diff != "" {
+				t.Errorf("warnings (-want +got):\n%s", diff)
+			}
+			if got := testutil.ToFloat64(m.Requests.WithLabelValues(WebhookValidatePod, tt.wantResult)); got != 1 {
+				t.Errorf("requests{result=%q} = %v, want 1", tt.wantResult, got)
+			}
+			if got := testutil.ToFloat64(m.NewNodes.WithLabelValues(shop)); got != tt.wantNewNodes {
+				t.Errorf("admitted_for_new_node{namespace=%s} = %v, want %v", shop, got, tt.wantNewNodes)
+			}
+		})
+	}
+}

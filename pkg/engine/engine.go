@@ -74,6 +74,11 @@ const GatedWarning = "spreadguard: this pod has schedulingGates, so its topology
 const NoCandidateNodesWarning = "no node passes this pod's node affinity, nodeSelector and taint tolerations; " +
 	"it will stay Pending for reasons other than topology spread"
 
+// NewNodeWarningPrefix starts the warning of a pod that no current node
+// takes but a node an autoscaler can add would; the check's message
+// follows it.
+const NewNodeWarningPrefix = "admitted: "
+
 // ErrLookup is matched (errors.Is) by every error of Mutate and Validate
 // that came from reading Sources: an owner, a Service, a namespace or the
 // policies. Callers tell a failed read, often passing (an API server
@@ -222,6 +227,10 @@ type Validation struct {
 	Result *spread.Result
 	// Skipped says why the pod was not checked.
 	Skipped string
+	// NewNode is set when no current node takes the pod but a node an
+	// autoscaler can add would: it is admitted with a warning, so that it
+	// stays Pending and the autoscaler adds the node.
+	NewNode bool
 }
 
 // Validate decides whether pod, as it will be stored, can be placed. With
@@ -258,6 +267,10 @@ func Validate(pod *v1.Pod, src Sources, checker spread.Checker, cfg Config, expl
 	switch res.Verdict {
 	case spread.VerdictNoCandidateNodes:
 		v.Warnings = []string{NoCandidateNodesWarning}
+		return v, nil
+	case spread.VerdictFeasibleOnNewNode:
+		v.NewNode = true
+		v.Warnings = []string{NewNodeWarningPrefix + res.Message}
 		return v, nil
 	case spread.VerdictUnsatisfiable:
 	default:

@@ -29,6 +29,7 @@ func checkBoth(t *testing.T, snap spread.Snapshot, pod *v1.Pod, opts spread.Opti
 	for _, n := range snap.Nodes {
 		podsFirst.AddNode(n)
 	}
+	podsFirst.SetTemplates(snap.Templates)
 	for name, ix := range map[string]*spread.Index{"IndexFromSnapshot": spread.IndexFromSnapshot(snap), "pods before nodes": podsFirst} {
 		got, err := ix.Check(pod, opts)
 		if (err == nil) != (wantErr == nil) {

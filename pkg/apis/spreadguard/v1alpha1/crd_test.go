@@ -36,6 +36,7 @@ const crdDir = "../../../../charts/spreadguard/crds"
 var crdFiles = map[string]string{
 	v1alpha1.KindSpreadPolicy:        "spreadguard.io_spreadpolicies.yaml",
 	v1alpha1.KindClusterSpreadPolicy: "spreadguard.io_clusterspreadpolicies.yaml",
+	v1alpha1.KindNodeTemplate:        "spreadguard.io_nodetemplates.yaml",
 }
 
 func readCRD(t *testing.T, kind string) *apiextensionsv1.CustomResourceDefinition {
@@ -331,6 +332,11 @@ func TestCRDSchemaAdmitsAndRefuses(t *testing.T) {
 		{name: "matchLabelKeys [a, a] -> duplicate set item", kind: "SpreadPolicy",
 			spec: "{constraints: [{maxSkew: 1, topologyKey: zone, whenUnsatisfiable: DoNotSchedule, matchLabelKeys: [a, a]}]}",
 			want: []string{"spec.constraints[0].matchLabelKeys[1]: Duplicate value: \"a\""}},
+		{name: "a GPU node group scaled to zero, labels and a taint -> admitted", kind: "NodeTemplate",
+			spec: "{labels: {topology.kubernetes.io/zone: c, gpu: 'true'}, taints: [{key: gpu, value: 'true', effect: NoSchedule}]}"},
+		{name: "a taint without a key or effect -> refused", kind: "NodeTemplate",
+			spec: "{taints: [{value: x}]}",
+			want: []string{"spec.taints[0].effect: Required value", "spec.taints[0].key: Required value"}},
 	}
 	admitters := map[string]*admitter{}
 	for kind := range crdFiles {

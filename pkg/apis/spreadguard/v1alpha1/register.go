@@ -41,6 +41,7 @@ func addKnownTypes(s *runtime.Scheme) error {
 	s.AddKnownTypes(GroupVersion,
 		&SpreadPolicy{}, &SpreadPolicyList{},
 		&ClusterSpreadPolicy{}, &ClusterSpreadPolicyList{},
+		&NodeTemplate{}, &NodeTemplateList{},
 	)
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil

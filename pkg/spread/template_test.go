@@ -1,0 +1,181 @@
+package spread_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/spreadguard/spreadguard/pkg/spread"
+	st "github.com/spreadguard/spreadguard/pkg/spread/spreadtest"
+)
+
+// templateWrapper builds a spread.Template.
+type templateWrapper struct{ t spread.Template }
+
+func makeTemplate(name string) *templateWrapper {
+	return &templateWrapper{spread.Template{Name: name, Source: "NodePool " + name, Labels: map[string]string{}}}
+}
+
+func (w *templateWrapper) Zone(z string) *templateWrapper {
+	return w.Label(v1.LabelTopologyZone, z)
+}
+
+func (w *templateWrapper) Label(k, v string) *templateWrapper { w.t.Labels[k] = v; return w }
+
+func (w *templateWrapper) Taint(key, value string, effect v1.TaintEffect) *templateWrapper {
+	w.t.Taints = append(w.t.Taints, v1.Taint{Key: key, Value: value, Effect: effect})
+	return w
+}
+
+func (w *templateWrapper) Obj() spread.Template { return w.t }
+
+// webPods returns n running pods labelled foo=bar on each of the nodes.
+func webPods(n int, nodes ...string) []*v1.Pod {
+	var out []*v1.Pod
+	for _, node := range nodes {
+		for i := range n {
+			out = append(out, st.MakePod().Name(fmt.Sprintf("%s-%d", node, i)).Label("foo", "bar").Node(node).Obj())
+		}
+	}
+	return out
+}
+
+func TestCheckWithTemplates(t *testing.T) {
+	twoZones := []*v1.Node{
+		st.MakeNode().Name("a1").Zone("a").Obj(),
+		st.MakeNode().Name("b1").Zone("b").Obj(),
+	}
+	cordonedC := append(twoZones[:2:2], st.MakeNode().Name("c1").Zone("c").Cordoned().Obj())
+	zone := st.Constraint(1, v1.LabelTopologyZone).MatchLabel("foo", "bar")
+	minDomains3 := st.MakePod().Name("incoming").Label("foo", "bar").
+		SpreadConstraint(st.Constraint(1, v1.LabelTopologyZone).MatchLabel("foo", "bar").MinDomains(3).Obj())
+	countsCordoned := st.MakePod().Name("incoming").Label("foo", "bar").
+		SpreadConstraint(st.Constraint(1, v1.LabelTopologyZone).MatchLabel("foo", "bar").NodeTaintsPolicy(v1.NodeInclusionPolicyIgnore).Obj())
+	gpuOnly := st.MakePod().Name("incoming").Label("foo", "bar").NodeSelector("gpu", "true").
+		Toleration("gpu", v1.TolerationOpExists, "", v1.TaintEffectNoSchedule).SpreadConstraint(zone.Obj())
+	perHost := st.MakePod().Name("incoming").Label("foo", "bar").SpreadConstraint(st.Constraint(1, v1.LabelHostname).MatchLabel("foo", "bar").MinDomains(3).Obj())
+
+	tests := []struct {
+		name        string
+		snap        spread.Snapshot
+		pod         *v1.Pod
+		wantVerdict spread.Verdict
+		// wantFeasible are the feasible templates, with Explain.
+		wantFeasible []string
+		// wantMessage are substrings of the message.
+		wantMessage []string
+	}{
+		{
+			name: "minDomains 3, nodes in 2 zones with 1 pod each, a NodePool allowing zone c -> a new node in zone c would take it",
+			snap: spread.Snapshot{Nodes: twoZones, Pods: webPods(1, "a1", "b1"),
+				Templates: []spread.Template{makeTemplate("nodepool/default/a").Zone("a").Obj(), makeTemplate("nodepool/default/c").Zone("c").Obj()}},
+			pod:          minDomains3.Obj(),
+			wantVerdict:  spread.VerdictFeasibleOnNewNode,
+			wantFeasible: []string{"nodepool/default/c"},
+			wantMessage:  []string{"no current node fits; a new node from NodePool nodepool/default/c in zone c would"},
+		},
+		{
+			name: "minDomains 3, nodes in 2 zones, templates only in those zones -> unsatisfiable, the templates named",
+			snap: spread.Snapshot{Nodes: twoZones, Pods: webPods(1, "a1", "b1"),
+				Templates: []spread.Template{makeTemplate("nodepool/default/a").Zone("a").Obj()}},
+			pod:         minDomains3.Obj(),
+			wantVerdict: spread.VerdictUnsatisfiable,
+			wantMessage: []string{"No node an autoscaler can add fits either (1 template: nodepool/default/a would exceed maxSkew)."},
+		},
+		{
+			name: "zone c cordoned and counted, a node group in zone c -> a new node in zone c would take it",
+			snap: spread.Snapshot{Nodes: cordonedC, Pods: webPods(1, "a1", "b1"),
+				Templates: []spread.Template{makeTemplate("nodegroup/ng/c").Zone("c").Obj()}},
+			pod:          countsCordoned.Obj(),
+			wantVerdict:  spread.VerdictFeasibleOnNewNode,
+			wantFeasible: []string{"nodegroup/ng/c"},
+		},
+		{
+			name: "zone c cordoned, its node group's template tainted and not tolerated -> unsatisfiable",
+			snap: spread.Snapshot{Nodes: cordonedC, Pods: webPods(1, "a1", "b1"),
+				Templates: []spread.Template{makeTemplate("nodegroup/ng/c").Zone("c").Taint("dedicated", "batch", v1.TaintEffectNoSchedule).Obj()}},
+			pod:         countsCordoned.Obj(),
+			wantVerdict: spread.VerdictUnsatisfiable,
+			wantMessage: []string{"nodegroup/ng/c has a taint the pod does not tolerate (dedicated=batch:NoSchedule)"},
+		},
+		{
+			name: "affinity fits only a GPU group scaled to zero -> a new node of that group would take it",
+			snap: spread.Snapshot{Nodes: twoZones, Pods: webPods(1, "a1"),
+				Templates: []spread.Template{makeTemplate("gpu").Zone("a").Label("gpu", "true").Taint("gpu", "true", v1.TaintEffectNoSchedule).Obj()}},
+			pod:          gpuOnly.Obj(),
+			wantVerdict:  spread.VerdictFeasibleOnNewNode,
+			wantFeasible: []string{"gpu"},
+		},
+		{
+			name:        "affinity fits neither a node nor a template -> no candidate nodes",
+			snap:        spread.Snapshot{Nodes: twoZones, Templates: []spread.Template{makeTemplate("cpu").Zone("a").Obj()}},
+			pod:         gpuOnly.Obj(),
+			wantVerdict: spread.VerdictNoCandidateNodes,
+		},
+		{
+			name: "a feasible node exists -> feasible, and with Explain the templates are listed too",
+			snap: spread.Snapshot{Nodes: twoZones, Pods: webPods(1, "a1"),
+				Templates: []spread.Template{makeTemplate("b").Zone("b").Obj(), makeTemplate("a").Zone("a").Obj()}},
+			pod:          st.MakePod().Name("incoming").Label("foo", "bar").SpreadConstraint(zone.Obj()).Obj(),
+			wantVerdict:  spread.VerdictFeasible,
+			wantFeasible: []string{"b"},
+		},
+		{
+			name: "per-host spread with minDomains 3 on 2 hosts with 1 pod each, a template without a hostname -> its fresh host is the third domain",
+			snap: spread.Snapshot{Nodes: twoZones, Pods: webPods(1, "a1", "b1"),
+				Templates: []spread.Template{makeTemplate("any").Zone("a").Obj()}},
+			pod:          perHost.Obj(),
+			wantVerdict:  spread.VerdictFeasibleOnNewNode,
+			wantFeasible: []string{"any"},
+			wantMessage:  []string{"no current node fits; a new node from NodePool any would"},
+		},
+		{
+			name: "per-host spread with minDomains 3, a template whose hostname is an existing full host -> it joins that domain, unsatisfiable",
+			snap: spread.Snapshot{Nodes: twoZones, Pods: webPods(1, "a1", "b1"),
+				Templates: []spread.Template{makeTemplate("a1-again").Label(v1.LabelHostname, "a1").Obj()}},
+			pod:         perHost.Obj(),
+			wantVerdict: spread.VerdictUnsatisfiable,
+			wantMessage: []string{"a1-again would exceed maxSkew"},
+		},
+		{
+			name: "a template without the topology key -> not feasible",
+			snap: spread.Snapshot{Nodes: twoZones, Pods: webPods(1, "a1", "b1"),
+				Templates: []spread.Template{makeTemplate("zoneless").Obj()}},
+			pod:         minDomains3.Obj(),
+			wantVerdict: spread.VerdictUnsatisfiable,
+			wantMessage: []string{"zoneless lacks a topology key of the pod's hard constraints (topology.kubernetes.io/zone)"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, err := checkBoth(t, tt.snap, tt.pod, spread.Options{Explain: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			fast, err := checkBoth(t, tt.snap, tt.pod, spread.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Verdict != tt.wantVerdict || fast.Verdict != tt.wantVerdict {
+				t.Fatalf("verdict = %s (Explain), %s (without), want %s; message %q", res.Verdict, fast.Verdict, tt.wantVerdict, res.Message)
+			}
+			if diff := cmp.Diff(tt.wantFeasible, res.FeasibleTemplates); diff != "" {
+				t.Errorf("feasible templates (-want +got):\n%s", diff)
+			}
+			if got := len(res.FeasibleTemplates) + len(res.ExcludedTemplates); got != len(tt.snap.Templates) {
+				t.Errorf("%d templates feasible or excluded, want all %d accounted for", got, len(tt.snap.Templates))
+			}
+			if res.Message != fast.Message {
+				t.Errorf("message with Explain %q differs from without %q", res.Message, fast.Message)
+			}
+			for _, s := range tt.wantMessage {
+				if !strings.Contains(res.Message, s) {
+					t.Errorf("message %q does not contain %q", res.Message, s)
+				}
+			}
+		})
+	}
+}
