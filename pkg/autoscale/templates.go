@@ -1,0 +1,139 @@
+package autoscale
+
+import (
+	"cmp"
+	"maps"
+	"slices"
+
+	v1 "k8s.io/api/core/v1"
+
+	karpenterv1 "github.com/spreadguard/spreadguard/pkg/apis/karpenter/v1"
+	"github.com/spreadguard/spreadguard/pkg/spread"
+)
+
+// Declared is one NodeTemplate (spreadguard.io/v1alpha1): a node shape an
+// operator declares, typically a node group scaled to zero that no
+// existing node shows. The caller converts the objects; Name is the
+// object's name.
+type Declared struct {
+	Name   string
+	Labels map[string]string
+	Taints []v1.Taint
+}
+
+// Inputs is what templates are derived from. Templates only reads it.
+type Inputs struct {
+	// Nodes are the cluster's nodes: the zones (and other topology values)
+	// seen on them, and the node groups they belong to.
+	Nodes []*v1.Node
+	// Declared are the NodeTemplate objects.
+	Declared []Declared
+	// NodePools are Karpenter's NodePools; nil when the CRD is not
+	// installed or Karpenter awareness is off.
+	NodePools []*karpenterv1.NodePool
+	// NodeGroupLabel is the node label naming a node's group, e.g.
+	// eks.amazonaws.com/nodegroup; "" derives no node-group templates.
+	NodeGroupLabel string
+	// SpreadKeys are the topology keys the policies spread on besides zone
+	// and capacity type; a NodePool expands over their values too.
+	SpreadKeys []string
+}
+
+// Templates returns the templates of in, sorted by name, names unique: of
+// two inputs that yield the same name (two NodeTemplates or NodePools of
+// one name), the later one wins, as in an informer's store.
+//
+//   - A Declared yields the template of its name, Source "NodeTemplate <name>".
+//   - A NodePool yields one template per combination of the values its
+//     requirements allow on the topology keys (see nodePoolTemplates).
+//   - A node group yields one template per zone its nodes are in (see
+//     nodeGroupTemplates).
+func Templates(in Inputs) []spread.Template {
+	keys := topologyKeys(in.SpreadKeys)
+	seen := observe(in.Nodes, keys, in.NodeGroupLabel)
+	var out []spread.Template
+	for _, d := range in.Declared {
+		out = append(out, spread.Template{
+			Name:   d.Name,
+			Source: "NodeTemplate " + d.Name,
+			Labels: maps.Clone(d.Labels),
+			Taints: slices.Clone(d.Taints),
+		})
+	}
+	for _, np := range in.NodePools {
+		out = append(out, nodePoolTemplates(np, keys, seen.values)...)
+	}
+	out = append(out, nodeGroupTemplates(seen.groups)...)
+	return uniqueByName(out)
+}
+
+// topologyKeys are the keys a NodePool expands over, in the order their
+// values appear in a template's name: zone, capacity type, then the other
+// spread keys sorted. kubernetes.io/hostname is left out: a new node is a
+// new hostname whatever its NodePool says.
+func topologyKeys(spreadKeys []string) []string {
+	extra := slices.Clone(spreadKeys)
+	slices.Sort(extra)
+	extra = slices.Compact(extra)
+	keys := []string{v1.LabelTopologyZone, karpenterv1.CapacityTypeLabelKey}
+	for _, k := range extra {
+		if k != "" && k != v1.LabelHostname && !slices.Contains(keys, k) {
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}
+
+// observation is what one pass over the nodes finds.
+type observation struct {
+	// values holds, for each topology key, the sorted values seen on
+	// nodes.
+	values map[string][]string
+	// groups holds the node each (group, zone) takes its shape from.
+	groups map[groupZone]*v1.Node
+}
+
+// observe reads the nodes once.
+func observe(nodes []*v1.Node, keys []string, groupLabel string) observation {
+	sets := make(map[string]map[string]struct{}, len(keys))
+	for _, k := range keys {
+		sets[k] = map[string]struct{}{}
+	}
+	groups := map[groupZone]*v1.Node{}
+	for _, n := range nodes {
+		for _, k := range keys {
+			if v, ok := n.Labels[k]; ok {
+				sets[k][v] = struct{}{}
+			}
+		}
+		if groupLabel == "" {
+			continue
+		}
+		g, ok := n.Labels[groupLabel]
+		if !ok || g == "" {
+			continue
+		}
+		gz := groupZone{group: g, zone: n.Labels[v1.LabelTopologyZone]}
+		if cur, ok := groups[gz]; !ok || betterModel(n, cur) {
+			groups[gz] = n
+		}
+	}
+	values := make(map[string][]string, len(keys))
+	for k, set := range sets {
+		values[k] = slices.Sorted(maps.Keys(set))
+	}
+	return observation{values: values, groups: groups}
+}
+
+// uniqueByName sorts ts by name and keeps the last of each name.
+func uniqueByName(ts []spread.Template) []spread.Template {
+	slices.SortStableFunc(ts, func(a, b spread.Template) int { return cmp.Compare(a.Name, b.Name) })
+	out := ts[:0]
+	for i, t := range ts {
+		if i+1 < len(ts) && ts[i+1].Name == t.Name {
+			continue
+		}
+		out = append(out, t)
+	}
+	return out
+}
