@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -64,14 +65,19 @@ func (o *checkOptions) run() (*engine.Review, error) {
 	if err != nil {
 		return nil, err
 	}
-	return review(pod, cluster, cfg)
+	return review(pod, cluster, cfg, o.templates())
 }
 
 // review runs the engine as the webhook does: lookups through the
 // webhook's Sources, counts from an Index, the structure the webhook's
 // informer handlers keep up to date, built here from the store in one go.
-func review(pod *v1.Pod, store *lookup.Store, cfg engine.Config) (*engine.Review, error) {
+func review(pod *v1.Pod, store *lookup.Store, cfg engine.Config, topts lookup.TemplateOptions) (*engine.Review, error) {
 	index := spread.IndexFromSnapshot(store.Snapshot())
+	templates, err := lookup.Templates(context.Background(), store, topts)
+	if err != nil {
+		return nil, fmt.Errorf("deriving the nodes an autoscaler can add: %w", err)
+	}
+	index.SetTemplates(templates)
 	rev, err := engine.ReviewPod(pod, lookup.NewSources(store), index, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("reviewing pod %s/%s: %w", pod.Namespace, podName(pod), err)

@@ -53,11 +53,11 @@ func decodeReport(t *testing.T, out string) report {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	wantKeys := []string{"action", "allowed", "constraints", "feasibleNodes", "message", "pod", "policy", "warnings"}
+	wantKeys := []string{"action", "allowed", "constraints", "feasibleNodes", "feasibleTemplates", "message", "pod", "policy", "warnings"}
 	if diff := cmp.Diff(wantKeys, keys); diff != "" {
 		t.Errorf("JSON keys (-want +got):\n%s", diff)
 	}
-	for _, k := range []string{"warnings", "feasibleNodes", "constraints"} {
+	for _, k := range []string{"warnings", "feasibleNodes", "feasibleTemplates", "constraints"} {
 		if !bytes.HasPrefix(bytes.TrimSpace(raw[k]), []byte("[")) {
 			t.Errorf("JSON %q = %s, want a list", k, raw[k])
 		}
@@ -113,11 +113,12 @@ func TestCheckExamples(t *testing.T) {
 			args: []string{"check", "--cluster", exampleCluster, "--pod", examplePodWeb, "-o", "json"},
 			want: func(t *testing.T) report {
 				return report{
-					Allowed:       true,
-					Warnings:      []string{},
-					Policy:        examplePolicy,
-					Pod:           webPodMutated(t),
-					FeasibleNodes: []string{"node-b1", "node-b2"},
+					Allowed:           true,
+					Warnings:          []string{},
+					Policy:            examplePolicy,
+					Pod:               webPodMutated(t),
+					FeasibleNodes:     []string{"node-b1", "node-b2"},
+					FeasibleTemplates: []string{},
 					Constraints: []constraintCounted{{
 						TopologyKey: zoneKey, MaxSkew: 1, WhenUnsatisfiable: v1.DoNotSchedule,
 						GlobalMin: 2, Domains: map[string]int{"zone-a": 3, "zone-b": 2},
@@ -131,12 +132,13 @@ func TestCheckExamples(t *testing.T) {
 			args: []string{"check", "--cluster", exampleCluster, "--pod", examplePinned, "-o", "json"},
 			want: func(t *testing.T) report {
 				return report{
-					Allowed:       false,
-					Action:        string(v1alpha1.ActionDeny),
-					Warnings:      []string{},
-					Policy:        examplePolicy,
-					Pod:           loadPod(t, examplePinned),
-					FeasibleNodes: []string{},
+					Allowed:           false,
+					Action:            string(v1alpha1.ActionDeny),
+					Warnings:          []string{},
+					Policy:            examplePolicy,
+					Pod:               loadPod(t, examplePinned),
+					FeasibleNodes:     []string{},
+					FeasibleTemplates: []string{},
 					Constraints: []constraintCounted{{
 						TopologyKey: zoneKey, MaxSkew: 1, WhenUnsatisfiable: v1.DoNotSchedule,
 						GlobalMin: 0, Domains: map[string]int{"zone-a": 3, "zone-b": 2, "zone-c": 0},
@@ -151,11 +153,12 @@ func TestCheckExamples(t *testing.T) {
 			args: []string{"check", "--cluster", exampleCluster, "--pod", examplePinned, "-o", "json", "--excluded-namespaces", "shop"},
 			want: func(t *testing.T) report {
 				return report{
-					Allowed:       true,
-					Warnings:      []string{},
-					Pod:           loadPod(t, examplePinned),
-					FeasibleNodes: []string{},
-					Constraints:   []constraintCounted{},
+					Allowed:           true,
+					Warnings:          []string{},
+					Pod:               loadPod(t, examplePinned),
+					FeasibleNodes:     []string{},
+					FeasibleTemplates: []string{},
+					Constraints:       []constraintCounted{},
 				}
 			},
 			wantCode: exitAllowed,
@@ -287,7 +290,7 @@ func TestCheckBadInput(t *testing.T) {
 			name: "a Deployment in the cluster file -> unknown kind, with the kinds wanted",
 			args: []string{"check", "--cluster", deployment, "--pod", examplePodWeb},
 			wantStderr: "kubectl-spread: " + deployment + `: document 2: unknown kind "Deployment" (want one of Node, Pod, Service, ` +
-				"ReplicationController, ReplicaSet, StatefulSet, Namespace, SpreadPolicy, ClusterSpreadPolicy, or a v1 List)\n",
+				"ReplicationController, ReplicaSet, StatefulSet, Namespace, SpreadPolicy, ClusterSpreadPolicy, NodeTemplate, NodePool, or a v1 List)\n",
 		},
 		{
 			name:       "two pods in the pod file -> exactly one wanted",
@@ -380,6 +383,67 @@ func TestCheckDefaultAction(t *testing.T) {
 			}
 			if !strings.Contains(r.Message, "zone-c") {
 				t.Errorf("message does not name zone-c: %s", r.Message)
+			}
+		})
+	}
+}
+
+func TestCheckCountsTheNodesAnAutoscalerCanAdd(t *testing.T) {
+	const karpenterCluster = "../../examples/cluster-karpenter.yaml"
+	const minDomainsPod = "../../examples/pod-mindomains.yaml"
+	data, err := os.ReadFile(karpenterCluster)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The same cluster without its NodePool: nothing can add a node.
+	var kept []string
+	for doc := range strings.SplitSeq(string(data), "\n---\n") {
+		if !strings.Contains(doc, "kind: NodePool") {
+			kept = append(kept, doc)
+		}
+	}
+	withoutPool := filepath.Join(t.TempDir(), "cluster.yaml")
+	if err := os.WriteFile(withoutPool, []byte(strings.Join(kept, "\n---\n")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name         string
+		cluster      string
+		wantCode     int
+		wantAllowed  bool
+		wantFeasible []string
+		wantWarnings []string
+	}{
+		{
+			name:     "minDomains 3, nodes in 2 full zones, a NodePool allowing zone-c -> admitted with a warning, the template listed",
+			cluster:  karpenterCluster,
+			wantCode: exitAllowed, wantAllowed: true,
+			wantFeasible: []string{"nodepool/default/zone-c,on-demand"},
+			wantWarnings: []string{"admitted: no current node fits; a new node from NodePool default in zone zone-c would"},
+		},
+		{
+			name:         "the same cluster without the NodePool -> denied",
+			cluster:      withoutPool,
+			wantCode:     exitDenied,
+			wantFeasible: []string{},
+			wantWarnings: []string{},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := runCommand(t, "check", "--cluster", tt.cluster, "--pod", minDomainsPod, "-o", "json")
+			if got.code != tt.wantCode {
+				t.Fatalf("exit code %d, want %d; stderr %q", got.code, tt.wantCode, got.stderr)
+			}
+			r := decodeReport(t, got.stdout)
+			if r.Allowed != tt.wantAllowed {
+				t.Errorf("allowed = %v, want %v", r.Allowed, tt.wantAllowed)
+			}
+			if diff := cmp.Diff(tt.wantFeasible, r.FeasibleTemplates); diff != "" {
+				t.Errorf("feasibleTemplates (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.wantWarnings, r.Warnings); diff != "" {
+				t.Errorf("warnings (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -68,7 +68,7 @@ Exit codes: 0 allowed, 1 denied, 2 bad input or an unreachable cluster.`,
 				return err
 			}
 			ns := cmp.Or(o.namespace, c.namespace, metav1.NamespaceDefault)
-			rev, err := explain(cmd.Context(), c, kind, ns, name, cfg)
+			rev, err := explain(cmd.Context(), c, kind, ns, name, cfg, o.templates())
 			if err != nil {
 				return err
 			}
@@ -142,7 +142,7 @@ func parseTarget(arg string) (kind, name string, err error) {
 // explain lists what the engine reads, synthesises the next pod, and
 // reviews it against a Store of the listed objects, as check reviews a
 // pod against a file.
-func explain(ctx context.Context, c *clients, kind, namespace, name string, cfg engine.Config) (*engine.Review, error) {
+func explain(ctx context.Context, c *clients, kind, namespace, name string, cfg engine.Config, topts lookup.TemplateOptions) (*engine.Review, error) {
 	objs, err := list(ctx, c.reader, namespace)
 	if err != nil {
 		return nil, err
@@ -182,7 +182,7 @@ func explain(ctx context.Context, c *clients, kind, namespace, name string, cfg 
 	if err != nil {
 		return nil, fmt.Errorf("building the store of the cluster: %w", err)
 	}
-	return review(pod, store, cfg)
+	return review(pod, store, cfg, topts)
 }
 
 // list reads what the engine reads for a pod of namespace (lookup.Read),

@@ -114,11 +114,12 @@ func admittedOnZones(pod *v1.Pod, feasible []string, globalMin int, zones map[st
 	pod.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}
 	pod.Annotations = map[string]string{v1alpha1.AnnotationPolicy: examplePolicy}
 	return report{
-		Allowed:       true,
-		Warnings:      []string{},
-		Policy:        examplePolicy,
-		Pod:           pod,
-		FeasibleNodes: feasible,
+		Allowed:           true,
+		Warnings:          []string{},
+		Policy:            examplePolicy,
+		Pod:               pod,
+		FeasibleNodes:     feasible,
+		FeasibleTemplates: []string{},
 		Constraints: []constraintCounted{{
 			TopologyKey: zoneKey, MaxSkew: 1, WhenUnsatisfiable: v1.DoNotSchedule,
 			GlobalMin: globalMin, Domains: zones,

@@ -19,14 +19,18 @@ import (
 // report is SPEC's "offline contract" object, printed by `check -o json`
 // and `explain -o json`. Its fields are the contract: add none silently.
 type report struct {
-	Allowed       bool                `json:"allowed"`
-	Action        string              `json:"action"`
-	Message       string              `json:"message"`
-	Warnings      []string            `json:"warnings"`
-	Policy        string              `json:"policy"`
-	Pod           *v1.Pod             `json:"pod"`
-	FeasibleNodes []string            `json:"feasibleNodes"`
-	Constraints   []constraintCounted `json:"constraints"`
+	Allowed       bool     `json:"allowed"`
+	Action        string   `json:"action"`
+	Message       string   `json:"message"`
+	Warnings      []string `json:"warnings"`
+	Policy        string   `json:"policy"`
+	Pod           *v1.Pod  `json:"pod"`
+	FeasibleNodes []string `json:"feasibleNodes"`
+	// FeasibleTemplates are the nodes an autoscaler can add that would
+	// take the pod (NodeTemplates, nodepool/<pool>/<values>,
+	// nodegroup/<group>/<zone>), sorted.
+	FeasibleTemplates []string            `json:"feasibleTemplates"`
+	Constraints       []constraintCounted `json:"constraints"`
 }
 
 // constraintCounted is one hard constraint's counting.
@@ -46,15 +50,18 @@ func newReport(rev *engine.Review) report {
 		Message: v.Message,
 		// Empty lists print as [], never null: a consumer can index them
 		// without a nil check.
-		Warnings:      append([]string{}, v.Warnings...),
-		Policy:        policyName(rev),
-		Pod:           rev.Pod,
-		FeasibleNodes: []string{},
-		Constraints:   []constraintCounted{},
+		Warnings:          append([]string{}, v.Warnings...),
+		Policy:            policyName(rev),
+		Pod:               rev.Pod,
+		FeasibleNodes:     []string{},
+		FeasibleTemplates: []string{},
+		Constraints:       []constraintCounted{},
 	}
 	if v.Result != nil {
 		r.FeasibleNodes = append(r.FeasibleNodes, v.Result.FeasibleNodes...)
 		slices.Sort(r.FeasibleNodes)
+		r.FeasibleTemplates = append(r.FeasibleTemplates, v.Result.FeasibleTemplates...)
+		slices.Sort(r.FeasibleTemplates)
 		for _, c := range v.Result.Constraints {
 			domains := map[string]int{}
 			maps.Copy(domains, c.Domains)
@@ -150,6 +157,7 @@ func writeReadable(out io.Writer, rev *engine.Review) error {
 			}
 			w.check(tw.Flush())
 		}
+		writeTemplates(w, res)
 	}
 
 	if len(v.Warnings) > 0 {
@@ -164,10 +172,29 @@ func writeReadable(out io.Writer, rev *engine.Review) error {
 	return w.err
 }
 
+// writeTemplates lists the nodes an autoscaler can add apart from the
+// nodes that exist: which would take the pod, and why the others would not.
+func writeTemplates(w *errWriter, res *spread.Result) {
+	if len(res.FeasibleTemplates)+len(res.ExcludedTemplates) == 0 {
+		return
+	}
+	w.printf("\nNodes an autoscaler can add:\n")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, name := range res.FeasibleTemplates {
+		fmt.Fprintf(tw, "  %s\tfeasible\n", name)
+	}
+	for _, e := range res.ExcludedTemplates {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", e.Name, e.Reason, e.Detail)
+	}
+	w.check(tw.Flush())
+}
+
 func verdict(v *engine.Validation) string {
 	switch {
 	case !v.Allowed:
 		return fmt.Sprintf("DENIED (action %s)", v.Action)
+	case v.NewNode:
+		return "ALLOWED: no current node fits, a node an autoscaler can add would"
 	case v.Action != "":
 		return fmt.Sprintf("ALLOWED, but its hard spread constraints cannot be met (action %s)", v.Action)
 	default:

@@ -9,9 +9,11 @@ import (
 
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
 	"github.com/spreadguard/spreadguard/pkg/engine"
+	"github.com/spreadguard/spreadguard/pkg/lookup"
 )
 
 // Exit codes: the contract scripts and CI rely on.
@@ -73,6 +75,7 @@ Exit codes: 0 allowed, 1 denied, 2 bad input.`,
 type engineFlags struct {
 	defaultAction      string
 	excludedNamespaces []string
+	nodeGroupLabel     string
 	output             string
 }
 
@@ -81,7 +84,16 @@ func (f *engineFlags) register(cmd *cobra.Command) {
 		"what to do with an unsatisfiable pod whose policy sets no action, as the webhook's --default-action: Deny, Warn or Audit")
 	cmd.Flags().StringSliceVar(&f.excludedNamespaces, "excluded-namespaces", []string{metav1.NamespaceSystem},
 		"namespaces never mutated nor validated, as the webhook's --excluded-namespaces (kube-system is always included)")
+	cmd.Flags().StringVar(&f.nodeGroupLabel, "node-group-label", "",
+		"node label naming a node's group, as the webhook's --node-group-label: each group and zone seen on a node is a node an autoscaler can add")
 	cmd.Flags().StringVarP(&f.output, "output", "o", "", "output format: empty for a readable report, or json")
+}
+
+// templates says where the nodes an autoscaler can add come from: the
+// NodeTemplates and Karpenter NodePools among the objects read, and the
+// node groups of --node-group-label.
+func (f *engineFlags) templates() lookup.TemplateOptions {
+	return lookup.TemplateOptions{Karpenter: true, NodeGroupLabel: f.nodeGroupLabel}
 }
 
 // config validates the flags into the engine's configuration.
@@ -96,6 +108,11 @@ func (f *engineFlags) config() (engine.Config, error) {
 	case "", "json":
 	default:
 		return engine.Config{}, fmt.Errorf("invalid --output %q (want json, or nothing for a readable report)", f.output)
+	}
+	if f.nodeGroupLabel != "" {
+		if errs := validation.IsQualifiedName(f.nodeGroupLabel); len(errs) > 0 {
+			return engine.Config{}, fmt.Errorf("invalid --node-group-label %q: %s", f.nodeGroupLabel, strings.Join(errs, "; "))
+		}
 	}
 	excluded := []string{metav1.NamespaceSystem}
 	for _, ns := range f.excludedNamespaces {

@@ -8,6 +8,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/spreadguard/spreadguard/pkg/spread"
@@ -109,12 +110,12 @@ type Tracker struct {
 }
 
 // NewTracker gets (and so registers for starting) an informer for every
-// type in Watched, adds the index's handlers to the pod and node informers
+// type in watched (Watched's), adds the index's handlers to the pod and node informers
 // and the Service index's (when there is one) to the Service informer.
 // onSynced, if not nil, runs once when everything has synced.
-func NewTracker(ctx context.Context, c crcache.Cache, ix IndexSink, services *ServiceIndex, onSynced func()) (*Tracker, error) {
+func NewTracker(ctx context.Context, c crcache.Cache, watched []client.Object, ix IndexSink, services *ServiceIndex, onSynced func()) (*Tracker, error) {
 	t := &Tracker{cache: c, onSynced: onSynced}
-	for _, obj := range Watched() {
+	for _, obj := range watched {
 		inf, err := c.GetInformer(ctx, obj)
 		if err != nil {
 			return nil, fmt.Errorf("getting the informer for %T: %w", obj, err)

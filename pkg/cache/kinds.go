@@ -14,6 +14,7 @@ import (
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	karpenterv1 "github.com/spreadguard/spreadguard/pkg/apis/karpenter/v1"
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
 )
 
@@ -30,6 +31,16 @@ type Kind struct {
 	Resource string
 	// Namespaced is false for a cluster-scoped kind.
 	Namespaced bool
+	// Optional kinds are read only when the API server serves them (and,
+	// for Karpenter's NodePools, when the configuration asks for them), so
+	// that a cluster without their CRD (an upgrade from a chart that did
+	// not ship NodeTemplate; no Karpenter) never waits on an informer that
+	// cannot sync.
+	Optional bool
+	// Partial kinds have a Go type that mirrors only the fields spreadguard
+	// reads of another project's API: a cluster file's object of the kind
+	// may carry other fields.
+	Partial bool
 	// Transform turns an object as the watch decodes it into what the
 	// informer keeps: only what spreadguard reads. Nil keeps the object
 	// whole, less its managedFields.
@@ -76,6 +87,11 @@ var Kinds = []Kind{
 		object: &v1alpha1.SpreadPolicy{}, list: &v1alpha1.SpreadPolicyList{}},
 	{GVK: v1alpha1.GroupVersion.WithKind(v1alpha1.KindClusterSpreadPolicy), Resource: "clusterspreadpolicies",
 		object: &v1alpha1.ClusterSpreadPolicy{}, list: &v1alpha1.ClusterSpreadPolicyList{}},
+	// The nodes an autoscaler can add: declared, and Karpenter's.
+	{GVK: v1alpha1.GroupVersion.WithKind(v1alpha1.KindNodeTemplate), Resource: "nodetemplates", Optional: true,
+		object: &v1alpha1.NodeTemplate{}, list: &v1alpha1.NodeTemplateList{}},
+	{GVK: karpenterv1.GroupVersion.WithKind(karpenterv1.KindNodePool), Resource: "nodepools", Optional: true, Partial: true,
+		object: &karpenterv1.NodePool{}, list: &karpenterv1.NodePoolList{}},
 }
 
 // byType finds a kind by the Go type of its object or of its list.
@@ -113,7 +129,7 @@ func KindFor(gvk schema.GroupVersionKind) (k Kind, ok bool) {
 // whatever else their API groups register), and nothing more.
 func NewScheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{v1.AddToScheme, appsv1.AddToScheme, v1alpha1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{v1.AddToScheme, appsv1.AddToScheme, v1alpha1.AddToScheme, karpenterv1.AddToScheme} {
 		if err := add(s); err != nil {
 			return nil, fmt.Errorf("building the scheme: %w", err)
 		}
@@ -155,11 +171,14 @@ func Options() crcache.Options {
 
 // ReadRules returns the RBAC rules that let spreadguard read Kinds:
 // get, list and watch, one rule per API group, groups and resources in the
-// order of Kinds.
-func ReadRules() []rbacv1.PolicyRule {
+// order of Kinds, for the kinds include accepts (all when it is nil).
+func ReadRules(include func(Kind) bool) []rbacv1.PolicyRule {
 	var rules []rbacv1.PolicyRule
 	at := map[string]int{}
 	for _, k := range Kinds {
+		if include != nil && !include(k) {
+			continue
+		}
 		i, ok := at[k.GVK.Group]
 		if !ok {
 			i = len(rules)
@@ -171,11 +190,15 @@ func ReadRules() []rbacv1.PolicyRule {
 	return rules
 }
 
-// Watched returns an empty object of every kind, in the order of Kinds.
-func Watched() []client.Object {
-	out := make([]client.Object, len(Kinds))
-	for i, k := range Kinds {
-		out[i] = k.New()
+// Watched returns an empty object of every kind the webhook watches, in
+// the order of Kinds: the kinds that are not optional, and the optional
+// ones that want accepts.
+func Watched(want func(Kind) bool) []client.Object {
+	var out []client.Object
+	for _, k := range Kinds {
+		if !k.Optional || (want != nil && want(k)) {
+			out = append(out, k.New())
+		}
 	}
 	return out
 }

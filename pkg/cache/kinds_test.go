@@ -56,9 +56,10 @@ func TestReadRulesGrantGetListWatchOnEveryKindAndNothingElse(t *testing.T) {
 	want := []rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"nodes", "pods", "services", "replicationcontrollers", "namespaces"}, Verbs: read},
 		{APIGroups: []string{"apps"}, Resources: []string{"replicasets", "statefulsets"}, Verbs: read},
-		{APIGroups: []string{"spreadguard.io"}, Resources: []string{"spreadpolicies", "clusterspreadpolicies"}, Verbs: read},
+		{APIGroups: []string{"spreadguard.io"}, Resources: []string{"spreadpolicies", "clusterspreadpolicies", "nodetemplates"}, Verbs: read},
+		{APIGroups: []string{"karpenter.sh"}, Resources: []string{"nodepools"}, Verbs: read},
 	}
-	if diff := cmp.Diff(want, ReadRules()); diff != "" {
-		t.Errorf("ReadRules() (-want +got):\n%s", diff)
+	if diff := cmp.Diff(want, ReadRules(nil)); diff != "" {
+		t.Errorf("ReadRules(nil) (-want +got):\n%s", diff)
 	}
 }

@@ -173,12 +173,12 @@ func TestOptionsStripEveryWatchedTypeButThePolicies(t *testing.T) {
 	for obj, by := range opts.ByObject {
 		transformed[fmt.Sprintf("%T", obj)] = by.Transform != nil
 	}
-	for _, obj := range Watched() {
+	for _, obj := range Watched(nil) {
 		name := fmt.Sprintf("%T", obj)
 		switch obj.(type) {
-		case *v1alpha1.SpreadPolicy, *v1alpha1.ClusterSpreadPolicy:
+		case *v1alpha1.SpreadPolicy, *v1alpha1.ClusterSpreadPolicy, *v1alpha1.NodeTemplate:
 			if _, ok := transformed[name]; ok {
-				t.Errorf("%s has its own cache options; policies are cached whole", name)
+				t.Errorf("%s has its own cache options; policies and node templates are cached whole", name)
 			}
 		default:
 			if !transformed[name] {

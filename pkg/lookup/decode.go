@@ -298,7 +298,13 @@ func decodeDocument(js []byte) (runtime.Object, []json.RawMessage, error) {
 	}
 	kind, _ := cache.KindFor(gvk)
 	obj := kind.New()
-	if err := strictUnmarshal(js, obj); err != nil {
+	unmarshal := strictUnmarshal
+	if kind.Partial {
+		// Its Go type holds only what spreadguard reads: the other fields
+		// of a real object are expected, not typos.
+		unmarshal = func(js []byte, into any) error { return kjson.UnmarshalCaseSensitivePreserveInts(js, into) }
+	}
+	if err := unmarshal(js, obj); err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", tm.Kind, err)
 	}
 	return obj, nil, nil

@@ -16,8 +16,9 @@ import (
 // Read lists from r what the webhook's informers hold that can matter for a
 // pod of namespace: every object of cache.Kinds, limited to the namespace
 // for the namespaced kinds (spread counts only the pods of the pod's own
-// namespace). A cluster without spreadguard's CRDs has no policies, which
-// is an answer, not an error. NewStore takes what it returns.
+// namespace). A cluster without spreadguard's CRDs has no policies and no
+// NodeTemplates, and one without Karpenter no NodePools: answers, not
+// errors. NewStore takes what it returns.
 func Read(ctx context.Context, r client.Reader, namespace string) ([]runtime.Object, error) {
 	var objs []runtime.Object
 	for _, k := range cache.Kinds {
@@ -29,7 +30,7 @@ func Read(ctx context.Context, r client.Reader, namespace string) ([]runtime.Obj
 			where = " of namespace " + namespace
 		}
 		err := r.List(ctx, l, opts...)
-		if k.GVK.Group == v1alpha1.GroupName && (meta.IsNoMatchError(err) || apierrors.IsNotFound(err)) {
+		if (k.Optional || k.GVK.Group == v1alpha1.GroupName) && (meta.IsNoMatchError(err) || apierrors.IsNotFound(err)) {
 			continue
 		}
 		if err != nil {

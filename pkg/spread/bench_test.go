@@ -170,6 +170,53 @@ func BenchmarkCheckDenied(b *testing.B) {
 	}
 }
 
+// BenchmarkCheckDeniedTemplates measures BenchmarkCheckDenied's pod with 20
+// templates of nodes an autoscaler can add, as a cluster with a few
+// NodePools or node groups has: every template is checked, since no
+// existing node is feasible. With "new-zone", one template is in a fourth
+// zone and takes the pod (FeasibleOnNewNode); with "existing-zones", all 20
+// are in full zones and the pod is denied, each template named in the
+// message.
+func BenchmarkCheckDeniedTemplates(b *testing.B) {
+	for _, nodes := range benchSizes {
+		c := clusterOf(nodes)
+		denied := c.incoming.DeepCopy()
+		denied.Spec.TopologySpreadConstraints[0].MinDomains = new(int32(4))
+		for _, tc := range []struct {
+			name    string
+			zone    string
+			verdict spread.Verdict
+		}{
+			{"existing-zones", "zone-a", spread.VerdictUnsatisfiable},
+			{"new-zone", "zone-d", spread.VerdictFeasibleOnNewNode},
+		} {
+			snap := c.snap
+			snap.Templates = nil
+			zones := []string{"zone-a", "zone-b", "zone-c"}
+			for i := range 20 {
+				zone := zones[i%3]
+				if i == 19 {
+					zone = tc.zone
+				}
+				snap.Templates = append(snap.Templates, spread.Template{
+					Name:   fmt.Sprintf("nodepool/pool-%02d/%s", i, zone),
+					Source: fmt.Sprintf("NodePool pool-%02d", i),
+					Labels: map[string]string{v1.LabelTopologyZone: zone, "karpenter.sh/capacity-type": "on-demand",
+						"node.kubernetes.io/instance-type": fmt.Sprintf("m6i.%dxlarge", 1+i%4), v1.LabelOSStable: "linux"},
+				})
+			}
+			ix := spread.IndexFromSnapshot(snap)
+			b.Run(sizeName(nodes)+"/templates="+tc.name, func(b *testing.B) {
+				res, err := ix.Check(denied, spread.Options{})
+				if err != nil || res.Verdict != tc.verdict || res.Message == "" {
+					b.Fatalf("Check() = %+v, %v; want %s with a message", res, err, tc.verdict)
+				}
+				measureCheck(b, ix, denied)
+			})
+		}
+	}
+}
+
 // BenchmarkCheckDeniedHostname measures the denial whose message has the
 // most nodes to summarise: the incoming pod may only go to the 30 nodes
 // holding its Deployment's pods (required node affinity on their hostnames),

@@ -89,6 +89,15 @@ type Config struct {
 	MessageDetail spread.MessageDetail `json:"messageDetail"`
 	// LogLevel is error, info, debug or a logr verbosity number.
 	LogLevel string `json:"logLevel"`
+	// AutoscalerKarpenter says whether Karpenter's NodePools are read as
+	// templates of the nodes an autoscaler can add: auto (when the
+	// karpenter.sh/v1 NodePool API is served at start), true or false.
+	AutoscalerKarpenter Toggle `json:"autoscalerKarpenter"`
+	// NodeGroupLabel is the node label that names a node's group
+	// (eks.amazonaws.com/nodegroup, cloud.google.com/gke-nodepool,
+	// kubernetes.azure.com/agentpool): each group and zone seen on a node
+	// is a template of a node the cluster autoscaler can add. Empty: none.
+	NodeGroupLabel string `json:"nodeGroupLabel,omitempty"`
 
 	// ConfigFile is the path given by --config; flag only.
 	ConfigFile string `json:"-"`
@@ -112,8 +121,19 @@ func NewConfig() *Config {
 		FailurePolicy:          admissionregistrationv1.Ignore,
 		MessageDetail:          spread.DetailDomains,
 		LogLevel:               LogLevelInfo,
+		AutoscalerKarpenter:    ToggleAuto,
 	}
 }
+
+// Toggle is a setting that can also be decided from the cluster at start.
+type Toggle string
+
+// The values of a Toggle.
+const (
+	ToggleAuto  Toggle = "auto"
+	ToggleTrue  Toggle = "true"
+	ToggleFalse Toggle = "false"
+)
 
 // option is one setting of spreadguard-webhook, defined here once: its flag,
 // the help text and the Config field the flag binds. The default is that
@@ -158,6 +178,10 @@ var settings = []option{
 		func(c *Config) any { return &c.MessageDetail }},
 	{"log-level", "Log level: error, info, debug, or a verbosity number (4 and above log per-node detail).",
 		func(c *Config) any { return &c.LogLevel }},
+	{"autoscaler-karpenter", "Read Karpenter's NodePools as nodes an autoscaler can add: auto (when the karpenter.sh/v1 NodePool API is served at start), true or false.",
+		func(c *Config) any { return &c.AutoscalerKarpenter }},
+	{"node-group-label", "Node label naming a node's group (eks.amazonaws.com/nodegroup, cloud.google.com/gke-nodepool, kubernetes.azure.com/agentpool): each group and zone seen on a node is a node the autoscaler can add. Empty: none.",
+		func(c *Config) any { return &c.NodeGroupLabel }},
 }
 
 // AddFlags binds every flag to its field of c; the current values of c are
@@ -179,6 +203,8 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 			fs.Var(enumFlag[admissionregistrationv1.FailurePolicyType]{p, "policy"}, o.flag, o.usage)
 		case *spread.MessageDetail:
 			fs.Var(enumFlag[spread.MessageDetail]{p, "detail"}, o.flag, o.usage)
+		case *Toggle:
+			fs.Var(enumFlag[Toggle]{p, "auto|true|false"}, o.flag, o.usage)
 		default:
 			panic(fmt.Sprintf("option --%s binds a %T, which AddFlags cannot bind", o.flag, p))
 		}
@@ -323,6 +349,15 @@ func (c *Config) Validate() field.ErrorList {
 	for i, ns := range c.ExcludedNamespaces {
 		for _, msg := range validation.IsDNS1123Label(ns) {
 			errs = append(errs, field.Invalid(field.NewPath("excludedNamespaces").Index(i), ns, msg))
+		}
+	}
+	toggles := []string{string(ToggleAuto), string(ToggleTrue), string(ToggleFalse)}
+	if !slices.Contains(toggles, string(c.AutoscalerKarpenter)) {
+		errs = append(errs, field.NotSupported(field.NewPath("autoscalerKarpenter"), c.AutoscalerKarpenter, toggles))
+	}
+	if c.NodeGroupLabel != "" {
+		for _, msg := range validation.IsQualifiedName(c.NodeGroupLabel) {
+			errs = append(errs, field.Invalid(field.NewPath("nodeGroupLabel"), c.NodeGroupLabel, msg))
 		}
 	}
 	if _, err := ParseLogLevel(c.LogLevel); err != nil {

@@ -11,12 +11,16 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap/zapcore"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -34,6 +38,7 @@ import (
 	ctrladmission "sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/spreadguard/spreadguard/pkg/admission"
+	karpenterv1 "github.com/spreadguard/spreadguard/pkg/apis/karpenter/v1"
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
 	"github.com/spreadguard/spreadguard/pkg/cache"
 	"github.com/spreadguard/spreadguard/pkg/engine"
@@ -129,6 +134,9 @@ func Run(ctx context.Context, cfg *Config, opts ...Option) error {
 	if err := v1alpha1.AddToScheme(scheme); err != nil {
 		return fmt.Errorf("building the scheme: %w", err)
 	}
+	if err := karpenterv1.AddToScheme(scheme); err != nil {
+		return fmt.Errorf("building the scheme: %w", err)
+	}
 
 	// Read the certificate now, so that a missing or broken one is a clear
 	// error at start rather than a failed TLS handshake later.
@@ -181,13 +189,30 @@ func Run(ctx context.Context, cfg *Config, opts ...Option) error {
 	}
 	ix := spread.NewIndex()
 	services := cache.NewServiceIndex()
-	tracker, err := cache.NewTracker(ctx, mgr.GetCache(), ix, services, func() { metrics.CacheSynced.Set(1) })
+	watched, karpenter, err := watchedKinds(cfg, mgr.GetRESTMapper())
+	if err != nil {
+		return err
+	}
+	tracker, err := cache.NewTracker(ctx, mgr.GetCache(), watched, ix, services, func() { metrics.CacheSynced.Set(1) })
 	if err != nil {
 		return err
 	}
 	if err := mgr.Add(tracker); err != nil {
 		return fmt.Errorf("adding the cache tracker: %w", err)
 	}
+	templateOpts := lookup.TemplateOptions{Karpenter: karpenter, NodeGroupLabel: cfg.NodeGroupLabel}
+	templates := cache.NewTemplateWatcher(mgr.GetCache(), func(ctx context.Context) ([]spread.Template, error) {
+		return lookup.Templates(ctx, mgr.GetCache(), templateOpts)
+	}, ix.SetTemplates, templateInterval)
+	if err := watchTemplateSources(ctx, mgr.GetCache(), watched, templates); err != nil {
+		return err
+	}
+	if err := mgr.Add(templates); err != nil {
+		return fmt.Errorf("adding the template watcher: %w", err)
+	}
+	// Pods are checked once the caches and the templates are complete: a
+	// check without the templates would refuse what a new node would take.
+	synced := func() bool { return tracker.Synced() && templates.Loaded() }
 	recorder := mgr.GetEventRecorder("spreadguard-webhook")
 	policyWatcher := cache.NewPolicyWatcher(log.WithName("policies"), recorder, func(kind string, n int) {
 		metrics.InvalidPolicies.WithLabelValues(kind).Set(float64(n))
@@ -229,7 +254,7 @@ func Run(ctx context.Context, cfg *Config, opts ...Option) error {
 		PathValidatePod: &admission.PodValidator{
 			PodWebhook:        admission.PodWebhook{Sources: sourcesFor, Config: engineCfg, FailurePolicy: cfg.FailurePolicy, Metrics: metrics},
 			Checker:           ix,
-			Synced:            tracker.Synced,
+			Synced:            synced,
 			RefuseUntilSynced: cfg.RefuseUntilSynced,
 			Recorder:          recorder,
 		},
@@ -245,7 +270,7 @@ func Run(ctx context.Context, cfg *Config, opts ...Option) error {
 		return fmt.Errorf("adding the health check: %w", err)
 	}
 	if err := mgr.AddReadyzCheck("caches", func(*http.Request) error {
-		if !tracker.Synced() {
+		if !synced() {
 			return errors.New("the informer caches have not synced yet")
 		}
 		return nil
@@ -258,9 +283,70 @@ func Run(ctx context.Context, cfg *Config, opts ...Option) error {
 
 	log.Info("starting spreadguard-webhook", "port", cfg.Port, "certDir", cfg.CertDir,
 		"defaultAction", cfg.DefaultAction, "excludedNamespaces", engineCfg.ExcludedNamespaces,
-		"refuseUntilSynced", cfg.RefuseUntilSynced, "metricsSecure", cfg.MetricsSecure, "failurePolicy", cfg.FailurePolicy, "messageDetail", cfg.MessageDetail)
+		"refuseUntilSynced", cfg.RefuseUntilSynced, "metricsSecure", cfg.MetricsSecure, "failurePolicy", cfg.FailurePolicy, "messageDetail", cfg.MessageDetail,
+		"karpenterNodePools", karpenter, "nodeGroupLabel", cfg.NodeGroupLabel)
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("running the manager: %w", err)
+	}
+	return nil
+}
+
+// templateInterval is the shortest time between two derivations of the
+// templates of the nodes an autoscaler can add.
+const templateInterval = time.Second
+
+// watchedKinds returns the kinds to watch: every kind that is not optional,
+// and each optional one that the API server serves, Karpenter's NodePools
+// only when cfg asks for them. karpenter says whether NodePools are read.
+// --autoscaler-karpenter=true without the NodePool API is an error: the
+// setting says Karpenter runs, and it cannot be read.
+func watchedKinds(cfg *Config, mapper meta.RESTMapper) (_ []client.Object, karpenter bool, _ error) {
+	served := map[schema.GroupVersionKind]bool{}
+	for _, k := range cache.Kinds {
+		if !k.Optional {
+			continue
+		}
+		_, err := mapper.RESTMapping(k.GVK.GroupKind(), k.GVK.Version)
+		switch {
+		case err == nil:
+			served[k.GVK] = true
+		case meta.IsNoMatchError(err):
+		default:
+			return nil, false, fmt.Errorf("asking the API server whether it serves %s: %w", k.GVK, err)
+		}
+	}
+	nodePools := karpenterv1.GroupVersion.WithKind(karpenterv1.KindNodePool)
+	switch cfg.AutoscalerKarpenter {
+	case ToggleTrue:
+		if !served[nodePools] {
+			return nil, false, fmt.Errorf("--autoscaler-karpenter is true, but the API server does not serve %s: install Karpenter's CRDs or set it to auto", nodePools)
+		}
+		karpenter = true
+	case ToggleAuto:
+		karpenter = served[nodePools]
+	}
+	watched := cache.Watched(func(k cache.Kind) bool {
+		return served[k.GVK] && (k.GVK != nodePools || karpenter)
+	})
+	return watched, karpenter, nil
+}
+
+// watchTemplateSources has the template watcher hear of every change to
+// what the templates are derived from.
+func watchTemplateSources(ctx context.Context, c crcache.Cache, watched []client.Object, w *cache.TemplateWatcher) error {
+	for _, obj := range watched {
+		switch obj.(type) {
+		case *v1.Node, *v1alpha1.NodeTemplate, *karpenterv1.NodePool, *v1alpha1.SpreadPolicy, *v1alpha1.ClusterSpreadPolicy:
+		default:
+			continue
+		}
+		inf, err := c.GetInformer(ctx, obj)
+		if err != nil {
+			return fmt.Errorf("getting the informer for %T: %w", obj, err)
+		}
+		if _, err := inf.AddEventHandler(w.Handler()); err != nil {
+			return fmt.Errorf("watching %T for the templates of new nodes: %w", obj, err)
+		}
 	}
 	return nil
 }

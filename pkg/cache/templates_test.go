@@ -1,0 +1,84 @@
+package cache
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/cache/informertest"
+
+	"github.com/spreadguard/spreadguard/pkg/spread"
+	st "github.com/spreadguard/spreadguard/pkg/spread/spreadtest"
+)
+
+// loads counts the derivations of a TemplateWatcher and hands out a
+// template named after each.
+type loads struct {
+	mu  sync.Mutex
+	n   int
+	got chan []spread.Template
+}
+
+func (l *loads) load(context.Context) ([]spread.Template, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.n++
+	return []spread.Template{{Name: "load-" + string(rune('0'+l.n))}}, nil
+}
+
+func (l *loads) set(ts []spread.Template) { l.got <- ts }
+
+func TestTemplateWatcherDerivesOnceSyncedThenOnChangesOnly(t *testing.T) {
+	l := &loads{got: make(chan []spread.Template, 10)}
+	w := NewTemplateWatcher(&informertest.FakeInformers{}, l.load, l.set, time.Millisecond)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	done := make(chan error)
+	go func() { done <- w.Start(ctx) }()
+
+	next := func(why string) []spread.Template {
+		t.Helper()
+		select {
+		case ts := <-l.got:
+			return ts
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s: no templates derived", why)
+			return nil
+		}
+	}
+	if diff := cmp.Diff([]spread.Template{{Name: "load-1"}}, next("at start")); diff != "" {
+		t.Errorf("templates at start (-want +got):\n%s", diff)
+	}
+	if !w.Loaded() {
+		t.Error("Loaded() = false after the first derivation")
+	}
+
+	h := w.Handler()
+	node := st.MakeNode().Name("a1").Zone("a").Obj()
+	heartbeat := node.DeepCopy()
+	heartbeat.Status.Conditions = []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionTrue}}
+	h.OnUpdate(node, heartbeat)
+	select {
+	case ts := <-l.got:
+		t.Fatalf("a node status heartbeat derived the templates again: %v", ts)
+	case <-time.After(50 * time.Millisecond):
+	}
+
+	relabelled := st.MakeNode().Name("a1").Zone("b").Obj()
+	h.OnUpdate(node, relabelled)
+	next("after a node moved zone")
+	cordoned := relabelled.DeepCopy()
+	cordoned.Spec.Unschedulable = true
+	h.OnUpdate(relabelled, cordoned)
+	next("after a node was cordoned")
+	h.OnAdd(&v1.Node{}, false)
+	next("after a node was added")
+
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Start() = %v", err)
+	}
+}
