@@ -50,7 +50,13 @@ type Inputs struct {
 //     nodeGroupTemplates).
 func Templates(in Inputs) []spread.Template {
 	keys := topologyKeys(in.SpreadKeys)
-	seen := observe(in.Nodes, keys, in.NodeGroupLabel)
+	observed := slices.Clone(keys)
+	for k := range wellKnownLabels {
+		if !slices.Contains(observed, k) {
+			observed = append(observed, k)
+		}
+	}
+	seen := observe(in.Nodes, observed, in.NodeGroupLabel)
 	var out []spread.Template
 	for _, d := range in.Declared {
 		out = append(out, spread.Template{
@@ -86,8 +92,8 @@ func topologyKeys(spreadKeys []string) []string {
 
 // observation is what one pass over the nodes finds.
 type observation struct {
-	// values holds, for each topology key, the sorted values seen on
-	// nodes.
+	// values holds, for each topology key and well-known label, the
+	// sorted values seen on nodes.
 	values map[string][]string
 	// groups holds the node each (group, zone) takes its shape from.
 	groups map[groupZone]*v1.Node
@@ -101,6 +107,9 @@ func observe(nodes []*v1.Node, keys []string, groupLabel string) observation {
 	}
 	groups := map[groupZone]*v1.Node{}
 	for _, n := range nodes {
+		if n == nil {
+			continue
+		}
 		for _, k := range keys {
 			if v, ok := n.Labels[k]; ok {
 				sets[k][v] = struct{}{}
