@@ -101,18 +101,23 @@ type observation struct {
 
 // observe reads the nodes once.
 func observe(nodes []*v1.Node, keys []string, groupLabel string) observation {
-	sets := make(map[string]map[string]struct{}, len(keys))
-	for _, k := range keys {
-		sets[k] = map[string]struct{}{}
+	sets := make([]map[string]struct{}, len(keys))
+	// last holds the value last added to each set: nodes mostly repeat
+	// their neighbour's region, os or zone, and a string comparison is
+	// cheaper than hashing it again.
+	last := make([]string, len(keys))
+	for i := range keys {
+		sets[i] = map[string]struct{}{}
 	}
 	groups := map[groupZone]*v1.Node{}
 	for _, n := range nodes {
 		if n == nil {
 			continue
 		}
-		for _, k := range keys {
-			if v, ok := n.Labels[k]; ok {
-				sets[k][v] = struct{}{}
+		for i, k := range keys {
+			if v, ok := n.Labels[k]; ok && (v != last[i] || len(sets[i]) == 0) {
+				sets[i][v] = struct{}{}
+				last[i] = v
 			}
 		}
 		if groupLabel == "" {
@@ -128,8 +133,8 @@ func observe(nodes []*v1.Node, keys []string, groupLabel string) observation {
 		}
 	}
 	values := make(map[string][]string, len(keys))
-	for k, set := range sets {
-		values[k] = slices.Sorted(maps.Keys(set))
+	for i, k := range keys {
+		values[k] = slices.Sorted(maps.Keys(sets[i]))
 	}
 	return observation{values: values, groups: groups}
 }
