@@ -14,11 +14,13 @@ import (
 	"github.com/spreadguard/spreadguard/pkg/spread"
 )
 
-// MaxTemplatesPerNodePool bounds the templates one NodePool expands into.
+// MaxTemplatesPerNodePool bounds the templates one NodePool expands into,
+// so that a NodePool allowing thousands of values on some spread key costs
+// a bounded check per pod (three zones and three capacity types make 9).
 // Past it the first MaxTemplatesPerNodePool combinations are kept, in the
-// order of the keys (zone first) and of their sorted values, so that a
-// NodePool allowing thousands of values on some spread key costs a
-// bounded check per pod. Three zones and three capacity types make 9.
+// order of the keys (zone first) and of their sorted values; the others
+// are dropped, so a pod that only a dropped combination fits is judged
+// without it (denied, if nothing else fits).
 const MaxTemplatesPerNodePool = 64
 
 // nodePoolTemplates returns the templates of the nodes Karpenter can launch
