@@ -43,11 +43,16 @@ type Inputs struct {
 // two inputs that yield the same name (two NodeTemplates or NodePools of
 // one name), the later one wins, as in an informer's store.
 //
-//   - A Declared yields the template of its name, Source "NodeTemplate <name>".
-//   - A NodePool yields one template per combination of the values its
-//     requirements allow on the topology keys (see nodePoolTemplates).
-//   - A node group yields one template per zone its nodes are in (see
-//     nodeGroupTemplates).
+//   - A Declared yields the template of its name, Source
+//     "NodeTemplate <name>".
+//   - A NodePool that can launch nodes yields one template per combination
+//     of the values its requirements allow on the topology keys (zone,
+//     capacity type, SpreadKeys), at most MaxTemplatesPerNodePool, named
+//     "nodepool/<pool>/<values in key order, joined by ,>", Source
+//     "NodePool <pool>" (the rules are at nodePoolTemplates).
+//   - A node group yields one template per zone its nodes are in, named
+//     "nodegroup/<group>/<zone>", Source "node group <group>", shaped like
+//     one of those nodes (the rules are at nodeGroupTemplates).
 func Templates(in Inputs) []spread.Template {
 	keys := topologyKeys(in.SpreadKeys)
 	observed := slices.Clone(keys)
