@@ -109,12 +109,3 @@ func labels(kv ...string) map[string]string {
 	}
 	return m
 }
-
-// withLabels returns a node option that sets the labels of kv.
-func withLabels(kv ...string) func(*spreadtest.NodeWrapper) {
-	return func(n *spreadtest.NodeWrapper) {
-		for k, v := range labels(kv...) {
-			n.Label(k, v)
-		}
-	}
-}

@@ -14,11 +14,13 @@ import (
 	"github.com/spreadguard/spreadguard/pkg/spread"
 )
 
-// MaxTemplatesPerNodePool bounds the templates one NodePool expands into.
+// MaxTemplatesPerNodePool bounds the templates one NodePool expands into,
+// so that a NodePool allowing thousands of values on some spread key costs
+// a bounded check per pod (three zones and three capacity types make 9).
 // Past it the first MaxTemplatesPerNodePool combinations are kept, in the
-// order of the keys (zone first) and of their sorted values, so that a
-// NodePool allowing thousands of values on some spread key costs a
-// bounded check per pod. Three zones and three capacity types make 9.
+// order of the keys (zone first) and of their sorted values; the others
+// are dropped, so a pod that only a dropped combination fits is judged
+// without it (denied, if nothing else fits).
 const MaxTemplatesPerNodePool = 64
 
 // nodePoolTemplates returns the templates of the nodes Karpenter can launch
@@ -37,13 +39,15 @@ const MaxTemplatesPerNodePool = 64
 // it).
 //
 // Every template carries spec.template.metadata.labels,
-// karpenter.sh/nodepool=<name>, the label of each other key whose
-// requirements leave exactly one value, and spec.template.spec.taints.
-// Not startupTaints: Karpenter does not require pods to tolerate them, and
-// they go once the node is ready. Known limitation: on a key that is not a
-// topology key, a requirement that leaves several values (or none, as
-// Exists) gives no label, although Karpenter's node will have one of them;
-// a pod that requires that key then does not match the template.
+// karpenter.sh/nodepool=<name>, and spec.template.spec.taints. Not
+// startupTaints: Karpenter does not require pods to tolerate them, and
+// they go once the node is ready. Each other key is a label when it
+// resolves, as above, to exactly one value: a single-valued In, or a
+// well-known key on which all the nodes agree (kubernetes.io/os=linux, the
+// region), so that the common nodeSelectors match. Known limitation: a key
+// left with several values (arch In amd64, arm64) or none known (Exists on
+// a custom key) is no label, although Karpenter's node will have one; a
+// pod that requires that key then does not match the template.
 //
 // A NodePool that cannot launch a node yields none: being deleted, static
 // (spec.replicas set), Ready=False, or at its limits (see limitsReached).
@@ -61,15 +65,21 @@ func nodePoolTemplates(np *karpenterv1.NodePool, keys []string, seen map[string]
 	if labels == nil {
 		labels = map[string]string{}
 	}
-	for key, r := range reqs {
-		if slices.Contains(keys, key) || !r.hasIn {
-			continue
+	label := func(key string) {
+		if slices.Contains(keys, key) {
+			return
 		}
-		if vs := r.allowed(r.in); len(vs) == 1 {
+		if vs := reqs[key].resolve(key, seen[key]); len(vs) == 1 {
 			labels[key] = vs[0]
 		} else {
 			delete(labels, key)
 		}
+	}
+	for key := range reqs {
+		label(key)
+	}
+	for key := range wellKnownLabels {
+		label(key)
 	}
 	type axis struct {
 		key    string

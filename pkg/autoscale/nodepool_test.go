@@ -168,6 +168,21 @@ func TestTemplatesFromNodePools(t *testing.T) {
 			want: []spread.Template{fromPool("nodepool/default/a", "default", zone, "a", v1.LabelArchStable, "arm64")},
 		},
 		{
+			name: "a well-known label all the nodes agree on is carried, one they disagree on is not, one a requirement pins is",
+			nodes: []*v1.Node{
+				spreadtest.MakeNode().Name("n1").Zone("a").Region("r1").Label(v1.LabelOSStable, "linux").Label(v1.LabelArchStable, "amd64").Obj(),
+				spreadtest.MakeNode().Name("n2").Zone("a").Region("r1").Label(v1.LabelOSStable, "linux").Label(v1.LabelArchStable, "arm64").Obj(),
+			},
+			pools: []*karpenterv1.NodePool{
+				makeNodePool("any-arch").Obj(),
+				makeNodePool("graviton").Requirement(v1.LabelArchStable, v1.NodeSelectorOpNotIn, "amd64").Obj(),
+			},
+			want: []spread.Template{
+				fromPool("nodepool/any-arch/a", "any-arch", zone, "a", v1.LabelTopologyRegion, "r1", v1.LabelOSStable, "linux"),
+				fromPool("nodepool/graviton/a", "graviton", zone, "a", v1.LabelTopologyRegion, "r1", v1.LabelOSStable, "linux", v1.LabelArchStable, "arm64"),
+			},
+		},
+		{
 			name:  "two requirements on one key intersect, down to a single value that becomes a label",
 			nodes: nodesInZones("a"),
 			pools: []*karpenterv1.NodePool{makeNodePool("default").

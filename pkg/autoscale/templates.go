@@ -43,14 +43,25 @@ type Inputs struct {
 // two inputs that yield the same name (two NodeTemplates or NodePools of
 // one name), the later one wins, as in an informer's store.
 //
-//   - A Declared yields the template of its name, Source "NodeTemplate <name>".
-//   - A NodePool yields one template per combination of the values its
-//     requirements allow on the topology keys (see nodePoolTemplates).
-//   - A node group yields one template per zone its nodes are in (see
-//     nodeGroupTemplates).
+//   - A Declared yields the template of its name, Source
+//     "NodeTemplate <name>".
+//   - A NodePool that can launch nodes yields one template per combination
+//     of the values its requirements allow on the topology keys (zone,
+//     capacity type, SpreadKeys), at most MaxTemplatesPerNodePool, named
+//     "nodepool/<pool>/<values in key order, joined by ,>", Source
+//     "NodePool <pool>" (the rules are at nodePoolTemplates).
+//   - A node group yields one template per zone its nodes are in, named
+//     "nodegroup/<group>/<zone>", Source "node group <group>", shaped like
+//     one of those nodes (the rules are at nodeGroupTemplates).
 func Templates(in Inputs) []spread.Template {
 	keys := topologyKeys(in.SpreadKeys)
-	seen := observe(in.Nodes, keys, in.NodeGroupLabel)
+	observed := slices.Clone(keys)
+	for k := range wellKnownLabels {
+		if !slices.Contains(observed, k) {
+			observed = append(observed, k)
+		}
+	}
+	seen := observe(in.Nodes, observed, in.NodeGroupLabel)
 	var out []spread.Template
 	for _, d := range in.Declared {
 		out = append(out, spread.Template{
@@ -86,8 +97,8 @@ func topologyKeys(spreadKeys []string) []string {
 
 // observation is what one pass over the nodes finds.
 type observation struct {
-	// values holds, for each topology key, the sorted values seen on
-	// nodes.
+	// values holds, for each topology key and well-known label, the
+	// sorted values seen on nodes.
 	values map[string][]string
 	// groups holds the node each (group, zone) takes its shape from.
 	groups map[groupZone]*v1.Node
@@ -95,15 +106,23 @@ type observation struct {
 
 // observe reads the nodes once.
 func observe(nodes []*v1.Node, keys []string, groupLabel string) observation {
-	sets := make(map[string]map[string]struct{}, len(keys))
-	for _, k := range keys {
-		sets[k] = map[string]struct{}{}
+	sets := make([]map[string]struct{}, len(keys))
+	// last holds the value last added to each set: nodes mostly repeat
+	// their neighbour's region, os or zone, and a string comparison is
+	// cheaper than hashing it again.
+	last := make([]string, len(keys))
+	for i := range keys {
+		sets[i] = map[string]struct{}{}
 	}
 	groups := map[groupZone]*v1.Node{}
 	for _, n := range nodes {
-		for _, k := range keys {
-			if v, ok := n.Labels[k]; ok {
-				sets[k][v] = struct{}{}
+		if n == nil {
+			continue
+		}
+		for i, k := range keys {
+			if v, ok := n.Labels[k]; ok && (v != last[i] || len(sets[i]) == 0) {
+				sets[i][v] = struct{}{}
+				last[i] = v
 			}
 		}
 		if groupLabel == "" {
@@ -119,8 +138,8 @@ func observe(nodes []*v1.Node, keys []string, groupLabel string) observation {
 		}
 	}
 	values := make(map[string][]string, len(keys))
-	for k, set := range sets {
-		values[k] = slices.Sorted(maps.Keys(set))
+	for i, k := range keys {
+		values[k] = slices.Sorted(maps.Keys(sets[i]))
 	}
 	return observation{values: values, groups: groups}
 }
