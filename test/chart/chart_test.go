@@ -5,7 +5,6 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/pem"
-	networkingv1 "k8s.io/api/networking/v1"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,11 +13,14 @@ import (
 	"testing"
 	"time"
 
+	networkingv1 "k8s.io/api/networking/v1"
+
 	cmapi "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
 	cmmeta "github.com/cert-manager/cert-manager/pkg/apis/meta/v1"
 	"github.com/google/go-cmp/cmp"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	v1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -512,7 +514,15 @@ func checkCertManagerChain(t *testing.T, r release) {
 // ClusterRole to the server's table of kinds: get, list and watch on each
 // kind it reads and nothing more, plus the Events it records.
 func TestRBACReadsExactlyWhatTheServerReadsAndWritesOnlyEvents(t *testing.T) {
-	want := append(cache.ReadRules(),
+	t.Run("autoscaler.karpenter false -> no NodePools", func(t *testing.T) {
+		want := append(cache.ReadRules(func(k cache.Kind) bool { return k.GVK.Group != "karpenter.sh" }),
+			rbacv1.PolicyRule{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}})
+		r := render(t, valuesYAML(t, "autoscaler: {karpenter: false}"))
+		if diff := cmp.Diff(want, find[*clusterRole](t, r.objects, fullname).Rules); diff != "" {
+			t.Errorf("ClusterRole rules (-want +got):\n%s", diff)
+		}
+	})
+	want := append(cache.ReadRules(nil),
 		rbacv1.PolicyRule{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}})
 	for _, f := range ciFiles {
 		t.Run(f.name, func(t *testing.T) {
@@ -773,6 +783,7 @@ func TestServerConfigFile(t *testing.T) {
 			"metricsBindAddress": ":8080", "metricsSecure": true, "healthProbeBindAddress": ":8081",
 			"defaultAction": action, "excludedNamespaces": excluded,
 			"refuseUntilSynced": refuse, "failurePolicy": "Ignore", "messageDetail": "domains", "logLevel": logLevel,
+			"autoscalerKarpenter": "auto",
 		}
 	}
 	// failing sets the failurePolicy the server answers its own faults by.
@@ -801,6 +812,16 @@ func TestServerConfigFile(t *testing.T) {
 		{name: "namespace defaults -> Audit", vals: ciValues(t, "namespace-defaults-values.yaml"), want: cfg("Audit", system, false, "info")},
 		{name: "external URL -> the same file, for the server outside", vals: ciValues(t, "external-url-values.yaml"), want: cfg("Deny", system, false, "info")},
 		{name: "a numeric log level -> a string the server parses", vals: valuesYAML(t, "config: {logLevel: 4}"), want: cfg("Deny", system, false, "4")},
+		{
+			name: "Karpenter off and EKS node groups -> both passed on",
+			vals: valuesYAML(t, "autoscaler: {karpenter: false, nodeGroupLabel: eks.amazonaws.com/nodegroup}"),
+			want: func() map[string]any {
+				c := cfg("Deny", system, false, "info")
+				c["autoscalerKarpenter"] = "false"
+				c["nodeGroupLabel"] = "eks.amazonaws.com/nodegroup"
+				return c
+			}(),
+		},
 		{
 			name: "kube-system listed again -> listed once",
 			vals: valuesYAML(t, "webhook: {excludedNamespaces: [kube-system, tools]}"),
@@ -903,11 +924,38 @@ func TestPolicies(t *testing.T) {
 	})
 }
 
+func TestNodeTemplatesAreRenderedAsGiven(t *testing.T) {
+	r := render(t, valuesYAML(t, `nodeTemplates:
+  - {name: gpu-c, labels: {topology.kubernetes.io/zone: c, gpu: "true"}, taints: [{key: gpu, value: "true", effect: NoSchedule}]}
+  - {name: plain}`))
+	got := all[*v1alpha1.NodeTemplate](r.objects)
+	want := []v1alpha1.NodeTemplateSpec{
+		{Labels: map[string]string{v1.LabelTopologyZone: "c", "gpu": "true"}, Taints: []v1.Taint{{Key: "gpu", Value: "true", Effect: v1.TaintEffectNoSchedule}}},
+		{},
+	}
+	var specs []v1alpha1.NodeTemplateSpec
+	var names []string
+	for _, t := range got {
+		specs = append(specs, t.Spec)
+		names = append(names, t.Name)
+	}
+	if diff := cmp.Diff(want, specs); diff != "" {
+		t.Errorf("NodeTemplate specs (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"gpu-c", "plain"}, names); diff != "" {
+		t.Errorf("NodeTemplate names (-want +got):\n%s", diff)
+	}
+	if _, err := renderErr(t, valuesYAML(t, "nodeTemplates: [{name: x, taints: [{key: a, effect: Sometimes}]}]"), defaultInstall); err == nil {
+		t.Error("a taint effect the API does not know was rendered, want the schema to refuse it")
+	}
+}
+
 func TestNotesWarnAboutRiskySettings(t *testing.T) {
 	const (
 		failWarning    = "WARNING: failurePolicy is Fail"
 		replicaWarning = "WARNING: replicaCount is 1"
 		pdbWarning     = "WARNING: the default action is Deny but there is no PodDisruptionBudget"
+		noNewNodes     = "Note: the default action is Deny and no source of new nodes is set"
 	)
 	tests := []struct {
 		name string
@@ -925,13 +973,16 @@ func TestNotesWarnAboutRiskySettings(t *testing.T) {
 			want: []string{failWarning, replicaWarning, pdbWarning},
 		},
 		{name: "one replica outside the cluster -> no warning: nothing runs there", vals: "{replicaCount: 1, webhook: {url: 'https://127.0.0.1:9443'}}"},
+		{name: "Deny with Karpenter off and no node groups nor templates -> noted", vals: "autoscaler: {karpenter: false}", want: []string{noNewNodes}},
+		{name: "Deny with Karpenter off but a node group label -> no note", vals: "autoscaler: {karpenter: false, nodeGroupLabel: cloud.google.com/gke-nodepool}"},
+		{name: "Warn with Karpenter off -> no note", vals: "{autoscaler: {karpenter: false}, config: {defaultAction: Warn}}"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			notes := render(t, valuesYAML(t, tc.vals)).notes
 			var got []string
 			for line := range strings.SplitSeq(notes, "\n") {
-				for _, w := range []string{failWarning, replicaWarning, pdbWarning} {
+				for _, w := range []string{failWarning, replicaWarning, pdbWarning, noNewNodes} {
 					if strings.HasPrefix(line, w) {
 						got = append(got, w)
 					}
@@ -952,6 +1003,8 @@ func TestNotesWarnAboutRiskySettings(t *testing.T) {
 			"ClusterSpreadPolicy " + fullname + "-default (1 constraint)",
 			"SpreadPolicy payments/" + fullname + "-default",
 			"Default validation action: Audit.",
+			"Karpenter NodePools: read if the karpenter.sh/v1 NodePool API is served when the server starts",
+			"node groups: none (autoscaler.nodeGroupLabel is empty)",
 		} {
 			if !strings.Contains(notes, want) {
 				t.Errorf("the notes do not say %q:\n%s", want, notes)

@@ -242,7 +242,7 @@ func fillStore(c fixture.Cluster) (toolscache.Indexer, int) {
 	store := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc,
 		toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc})
 	n := 0
-	for _, exemplar := range cache.Watched() {
+	for _, exemplar := range cache.Watched(nil) {
 		objects(c, exemplar, func(o k8sruntime.Object) bool {
 			n++
 			return store.Add(o) == nil
