@@ -118,13 +118,7 @@ func (q *query) start(ix *Index, pod *v1.Pod, cs []constraint) {
 // evaluate counts and decides, without per-node details.
 func (q *query) evaluate() *evaluation {
 	ix, cs := q.ix, q.cs
-	ev := &evaluation{
-		constraints: cs,
-		domains:     make([]map[string]int, len(cs)),
-		domainCount: make([]int, len(cs)),
-		globalMin:   make([]int, len(cs)),
-		smallest:    make([]int, len(cs)),
-	}
+	ev := newEvaluation(cs)
 	ns := ix.namespaces[q.pod.Namespace]
 
 	feasible := q.arena.get()

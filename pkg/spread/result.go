@@ -39,6 +39,18 @@ type evaluation struct {
 	facts denialFacts
 }
 
+// newEvaluation returns an evaluation of constraints cs with its
+// per-constraint slices made.
+func newEvaluation(cs []constraint) *evaluation {
+	return &evaluation{
+		constraints: cs,
+		domains:     make([]map[string]int, len(cs)),
+		domainCount: make([]int, len(cs)),
+		globalMin:   make([]int, len(cs)),
+		smallest:    make([]int, len(cs)),
+	}
+}
+
 // nodeReport holds the facts about one node from which the explanations
 // are derived.
 type nodeReport struct {

@@ -81,13 +81,7 @@ func (s Snapshot) Check(pod *v1.Pod, opts Options) (*Result, error) {
 // prefilter is PodTopologySpread's PreFilter: the matching pods per
 // counted domain of each constraint, and the global minimum.
 func prefilter(cs []constraint, pod *v1.Pod, nodes []*v1.Node, podsOn map[string][]*v1.Pod, required nodeaffinity.RequiredNodeAffinity) *evaluation {
-	ev := &evaluation{
-		constraints: cs,
-		domains:     make([]map[string]int, len(cs)),
-		domainCount: make([]int, len(cs)),
-		globalMin:   make([]int, len(cs)),
-		smallest:    make([]int, len(cs)),
-	}
+	ev := newEvaluation(cs)
 	for i := range cs {
 		ev.domains[i] = map[string]int{}
 	}

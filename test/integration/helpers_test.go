@@ -133,20 +133,27 @@ func ensureZoneNodes(t *testing.T) {
 		spreadtest.MakeNode().Name("b1").Zone("zone-b").Obj(),
 		spreadtest.MakeNode().Name("c1").Zone("zone-c").Cordoned().Obj(),
 	} {
-		want := n.Spec.Taints
-		if err := suite.client.Create(t.Context(), n); apierrors.IsAlreadyExists(err) {
-			continue
-		} else if err != nil {
-			t.Fatalf("creating node %s: %v", n.Name, err)
-		}
-		// The TaintNodesByCondition admission plugin taints every new node
-		// not-ready; the node lifecycle controller would lift that once the
-		// kubelet reports Ready. No kubelet runs here, so lift it the same way.
-		if diff := cmp.Diff(want, n.Spec.Taints); diff != "" {
-			n.Spec.Taints = want
-			if err := suite.client.Update(t.Context(), n); err != nil {
-				t.Fatalf("lifting the not-ready taint of node %s: %v", n.Name, err)
-			}
+		createNode(t, n)
+	}
+}
+
+// createNode creates n unless a node of its name exists, with the taints
+// it was given.
+func createNode(t *testing.T, n *v1.Node) {
+	t.Helper()
+	want := n.Spec.Taints
+	if err := suite.client.Create(t.Context(), n); apierrors.IsAlreadyExists(err) {
+		return
+	} else if err != nil {
+		t.Fatalf("creating node %s: %v", n.Name, err)
+	}
+	// The TaintNodesByCondition admission plugin taints every new node
+	// not-ready; the node lifecycle controller would lift that once the
+	// kubelet reports Ready. No kubelet runs here, so lift it the same way.
+	if diff := cmp.Diff(want, n.Spec.Taints); diff != "" {
+		n.Spec.Taints = want
+		if err := suite.client.Update(t.Context(), n); err != nil {
+			t.Fatalf("lifting the not-ready taint of node %s: %v", n.Name, err)
 		}
 	}
 }
