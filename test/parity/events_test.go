@@ -63,7 +63,7 @@ func indexFromEvents(g *gen, c *clusterCase) *spread.Index {
 	// the last set is the one that counts.
 	var templates []func()
 	if g.chance(0.3) {
-		stale := g.templates(c.Nodes, len(zones))
+		stale := g.templates(c.Nodes, len(zones), c.Pod)
 		templates = append(templates, func() { ix.SetTemplates(stale) })
 	}
 	if len(c.Templates) > 0 || len(templates) > 0 {

@@ -135,7 +135,7 @@ func (g *gen) clusterCase() *clusterCase {
 	}
 	c.Pod = g.incomingPod(c.Nodes)
 	if g.chance(0.5) {
-		c.Templates = g.templates(c.Nodes, nZones)
+		c.Templates = g.templates(c.Nodes, nZones, c.Pod)
 	}
 	return c
 }

@@ -10,6 +10,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
 
 	"github.com/spreadguard/spreadguard/pkg/spread"
 )
@@ -33,14 +34,16 @@ const (
 // and users write, and now and then a name written twice (two NodeTemplate
 // documents in one CLUSTER.yaml, or a NodeTemplate named like a derived
 // template): the later one wins.
-func (g *gen) templates(nodes []*v1.Node, nZones int) []spread.Template {
+func (g *gen) templates(nodes []*v1.Node, nZones int, pod *v1.Pod) []spread.Template {
 	var ts []spread.Template
 	for i := range g.intn(1, 4) {
 		switch x := g.r.Float64(); {
-		case x < 0.35:
+		case x < 0.3:
 			ts = append(ts, g.nodeGroupTemplate(nodes))
-		case x < 0.7:
+		case x < 0.6:
 			ts = append(ts, g.nodePoolTemplate(nZones))
+		case x < 0.8:
+			ts = append(ts, g.workloadTemplate(pod, nZones))
 		default:
 			ts = append(ts, g.writtenTemplate(i))
 		}
@@ -83,6 +86,33 @@ func (g *gen) nodeGroupTemplate(nodes []*v1.Node) spread.Template {
 	return t
 }
 
+// workloadTemplate is the node group made for the pod's workload, often
+// scaled to zero: the labels of the pod's nodeSelector and taints that the
+// pod tolerates, in a zone of its own choosing unless the nodeSelector
+// names one.
+func (g *gen) workloadTemplate(pod *v1.Pod, nZones int) spread.Template {
+	ls := maps.Clone(pod.Spec.NodeSelector)
+	if ls == nil {
+		ls = map[string]string{}
+	}
+	if _, ok := ls[labelZone]; !ok && g.chance(0.9) {
+		ls[labelZone] = pick(g, append(slices.Clone(zones[:nZones]), newZone))
+	}
+	if g.chance(0.5) {
+		ls[labelRack] = fmt.Sprintf("rack-%d", g.r.IntN(3))
+	}
+	t := spread.Template{Name: "nodegroup/" + pod.Labels["app"] + "/" + ls[labelZone], Source: "node group " + pod.Labels["app"], Labels: ls}
+	for _, taint := range taintPool {
+		tolerated := slices.ContainsFunc(pod.Spec.Tolerations, func(tol v1.Toleration) bool {
+			return tol.ToleratesTaint(klog.Background(), &taint, false)
+		})
+		if tolerated && g.chance(0.6) {
+			t.Taints = append(t.Taints, taint)
+		}
+	}
+	return t
+}
+
 // nodePoolTemplate is a Karpenter NodePool's template for one zone and
 // capacity type: a zone the nodes have, one only other zones' nodes
 // could have, or one no node has; sometimes no zone at all (a NodePool
@@ -120,10 +150,11 @@ func (g *gen) nodePoolTemplate(nZones int) spread.Template {
 }
 
 // writtenTemplate is a NodeTemplate as a user writes it: any labels of the
-// vocabulary or none at all, a hostname or not, an integer or not where
-// affinity compares numbers, taints, and a Source or not.
+// vocabulary or none at all, a hostname or not (or an empty one), an
+// integer or not where affinity compares numbers, taints, a Source or not,
+// and a name that may be a node's too (templates and nodes are named apart).
 func (g *gen) writtenTemplate(i int) spread.Template {
-	name := pick(g, []string{"gpu", "infra", "batch", "spot-c"})
+	name := pick(g, []string{"gpu", "infra", "batch", "spot-c", "node-0"})
 	t := spread.Template{Name: name}
 	if g.chance(0.7) {
 		t.Source = "NodeTemplate " + name
@@ -135,8 +166,12 @@ func (g *gen) writtenTemplate(i int) spread.Template {
 	if g.chance(0.8) {
 		t.Labels[labelZone] = pick(g, append(slices.Clone(zones), newZone, ""))
 	}
-	if g.chance(0.3) {
+	switch x := g.r.Float64(); {
+	case x < 0.25:
 		t.Labels[labelHostname] = fmt.Sprintf("ip-10-0-%d-%d", i, g.r.IntN(256))
+	case x < 0.3:
+		// An empty hostname is a hostname: no fresh one replaces it.
+		t.Labels[labelHostname] = ""
 	}
 	if g.chance(0.5) {
 		t.Labels[labelRack] = fmt.Sprintf("rack-%d", g.r.IntN(3))
