@@ -20,10 +20,11 @@ import (
 // are printed, as they are the easiest to read.
 const maxReported = 3
 
-// TestFilterParity generates random clusters and pods and requires that
-// spreadguard's feasible nodes, verdict and per-constraint counting equal
-// what the real kube-scheduler plugins compute, for the plain Snapshot, the
-// Index built from it and the Index built from a stream of informer events.
+// TestFilterParity generates random clusters, node templates and pods and
+// requires that spreadguard's feasible nodes, feasible and excluded
+// templates, verdict and per-constraint counting equal what the real
+// kube-scheduler plugins compute, for the plain Snapshot, the Index built
+// from it and the Index built from a stream of informer events.
 func TestFilterParity(t *testing.T) {
 	sched := newScheduler(t, nil)
 	for _, seed := range seeds(t) {
