@@ -6,6 +6,23 @@
 // scheduler derives for default constraints (helper.DefaultSelector) is
 // compared with spreadguard's in the same way.
 //
+// Node templates (the nodes an autoscaler can add) are compared the same
+// way. About half of the random clusters carry templates: in zones that
+// nodes have and in zones none has, without a zone, tainted, failing the
+// pod's affinity, with a hostname of their own or an existing node's, and
+// names written twice. For each template that counts (the last of its
+// name), the test builds the fresh node itself as the semantics say (the
+// template's labels, kubernetes.io/hostname set to a fresh name when it has
+// none, no pods, schedulable), adds it alone to the cluster and runs the
+// four plugins again, PreFilter included. What they decide on that node
+// must equal, for the Snapshot, the Index built from it and the Index built
+// from informer events: Result.FeasibleTemplates (with Explain, and without
+// it for VerdictFeasibleOnNewNode), the names of Result.ExcludedTemplates
+// (each with a reason a plugin alone rejects the fresh node for), the
+// verdict (FeasibleOnNewNode when only templates are feasible), and a
+// FeasibleOnNewNode message naming a feasible template. FeasibleNodes stays
+// the set of existing feasible nodes.
+//
 // It is a module of its own so that k8s.io/kubernetes never enters the
 // dependency graph of the production module. Run it with `make test-parity`
 // or, from this directory, `go test -count=1 ./...`; the flags

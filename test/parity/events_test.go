@@ -14,7 +14,8 @@ import (
 // the case's cluster. Pods arrive before their nodes, pods are bound and
 // relabelled after they were added, pods finish, nodes change labels and
 // taints, and objects that no longer exist come and go, so the incremental
-// counting must end where a fresh count would.
+// counting must end where a fresh count would. The templates come in
+// among the events, as their informers deliver them.
 func indexFromEvents(g *gen, c *clusterCase) *spread.Index {
 	ix := spread.NewIndex()
 	var streams [][]func()
@@ -56,6 +57,18 @@ func indexFromEvents(g *gen, c *clusterCase) *spread.Index {
 		gone.Namespace = c.Pod.Namespace
 		gone.Labels = maps.Clone(c.Pod.Labels)
 		streams = append(streams, []func(){func() { ix.AddPod(gone) }, func() { ix.DeletePod(gone) }})
+	}
+	// The templates arrive at any point of the stream, sometimes after a
+	// set that no longer holds (a NodePool edited, a NodeTemplate deleted):
+	// the last set is the one that counts.
+	var templates []func()
+	if g.chance(0.3) {
+		stale := g.templates(c.Nodes, len(zones), c.Pod)
+		templates = append(templates, func() { ix.SetTemplates(stale) })
+	}
+	if len(c.Templates) > 0 || len(templates) > 0 {
+		templates = append(templates, func() { ix.SetTemplates(c.Templates) })
+		streams = append(streams, templates)
 	}
 	if g.chance(0.3) {
 		// A node that was deleted: the pods still bound to it count nowhere.

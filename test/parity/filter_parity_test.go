@@ -20,42 +20,85 @@ import (
 // are printed, as they are the easiest to read.
 const maxReported = 3
 
-// TestFilterParity generates random clusters and pods and requires that
-// spreadguard's feasible nodes, verdict and per-constraint counting equal
-// what the real kube-scheduler plugins compute, for the plain Snapshot, the
-// Index built from it and the Index built from a stream of informer events.
+// TestFilterParity generates random clusters, node templates and pods and
+// requires that spreadguard's feasible nodes, feasible and excluded
+// templates, verdict and per-constraint counting equal what the real
+// kube-scheduler plugins compute, for the plain Snapshot, the Index built
+// from it and the Index built from a stream of informer events.
 func TestFilterParity(t *testing.T) {
 	sched := newScheduler(t, nil)
 	for _, seed := range seeds(t) {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
 			t.Logf("seed %d (replay with -parity.seed=%d)", seed, seed)
 			var failures []failure
-			stats := map[spread.Verdict]int{}
+			var stats filterStats
 			indexes := caseIndexes(t)
 			for _, i := range indexes {
 				c := newGen(seed, i).clusterCase()
-				verdict, diffs, err := compareFilter(t.Context(), sched, c, newGen(seed^eventStream, i))
+				out, verdict, diffs, err := compareFilter(t.Context(), sched, c, newGen(seed^eventStream, i))
 				if err != nil {
 					t.Fatalf("case %d: the scheduler failed: %v\n%s", i, err, formatCase(c))
 				}
-				stats[verdict]++
+				stats.add(c, out, verdict)
 				if len(diffs) > 0 {
-					failures = append(failures, failure{index: i, size: len(c.Nodes) + len(c.Pods), text: formatCase(c), diffs: diffs})
+					failures = append(failures, failure{index: i, size: len(c.Nodes) + len(c.Pods) + len(c.Templates), text: formatCase(c), diffs: diffs})
 				}
 			}
 			report(t, "TestFilterParity", seed, len(indexes), failures)
-			t.Logf("%d cases: %v", len(indexes), stats)
-			// A generator that never reaches a verdict would make its
-			// agreement meaningless.
+			t.Logf("%d cases, %s", len(indexes), &stats)
+			// A generator that never reaches a verdict, or seldom draws
+			// templates, would make its agreement meaningless.
 			if len(indexes) >= 500 {
-				for _, v := range []spread.Verdict{spread.VerdictNoHardConstraints, spread.VerdictFeasible, spread.VerdictUnsatisfiable, spread.VerdictNoCandidateNodes} {
-					if stats[v] < len(indexes)/100 {
-						t.Errorf("only %d of %d cases reached verdict %s; the generator no longer covers it", stats[v], len(indexes), v)
+				for _, v := range []spread.Verdict{spread.VerdictNoHardConstraints, spread.VerdictFeasible, spread.VerdictFeasibleOnNewNode, spread.VerdictUnsatisfiable, spread.VerdictNoCandidateNodes} {
+					if stats.verdicts[v] < len(indexes)/100 {
+						t.Errorf("only %d of %d cases reached verdict %s; the generator no longer covers it", stats.verdicts[v], len(indexes), v)
 					}
+				}
+				if stats.withTemplates*3 < len(indexes) {
+					t.Errorf("only %d of %d cases have templates, want at least a third", stats.withTemplates, len(indexes))
 				}
 			}
 		})
 	}
+}
+
+// filterStats tells how much of the ground the generated cases covered.
+type filterStats struct {
+	verdicts      map[spread.Verdict]int
+	withTemplates int
+	// templates counts the templates that count (the last of each name)
+	// by the scheduler's outcome on their fresh node.
+	templates struct{ feasible, candidate, rejected int }
+}
+
+func (s *filterStats) add(c *clusterCase, out *schedulerOutcome, verdict spread.Verdict) {
+	if s.verdicts == nil {
+		s.verdicts = map[spread.Verdict]int{}
+	}
+	s.verdicts[verdict]++
+	if len(c.Templates) > 0 {
+		s.withTemplates++
+	}
+	for _, t := range out.Templates {
+		switch {
+		case t.Feasible:
+			s.templates.feasible++
+		case t.Candidate:
+			s.templates.candidate++
+		default:
+			s.templates.rejected++
+		}
+	}
+}
+
+func (s *filterStats) String() string {
+	total := 0
+	for _, n := range s.verdicts {
+		total += n
+	}
+	ts := s.templates
+	return fmt.Sprintf("%d (%.1f%%) with templates; %d templates: %d feasible, %d passing affinity, taints and cordons only, %d not; verdicts %v",
+		s.withTemplates, 100*float64(s.withTemplates)/float64(max(total, 1)), ts.feasible+ts.candidate+ts.rejected, ts.feasible, ts.candidate, ts.rejected, s.verdicts)
 }
 
 // eventStream separates the random stream that orders informer events from
@@ -100,26 +143,29 @@ func hardConstraints(pod *v1.Pod) []int {
 }
 
 // expectedVerdict is the verdict the scheduler's outcome implies (SPEC,
-// "Validation, exactly").
+// "Validation, exactly" and "Autoscalers: node templates").
 func expectedVerdict(pod *v1.Pod, out *schedulerOutcome) spread.Verdict {
 	switch {
 	case len(hardConstraints(pod)) == 0:
 		return spread.VerdictNoHardConstraints
 	case len(out.Feasible) > 0:
 		return spread.VerdictFeasible
-	case len(out.Candidates) > 0:
+	case slices.ContainsFunc(out.Templates, func(t templateOutcome) bool { return t.Feasible }):
+		return spread.VerdictFeasibleOnNewNode
+	case len(out.Candidates) > 0 || slices.ContainsFunc(out.Templates, func(t templateOutcome) bool { return t.Candidate }):
 		return spread.VerdictUnsatisfiable
 	}
 	return spread.VerdictNoCandidateNodes
 }
 
 // compareFilter runs one case through the scheduler and every spreadguard
-// checker and returns the expected verdict and every difference found.
-func compareFilter(ctx context.Context, sched *scheduler, c *clusterCase, events *gen) (spread.Verdict, []string, error) {
+// checker and returns the scheduler's outcome, the expected verdict and
+// every difference found.
+func compareFilter(ctx context.Context, sched *scheduler, c *clusterCase, events *gen) (*schedulerOutcome, spread.Verdict, []string, error) {
 	stored := storedPod(c.Pod)
-	out, err := sched.run(ctx, c.Nodes, c.Pods, stored)
+	out, err := sched.decide(ctx, c, stored)
 	if err != nil {
-		return "", nil, err
+		return nil, "", nil, err
 	}
 	// The webhook sees the pod as stored; the kubectl plugin may be given
 	// the pod as written. Both must give the scheduler's answer.
@@ -128,7 +174,7 @@ func compareFilter(ctx context.Context, sched *scheduler, c *clusterCase, events
 		variants = append(variants, podVariant{"as written", c.Pod})
 	}
 	want := expectedVerdict(stored, out)
-	return want, compareCheckers(c, out, stored, want, variants, events), nil
+	return out, want, compareCheckers(c, out, stored, want, variants, events), nil
 }
 
 type podVariant struct {
@@ -141,8 +187,8 @@ type podVariant struct {
 // answer with the scheduler's outcome for reference, the pod as the
 // scheduler saw it (or, for injected constraints, as spreadguard stores it).
 func compareCheckers(c *clusterCase, out *schedulerOutcome, reference *v1.Pod, want spread.Verdict, variants []podVariant, events *gen) []string {
-	before := &clusterCase{Nodes: deepCopyNodes(c.Nodes), Pods: deepCopyPods(c.Pods), Pod: c.Pod.DeepCopy()}
-	snap := spread.Snapshot{Nodes: c.Nodes, Pods: c.Pods}
+	before := &clusterCase{Nodes: deepCopyNodes(c.Nodes), Pods: deepCopyPods(c.Pods), Templates: deepCopyTemplates(c.Templates), Pod: c.Pod.DeepCopy()}
+	snap := spread.Snapshot{Nodes: c.Nodes, Pods: c.Pods, Templates: c.Templates}
 	checkers := []struct {
 		name    string
 		checker spread.Checker
@@ -200,6 +246,7 @@ func compareResult(where string, pod *v1.Pod, out *schedulerOutcome, want spread
 		}
 	}
 	diffs = append(diffs, compareExcluded(where, out, res)...)
+	diffs = append(diffs, compareTemplates(where, pod, out, want, res, true)...)
 	if res.FeasibleCount != len(res.FeasibleNodes) && len(hardConstraints(pod)) > 0 {
 		add("FeasibleCount %d, but %d FeasibleNodes listed", res.FeasibleCount, len(res.FeasibleNodes))
 	}
@@ -240,6 +287,7 @@ func compareFast(where string, pod *v1.Pod, out *schedulerOutcome, want spread.V
 	if res.Verdict != want {
 		diffs = append(diffs, fmt.Sprintf("%s: verdict %s, want %s", where, res.Verdict, want))
 	}
+	diffs = append(diffs, compareTemplates(where, pod, out, want, res, false)...)
 	if len(hardConstraints(pod)) == 0 {
 		return diffs
 	}
@@ -301,22 +349,8 @@ func compareExcluded(where string, out *schedulerOutcome, res *spread.Result) []
 			diffs = append(diffs, fmt.Sprintf("%s: node %s is listed twice among feasible and excluded nodes", where, e.Name))
 		}
 		seen[e.Name] = true
-		want, ok := reasonPlugin[e.Reason]
-		if !ok {
-			diffs = append(diffs, fmt.Sprintf("%s: node %s excluded for unknown reason %q", where, e.Name, e.Reason))
-			continue
-		}
-		got, rejected := out.Rejections[e.Name][want.plugin]
-		if e.Reason == spread.ReasonMissingTopologyKey {
-			// PodTopologySpread reports the first constraint that fails,
-			// which may be a skew before the missing key.
-			_, has := out.Labels[e.Name][e.Detail]
-			rejected = rejected && !has
-			got = want.message
-		}
-		if !rejected || !strings.HasPrefix(got, want.message) {
-			diffs = append(diffs, fmt.Sprintf("%s: node %s excluded because it %s (%s), but %s accepts it on that ground (plugins rejecting it: %v)",
-				where, e.Name, e.Reason, e.Detail, want.plugin, out.Rejections[e.Name]))
+		if d := wrongReason(e, out.Rejections[e.Name], out.Labels[e.Name]); d != "" {
+			diffs = append(diffs, fmt.Sprintf("%s: node %s %s", where, e.Name, d))
 		}
 	}
 	for n := range out.Rejections {
@@ -325,6 +359,88 @@ func compareExcluded(where string, out *schedulerOutcome, res *spread.Result) []
 		}
 	}
 	return diffs
+}
+
+// wrongReason returns why e's reason is not one the real plugins reject the
+// node for, alone, given the plugins' rejections of it and its labels; ""
+// when it is.
+func wrongReason(e spread.ExcludedNode, rejections map[string]string, labels map[string]string) string {
+	want, ok := reasonPlugin[e.Reason]
+	if !ok {
+		return fmt.Sprintf("excluded for unknown reason %q", e.Reason)
+	}
+	got, rejected := rejections[want.plugin]
+	if e.Reason == spread.ReasonMissingTopologyKey {
+		// PodTopologySpread reports the first constraint that fails,
+		// which may be a skew before the missing key.
+		_, has := labels[e.Detail]
+		rejected = rejected && !has
+		got = want.message
+	}
+	if !rejected || !strings.HasPrefix(got, want.message) {
+		return fmt.Sprintf("excluded because it %s (%s), but %s accepts it on that ground (plugins rejecting it: %v)", e.Reason, e.Detail, want.plugin, rejections)
+	}
+	return ""
+}
+
+// compareTemplates compares FeasibleTemplates and ExcludedTemplates with
+// the scheduler's outcome on each template's fresh node. With Explain both
+// are filled; without, FeasibleTemplates is filled for FeasibleOnNewNode.
+// Without hard constraints spreadguard need not check templates. Whatever
+// is reported must be right.
+func compareTemplates(where string, pod *v1.Pod, out *schedulerOutcome, want spread.Verdict, res *spread.Result, explain bool) []string {
+	var diffs []string
+	add := func(format string, args ...any) { diffs = append(diffs, where+": "+fmt.Sprintf(format, args...)) }
+	hard := len(hardConstraints(pod)) > 0
+	var feasible, excluded []string
+	byName := map[string]templateOutcome{}
+	for _, t := range out.Templates {
+		byName[t.Name] = t
+		if t.Feasible {
+			feasible = append(feasible, t.Name)
+		} else {
+			excluded = append(excluded, t.Name)
+		}
+	}
+	if (hard && (explain || want == spread.VerdictFeasibleOnNewNode)) || res.FeasibleTemplates != nil {
+		if d := cmp.Diff(feasible, res.FeasibleTemplates, cmpopts.EquateEmpty()); d != "" {
+			add("feasible templates differ from the scheduler's (-scheduler +spreadguard):\n%s", d)
+		}
+	}
+	if (hard && explain) || res.ExcludedTemplates != nil {
+		var names []string
+		for _, e := range res.ExcludedTemplates {
+			names = append(names, e.Name)
+			t, ok := byName[e.Name]
+			if !ok {
+				add("excluded template %s is not a template of the case", e.Name)
+				continue
+			}
+			if d := wrongReason(e, t.Rejections, t.Labels); d != "" {
+				add("the fresh node of template %s %s", e.Name, d)
+			}
+		}
+		slices.Sort(names)
+		if d := cmp.Diff(excluded, names, cmpopts.EquateEmpty()); d != "" {
+			add("excluded templates differ from those the scheduler rejects (-scheduler +spreadguard):\n%s", d)
+		}
+	}
+	if res.Verdict == spread.VerdictFeasibleOnNewNode && want == spread.VerdictFeasibleOnNewNode && !namesFeasibleTemplate(res.Message, out.Templates) {
+		add("the message %q names no feasible template (feasible: %v)", res.Message, feasible)
+	}
+	return diffs
+}
+
+// namesFeasibleTemplate reports whether message names a template whose
+// fresh node is feasible, by its Source or, without one, its name.
+func namesFeasibleTemplate(message string, ts []templateOutcome) bool {
+	return slices.ContainsFunc(ts, func(t templateOutcome) bool {
+		name := t.Source
+		if name == "" {
+			name = t.Name
+		}
+		return t.Feasible && strings.Contains(message, name)
+	})
 }
 
 func firstLine(s string) string {

@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	apitypes "k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+
+	"github.com/spreadguard/spreadguard/pkg/spread"
 )
 
 // The label vocabulary is small on purpose: random selectors and random pod
@@ -59,6 +61,9 @@ var (
 type clusterCase struct {
 	Nodes []*v1.Node
 	Pods  []*v1.Pod
+	// Templates are the nodes an autoscaler can add, as they were read:
+	// names may repeat, and the later one counts.
+	Templates []spread.Template
 	// Pod is the incoming pod as its author wrote it, before the apiserver
 	// merges matchLabelKeys into the selectors (see storedPod).
 	Pod *v1.Pod
@@ -91,8 +96,10 @@ func some[T any](g *gen, xs []T, p float64) []T {
 	return out
 }
 
-// clusterCase draws 1-4 zones, 1-12 nodes, 0-40 existing pods and the pod
-// to admit.
+// clusterCase draws 1-4 zones, 1-12 nodes, 0-40 existing pods, the pod to
+// admit and, in about half of the cases, templates of nodes an autoscaler
+// can add. The templates are drawn last so that a seed draws the same
+// nodes and pods as it did before templates existed.
 func (g *gen) clusterCase() *clusterCase {
 	c := &clusterCase{}
 	nZones := g.intn(1, 4)
@@ -127,6 +134,9 @@ func (g *gen) clusterCase() *clusterCase {
 		c.Pods = append(c.Pods, p)
 	}
 	c.Pod = g.incomingPod(c.Nodes)
+	if g.chance(0.5) {
+		c.Templates = g.templates(c.Nodes, nZones, c.Pod)
+	}
 	return c
 }
 

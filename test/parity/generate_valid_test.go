@@ -28,6 +28,11 @@ func TestGeneratedObjectsAreValid(t *testing.T) {
 	}
 	for i := range 300 {
 		c := newGen(fixedSeed, i).clusterCase()
+		for _, tpl := range c.Templates {
+			if errs := validateNode(freshNode(tpl)); errs != nil {
+				t.Errorf("case %d: the fresh node of template %s is invalid: %v", i, tpl.Name, errs)
+			}
+		}
 		for _, n := range c.Nodes {
 			if errs := validateNode(n); errs != nil {
 				t.Errorf("case %d: node %s is invalid: %v", i, n.Name, errs)

@@ -158,7 +158,7 @@ func compareInjected(ctx context.Context, explicit, listDefaulting *scheduler, c
 		variants = append(variants, podVariant{"as mutated", mutated})
 	}
 
-	out, err := explicit.run(ctx, c.Nodes, c.Pods, stored)
+	out, err := explicit.decide(ctx, c, stored)
 	if err != nil {
 		return false, nil, err
 	}
@@ -169,7 +169,7 @@ func compareInjected(ctx context.Context, explicit, listDefaulting *scheduler, c
 		if err := listDefaulting.setSelectorObjects(sc); err != nil {
 			return false, nil, err
 		}
-		out, err := listDefaulting.run(ctx, c.Nodes, c.Pods, c.Pod)
+		out, err := listDefaulting.decide(ctx, c, c.Pod)
 		if err != nil {
 			return false, nil, err
 		}

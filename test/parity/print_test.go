@@ -8,6 +8,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/spreadguard/spreadguard/pkg/spread"
 )
 
 // The printers below render a case in a few lines, enough to rebuild it by
@@ -27,19 +29,42 @@ func formatCase(c *clusterCase) string {
 	for _, p := range c.Pods {
 		fmt.Fprintf(&b, "  %s\n", formatPod(p))
 	}
+	if len(c.Templates) > 0 {
+		fmt.Fprintf(&b, "templates (%d, the last of a name counts; a fresh node has hostname %s unless it sets one):\n", len(c.Templates), freshNodeName)
+		for _, t := range c.Templates {
+			fmt.Fprintf(&b, "  %s\n", formatTemplate(t))
+		}
+	}
 	fmt.Fprintf(&b, "incoming: %s", formatIncoming(c.Pod))
 	return b.String()
 }
 
+func formatTemplate(t spread.Template) string {
+	ls := "{" + short(labels.Set(t.Labels).String()) + "}"
+	if t.Labels == nil {
+		ls = "nil"
+	}
+	parts := []string{fmt.Sprintf("%q", t.Name), ls}
+	if t.Source != "" {
+		parts = append(parts, fmt.Sprintf("source=%q", t.Source))
+	}
+	return strings.Join(append(parts, formatTaints(t.Taints)...), " ")
+}
+
+func formatTaints(taints []v1.Taint) []string {
+	if len(taints) == 0 {
+		return nil
+	}
+	var ts []string
+	for _, t := range taints {
+		ts = append(ts, t.ToString())
+	}
+	return []string{"taints=[" + strings.Join(ts, " ") + "]"}
+}
+
 func formatNode(n *v1.Node) string {
 	parts := []string{n.Name, "{" + short(labels.Set(n.Labels).String()) + "}"}
-	if len(n.Spec.Taints) > 0 {
-		var ts []string
-		for _, t := range n.Spec.Taints {
-			ts = append(ts, t.ToString())
-		}
-		parts = append(parts, "taints=["+strings.Join(ts, " ")+"]")
-	}
+	parts = append(parts, formatTaints(n.Spec.Taints)...)
 	if n.Spec.Unschedulable {
 		parts = append(parts, "unschedulable")
 	}

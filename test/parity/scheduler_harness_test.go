@@ -8,6 +8,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
 
+	"github.com/spreadguard/spreadguard/pkg/spread"
 	"github.com/spreadguard/spreadguard/pkg/spread/spreadtest"
 )
 
@@ -165,6 +166,138 @@ func TestSchedulerHarness(t *testing.T) {
 			}
 			if d := cmp.Diff(tt.rejecting, rejecting, cmpopts.EquateEmpty()); d != "" {
 				t.Errorf("plugins rejecting each node alone (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+// TestSchedulerHarnessTemplates pins the scheduler's outcome on the fresh
+// node of a template, added alone to the cluster, to outcomes worked out by
+// hand.
+func TestSchedulerHarnessTemplates(t *testing.T) {
+	template := func(name string, node *spreadtest.NodeWrapper) spread.Template {
+		n := node.Obj()
+		return spread.Template{Name: name, Labels: n.Labels, Taints: n.Spec.Taints}
+	}
+	zone := func(z string) *spreadtest.NodeWrapper { return spreadtest.MakeNode().Zone(z) }
+	web := func(name, node string) *v1.Pod {
+		return spreadtest.MakePod().Name(name).Label("app", "web").Node(node).Phase(v1.PodRunning).Obj()
+	}
+	twoZones := []*v1.Node{spreadtest.MakeNode().Name("a1").Zone("a").Obj(), spreadtest.MakeNode().Name("b1").Zone("b").Obj()}
+	counts11 := []*v1.Pod{web("p1", "a1"), web("p2", "b1")}
+	incoming := func() *spreadtest.PodWrapper { return spreadtest.MakePod().Name("incoming").Label("app", "web") }
+	// minDomains 3 over two zones: the global minimum is 0, so each zone's
+	// 1 + 1 - 0 = 2 exceeds maxSkew 1 and no existing node fits.
+	threeDomains := func() *spreadtest.PodWrapper {
+		return incoming().SpreadConstraint(spreadtest.Constraint(1, v1.LabelTopologyZone).MatchLabel("app", "web").MinDomains(3).Obj())
+	}
+
+	pts, taints, affinity := names.PodTopologySpread, names.TaintToleration, names.NodeAffinity
+	type outcome struct {
+		Name                string
+		Feasible, Candidate bool
+		// Rejecting lists the plugins that reject the fresh node alone.
+		Rejecting []string
+	}
+	tests := []struct {
+		name      string
+		nodes     []*v1.Node
+		pods      []*v1.Pod
+		templates []spread.Template
+		pod       *v1.Pod
+		want      []outcome
+	}{
+		{
+			name:      "minDomains 3 over zones a and b with counts [1,1]: a template in the new zone c fits, one in zone a does not",
+			nodes:     twoZones,
+			pods:      counts11,
+			templates: []spread.Template{template("zone-c", zone("c")), template("zone-a", zone("a"))},
+			pod:       threeDomains().Obj(),
+			want: []outcome{
+				{Name: "zone-a", Candidate: true, Rejecting: []string{pts}},
+				{Name: "zone-c", Feasible: true, Candidate: true},
+			},
+		},
+		{
+			name:  "a NoSchedule taint, and the unschedulable taint copied from a cordoned node, keep a template out; PreferNoSchedule does not",
+			nodes: twoZones,
+			pods:  counts11,
+			templates: []spread.Template{
+				template("infra", zone("c").Taint("dedicated", "infra", v1.TaintEffectNoSchedule)),
+				template("copied", zone("c").Taint(v1.TaintNodeUnschedulable, "", v1.TaintEffectNoSchedule)),
+				template("spot", zone("c").Taint("spot", "true", v1.TaintEffectPreferNoSchedule)),
+			},
+			pod: threeDomains().Obj(),
+			want: []outcome{
+				{Name: "copied", Rejecting: []string{taints}},
+				{Name: "infra", Rejecting: []string{taints}},
+				{Name: "spot", Feasible: true, Candidate: true},
+			},
+		},
+		{
+			name:      "a tolerated taint lets the template in",
+			nodes:     twoZones,
+			pods:      counts11,
+			templates: []spread.Template{template("infra", zone("c").Taint("dedicated", "infra", v1.TaintEffectNoSchedule))},
+			pod:       threeDomains().Toleration("dedicated", v1.TolerationOpExists, "", "").Obj(),
+			want:      []outcome{{Name: "infra", Feasible: true, Candidate: true}},
+		},
+		{
+			name:  "a template that fails the nodeSelector is no candidate; one without the zone label is a candidate PodTopologySpread rejects",
+			nodes: twoZones,
+			pods:  counts11,
+			templates: []spread.Template{
+				template("hdd", zone("c").Label("disk", "hdd")),
+				template("zoneless", spreadtest.MakeNode().Label("disk", "ssd")),
+			},
+			pod: threeDomains().NodeSelector("disk", "ssd").Obj(),
+			want: []outcome{
+				{Name: "hdd", Rejecting: []string{affinity}},
+				{Name: "zoneless", Candidate: true, Rejecting: []string{pts}},
+			},
+		},
+		{
+			name:  "hostname counts {a1:2, b1:1}, maxSkew 1: a fresh hostname is a new domain with 0 pods and fits; a template copying a1's hostname shares a1's domain and does not",
+			nodes: twoZones,
+			pods:  []*v1.Pod{web("p1", "a1"), web("p2", "a1"), web("p3", "b1")},
+			templates: []spread.Template{
+				template("fresh", zone("a")),
+				template("copy-of-a1", zone("a").Label(v1.LabelHostname, "a1")),
+			},
+			pod: incoming().SpreadConstraint(spreadtest.Constraint(1, v1.LabelHostname).MatchLabel("app", "web").Obj()).Obj(),
+			want: []outcome{
+				{Name: "copy-of-a1", Candidate: true, Rejecting: []string{pts}},
+				{Name: "fresh", Feasible: true, Candidate: true},
+			},
+		},
+		{
+			name:      "a name written twice: the later template counts",
+			nodes:     twoZones,
+			pods:      counts11,
+			templates: []spread.Template{template("pool", zone("a")), template("pool", zone("c"))},
+			pod:       threeDomains().Obj(),
+			want:      []outcome{{Name: "pool", Feasible: true, Candidate: true}},
+		},
+	}
+	sched := newScheduler(t, nil)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := sched.runTemplates(t.Context(), tt.nodes, tt.pods, tt.templates, tt.pod)
+			if err != nil {
+				t.Fatalf("runTemplates: %v", err)
+			}
+			var outcomes []outcome
+			for _, o := range got {
+				oc := outcome{Name: o.Name, Feasible: o.Feasible, Candidate: o.Candidate}
+				for _, p := range filterPlugins {
+					if _, ok := o.Rejections[p]; ok {
+						oc.Rejecting = append(oc.Rejecting, p)
+					}
+				}
+				outcomes = append(outcomes, oc)
+			}
+			if d := cmp.Diff(tt.want, outcomes, cmpopts.EquateEmpty()); d != "" {
+				t.Errorf("outcomes on the templates' fresh nodes (-want +got):\n%s", d)
 			}
 		})
 	}

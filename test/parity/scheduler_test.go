@@ -28,6 +28,8 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/tainttoleration"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 	"k8s.io/kubernetes/pkg/scheduler/metrics"
+
+	"github.com/spreadguard/spreadguard/pkg/spread"
 )
 
 // The framework records per-plugin metrics and needs them registered, as
@@ -165,6 +167,26 @@ type schedulerOutcome struct {
 	Rejections map[string]map[string]string
 	// Labels are the labels of each node, to check explanations against.
 	Labels map[string]map[string]string
+	// Templates are the outcomes on the fresh node of each template that
+	// counts (the last of each name), sorted by name.
+	Templates []templateOutcome
+}
+
+// templateOutcome is what the real scheduler decided for the fresh node of
+// one template, added alone to the cluster.
+type templateOutcome struct {
+	Name string
+	// Source is the template's, which a message may name it by.
+	Source string
+	// Feasible: the fresh node passes all four filters.
+	Feasible bool
+	// Candidate: it passes the filters other than PodTopologySpread.
+	Candidate bool
+	// Rejections maps each plugin that rejects the fresh node on its own to
+	// its reason.
+	Rejections map[string]string
+	// Labels are the fresh node's labels.
+	Labels map[string]string
 }
 
 // spreadState is the part of PodTopologySpread's preFilterState that
@@ -221,6 +243,53 @@ func (s *scheduler) run(ctx context.Context, nodes []*v1.Node, pods []*v1.Pod, p
 	}
 	if out.Rejections, err = s.rejections(ctx, pod); err != nil {
 		return nil, err
+	}
+	return out, nil
+}
+
+// decide is run on the case's nodes and pods, and then on the fresh node of
+// each of its templates.
+func (s *scheduler) decide(ctx context.Context, c *clusterCase, pod *v1.Pod) (*schedulerOutcome, error) {
+	out, err := s.run(ctx, c.Nodes, c.Pods, pod)
+	if err != nil {
+		return nil, err
+	}
+	if out.Templates, err = s.runTemplates(ctx, c.Nodes, c.Pods, c.Templates, pod); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// runTemplates adds the fresh node of each template that counts, alone, to
+// nodes and runs the filters as run does: PreFilter counts again with the
+// fresh node among the nodes, which is the question cluster-autoscaler's
+// scale-up simulation asks of a node group.
+func (s *scheduler) runTemplates(ctx context.Context, nodes []*v1.Node, pods []*v1.Pod, templates []spread.Template, pod *v1.Pod) ([]templateOutcome, error) {
+	var out []templateOutcome
+	for _, t := range lastByName(templates) {
+		fresh := freshNode(t)
+		all := append(slices.Clip(nodes), fresh)
+		s.lister.SharedLister = cache.NewSnapshot(clusterView(all, pods), all)
+		feasible, _, err := s.feasible(ctx, s.full, pod)
+		if err != nil {
+			return nil, fmt.Errorf("template %s: %w", t.Name, err)
+		}
+		candidates, _, err := s.feasible(ctx, s.candidates, pod)
+		if err != nil {
+			return nil, fmt.Errorf("template %s: %w", t.Name, err)
+		}
+		rejections, err := s.rejections(ctx, pod)
+		if err != nil {
+			return nil, fmt.Errorf("template %s: %w", t.Name, err)
+		}
+		out = append(out, templateOutcome{
+			Name:       t.Name,
+			Source:     t.Source,
+			Feasible:   slices.Contains(feasible, fresh.Name),
+			Candidate:  slices.Contains(candidates, fresh.Name),
+			Rejections: rejections[fresh.Name],
+			Labels:     fresh.Labels,
+		})
 	}
 	return out, nil
 }
