@@ -76,16 +76,20 @@ const (
 
 var (
 	nodePoolKind      = schema.GroupVersionKind{Group: "karpenter.sh", Version: "v1", Kind: "NodePool"}
+	nodePoolListKind  = schema.GroupVersionKind{Group: "karpenter.sh", Version: "v1", Kind: "NodePoolList"}
 	nodeClaimListKind = schema.GroupVersionKind{Group: "karpenter.sh", Version: "v1", Kind: "NodeClaimList"}
 	kwokNodeClassKind = schema.GroupVersionKind{Group: "karpenter.kwok.sh", Version: "v1alpha1", Kind: "KWOKNodeClass"}
+	// nodePoolExists selects what Karpenter launched: it labels its
+	// NodeClaims and nodes with their NodePool's name.
+	nodePoolExists = mustRequirement(labels.NewRequirement("karpenter.sh/nodepool", selection.Exists, nil))
 )
 
 // TestAutoscaler runs the scenarios of a cluster with a node autoscaler:
 // Karpenter's kwok provider launches a node for a pod the scheduler leaves
 // Pending, so spreadguard must not refuse a pod that a new node would take.
-// Each scenario has two nodes for a Deployment whose third replica no
-// current node can take, and a NodePool that can add the node it needs.
-// They run after one another, as they restart the webhook.
+// Each scenario has kwok nodes of its own for a Deployment whose third
+// replica none of them can take, and a NodePool that can add the node it
+// needs. They run after one another, as they restart the webhook.
 func TestAutoscaler(t *testing.T) {
 	requireKarpenter(t)
 	// What a run killed halfway left behind.
@@ -202,6 +206,9 @@ func (s autoscalerScenario) placeTwo(f *framework) labels.Selector {
 
 func (s autoscalerScenario) refused(t *testing.T) {
 	f := newFramework(t)
+	// Before the next part: its webhook would admit the third pod this
+	// Deployment keeps trying to create.
+	t.Cleanup(f.removeLaunched)
 	web := s.placeTwo(f)
 	next := s.replica()
 	f.eventually(policyChangeTimeout, "the webhook counts the 2 replicas and denies a third (dry run)", func(ctx context.Context) error {
@@ -361,6 +368,13 @@ func (p *NodePoolWrapper) Obj() *unstructured.Unstructured {
 	return u
 }
 
+func mustRequirement(r *labels.Requirement, err error) labels.Requirement {
+	if err != nil {
+		panic(err)
+	}
+	return *r
+}
+
 func poolTaint() v1.Taint {
 	return v1.Taint{Key: poolKey, Value: poolValue, Effect: v1.TaintEffectNoSchedule}
 }
@@ -466,7 +480,9 @@ func (f *framework) removeLaunched() {
 		return nil
 	})
 	if err == nil {
-		err = deleteUntilGone(ctx, false)
+		// Karpenter's nodes, not the scenario's own: those have no NodeClaim.
+		launched := labels.SelectorFromSet(labels.Set{poolKey: poolValue}).Add(nodePoolExists)
+		err = removeNodeClaims(ctx, launched)
 	}
 	if err != nil {
 		f.t.Error(err)
@@ -477,22 +493,27 @@ func (f *framework) removeLaunched() {
 // launched for them and the scenarios' own nodes, and waits until they are
 // gone.
 func removeAutoscalerNodes(ctx context.Context) error {
-	return deleteUntilGone(ctx, true)
-}
-
-func deleteUntilGone(ctx context.Context, all bool) error {
-	if all {
-		pools := &unstructured.UnstructuredList{}
-		pools.SetGroupVersionKind(nodePoolKind.GroupVersion().WithKind(nodePoolKind.Kind + "List"))
-		if err := k8s.List(ctx, pools, client.MatchingLabels{e2eLabel: "true"}); err != nil {
-			return fmt.Errorf("list NodePools: %w", err)
-		}
-		for i := range pools.Items {
-			if err := k8s.Delete(ctx, &pools.Items[i]); client.IgnoreNotFound(err) != nil {
-				return fmt.Errorf("delete NodePool %s: %w", pools.Items[i].GetName(), err)
-			}
+	pools := &unstructured.UnstructuredList{}
+	pools.SetGroupVersionKind(nodePoolListKind)
+	if err := k8s.List(ctx, pools, client.MatchingLabels{e2eLabel: "true"}); err != nil {
+		return fmt.Errorf("list NodePools: %w", err)
+	}
+	for i := range pools.Items {
+		if err := k8s.Delete(ctx, &pools.Items[i]); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("delete NodePool %s: %w", pools.Items[i].GetName(), err)
 		}
 	}
+	nodes := labels.SelectorFromSet(labels.Set{poolKey: poolValue})
+	if err := k8s.DeleteAllOf(ctx, &v1.Node{}, client.MatchingLabelsSelector{Selector: nodes}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete the scenarios' nodes: %w", err)
+	}
+	return removeNodeClaims(ctx, nodes)
+}
+
+// removeNodeClaims deletes the NodeClaims of the scenarios' NodePools and
+// waits until they and the nodes nodes selects are gone: Karpenter deletes
+// a NodeClaim's node once it has drained it.
+func removeNodeClaims(ctx context.Context, nodes labels.Selector) error {
 	claims, err := poolNodeClaims(ctx)
 	if err != nil {
 		return err
@@ -501,18 +522,6 @@ func deleteUntilGone(ctx context.Context, all bool) error {
 		if err := k8s.Delete(ctx, &claims[i]); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("delete NodeClaim %s: %w", claims[i].GetName(), err)
 		}
-	}
-	// Karpenter's nodes go with their NodeClaims; the scenarios' own nodes
-	// have no NodeClaim.
-	nodes := labels.SelectorFromSet(labels.Set{poolKey: poolValue})
-	if !all {
-		req, err := labels.NewRequirement("karpenter.sh/nodepool", selection.Exists, nil)
-		if err != nil {
-			return err
-		}
-		nodes = nodes.Add(*req)
-	} else if err := k8s.DeleteAllOf(ctx, &v1.Node{}, client.MatchingLabelsSelector{Selector: nodes}); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("delete the scenarios' nodes: %w", err)
 	}
 	return poll(ctx, time.Minute, func(ctx context.Context) error {
 		claims, err := poolNodeClaims(ctx)
