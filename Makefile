@@ -17,7 +17,9 @@ KUBE_VERSION ?= v1.37.1
 ETCD_VERSION ?= v3.7.0
 KWOK_VERSION ?= v0.8.0
 HELM_VERSION ?= v3.22.0
-export KUBE_VERSION ETCD_VERSION KWOK_VERSION HELM_VERSION
+# Karpenter's kwok cloud provider, the node autoscaler of the local e2e.
+KARPENTER_VERSION ?= v1.15.0
+export KUBE_VERSION ETCD_VERSION KWOK_VERSION HELM_VERSION KARPENTER_VERSION
 
 # Pinned Go tools.
 CONTROLLER_GEN_VERSION ?= v0.23.0
@@ -37,6 +39,7 @@ KUBE_CONTROLLER_MANAGER := $(BIN)/.stamps/kube-controller-manager-$(KUBE_VERSION
 KUBECTL := $(BIN)/.stamps/kubectl-$(KUBE_VERSION)
 KWOK := $(BIN)/.stamps/kwok-$(KWOK_VERSION)
 HELM := $(BIN)/.stamps/helm-$(HELM_VERSION)
+KARPENTER := $(BIN)/.stamps/karpenter-kwok-$(KARPENTER_VERSION)
 
 ##@ General
 
@@ -62,7 +65,7 @@ test-unit: ## Run the unit tests (no cluster binaries needed).
 ##@ Binaries
 
 .PHONY: binaries
-binaries: ## Build every cluster binary (etcd, control plane, kwok, helm) into ./bin.
+binaries: ## Build every cluster binary (etcd, control plane, kwok, helm, Karpenter's kwok provider) into ./bin.
 	hack/build-binaries.sh
 
 $(BIN)/.stamps/etcd-$(ETCD_VERSION):
@@ -79,4 +82,6 @@ $(BIN)/.stamps/kwok-$(KWOK_VERSION):
 	hack/build-binaries.sh kwok
 $(BIN)/.stamps/helm-$(HELM_VERSION):
 	hack/build-binaries.sh helm
+$(BIN)/.stamps/karpenter-kwok-$(KARPENTER_VERSION):
+	hack/build-binaries.sh karpenter
 

@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# build-binaries.sh builds the Kubernetes control plane, etcd, kwok and helm from
-# source through the Go module proxy into ./bin, once per version.
+# build-binaries.sh builds the Kubernetes control plane, etcd, kwok, helm and
+# Karpenter's kwok provider from source through the Go module proxy into ./bin,
+# once per version.
 #
 #   hack/build-binaries.sh [NAME...]
 #
 # NAME is any of: etcd kube-apiserver kube-scheduler kube-controller-manager
-# kubectl kwok helm (default: all), and kubelet kubeadm kube-proxy for the kind
-# node image (hack/kind). A binary whose version stamp exists in
+# kubectl kwok helm karpenter (default: all), and kubelet kubeadm kube-proxy for
+# the kind node image (hack/kind). karpenter is Karpenter's kwok cloud provider,
+# bin/karpenter-kwok, with its CRDs copied from the same module into
+# bin/karpenter-crds. A binary whose version stamp exists in
 # bin/.stamps is not rebuilt, so a second run is a no-op.
 #
 # Why from source: no prebuilt binary can be downloaded on the machines this
@@ -26,6 +29,10 @@ STAGING_VERSION=${STAGING_VERSION:-v0.${KUBE_VERSION#v1.}}
 ETCD_VERSION=${ETCD_VERSION:-v3.7.0}
 KWOK_VERSION=${KWOK_VERSION:-v0.8.0}
 HELM_VERSION=${HELM_VERSION:-v3.22.0}
+KARPENTER_VERSION=${KARPENTER_VERSION:-v1.15.0}
+# Karpenter's go.mod asks for a newer Go than the project's; the go command
+# fetches this toolchain through the module proxy for that build alone.
+KARPENTER_GOTOOLCHAIN=${KARPENTER_GOTOOLCHAIN:-go1.27.3}
 
 STAMPS=$BIN/.stamps
 WORK=$BIN/.build
@@ -142,6 +149,35 @@ helm_ldflags() {
   echo
 }
 
+# build_karpenter builds the main package of sigs.k8s.io/karpenter/kwok, the
+# kwok cloud provider, which launches fake nodes for NodePools: installed
+# under a name of its own, as `go install` would call it kwok. Its CRDs are
+# the ones of its kwok chart (the NodePool and NodeClaim of pkg/apis/crds with
+# the kwok label domain restricted) and its KWOKNodeClass.
+build_karpenter() {
+  local crds=$BIN/karpenter-crds
+  if done_already karpenter-kwok "$KARPENTER_VERSION" && [[ -f $crds/karpenter.sh_nodepools.yaml ]]; then
+    log "karpenter-kwok $KARPENTER_VERSION already built"
+    return
+  fi
+  local gobin=$WORK/karpenter-$KARPENTER_VERSION mod
+  log "building karpenter-kwok $KARPENTER_VERSION with $KARPENTER_GOTOOLCHAIN (a few minutes when cold)"
+  rm -rf "$gobin" && mkdir -p "$gobin"
+  run_logged "$LOGS/karpenter-install.log" "go install sigs.k8s.io/karpenter/kwok@$KARPENTER_VERSION" \
+    env GOTOOLCHAIN="$KARPENTER_GOTOOLCHAIN" GOBIN="$gobin" CGO_ENABLED=0 go install -trimpath \
+    -ldflags "-s -w -X sigs.k8s.io/karpenter/pkg/operator.Version=$KARPENTER_VERSION" \
+    "sigs.k8s.io/karpenter/kwok@$KARPENTER_VERSION"
+  mv -f "$gobin/kwok" "$BIN/karpenter-kwok"
+  mod=$(cd "$gobin" && GOTOOLCHAIN="$KARPENTER_GOTOOLCHAIN" go mod download -json "sigs.k8s.io/karpenter@$KARPENTER_VERSION" |
+    sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+  [[ -n $mod && -d $mod/kwok/charts/crds ]] || die "cannot find the CRDs of sigs.k8s.io/karpenter@$KARPENTER_VERSION in the Go module cache"
+  rm -rf "$crds" && mkdir -p "$crds"
+  cp "$mod"/kwok/charts/crds/*.yaml "$mod"/kwok/apis/crds/*.yaml "$crds"/
+  chmod u+w "$crds"/*.yaml
+  rm -rf "$gobin"
+  mark karpenter-kwok "$KARPENTER_VERSION"
+}
+
 build_one() {
   case $1 in
     etcd) build_etcd ;;
@@ -149,13 +185,14 @@ build_one() {
       build_k8s "$1" "k8s.io/kubernetes/cmd/$1" ;;
     kwok) go_install kwok sigs.k8s.io/kwok/cmd/kwok "$KWOK_VERSION" ;;
     helm) go_install helm "helm.sh/helm/v${HELM_VERSION:1:1}/cmd/helm" "$HELM_VERSION" "$(helm_ldflags)" ;;
-    *) echo "build-binaries: unknown binary \"$1\" (want etcd, kube-apiserver, kube-scheduler, kube-controller-manager, kubectl, kubelet, kubeadm, kube-proxy, kwok or helm)" >&2; exit 2 ;;
+    karpenter|karpenter-kwok) build_karpenter ;;
+    *) echo "build-binaries: unknown binary \"$1\" (want etcd, kube-apiserver, kube-scheduler, kube-controller-manager, kubectl, kubelet, kubeadm, kube-proxy, kwok, helm or karpenter)" >&2; exit 2 ;;
   esac
 }
 
 main() {
   if [[ $# -eq 0 ]]; then
-    set -- etcd kube-apiserver kube-scheduler kube-controller-manager kubectl kwok helm
+    set -- etcd kube-apiserver kube-scheduler kube-controller-manager kubectl kwok helm karpenter
   fi
   # One build at a time: concurrent runs (make -j) would share bin/.build.
   exec 9>"$WORK/.lock"

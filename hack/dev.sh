@@ -4,7 +4,8 @@
 #
 #   hack/dev.sh [run] [--no-demo]   start everything, stay up until INT/TERM
 #   hack/dev.sh webhook-stop        stop the running webhook process
-#   hack/dev.sh webhook-start       start it again, as it was started
+#   hack/dev.sh webhook-start [FLAG...]   start it again, as it was started,
+#                                   with FLAGs added for this start only
 #   hack/dev.sh webhook-extra-start PORT PROBE_PORT   start a second replica
 #   hack/dev.sh webhook-extra-kill PORT               kill it, as a crash would
 #
@@ -23,7 +24,7 @@
 #
 # Environment: BIN, DEV_ENV, RELEASE (spreadguard), RELEASE_NAMESPACE
 # (spreadguard-system), WEBHOOK_PORT (default: a free port), and those of
-# hack/local-cluster.sh.
+# hack/local-cluster.sh (LOCAL_CLUSTER_KARPENTER=1 runs Karpenter too).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -51,15 +52,18 @@ state() {
 # ---------------------------------------------------------------- webhook
 
 # webhook_start starts the server in the background from the command line
-# recorded in the state directory, and waits until it is ready.
+# recorded in the state directory, with the flags after $1 added (later
+# flags win), and waits until it is ready. The added flags are not
+# recorded: the next start without any is the recorded command again.
 webhook_start() {
   local dir=$1
+  shift
   # shellcheck disable=SC1091
   source "$dir/webhook.cmd"
-  echo "----- started $(date -u +%FT%TZ) -----" >>"$dir/webhook.log"
+  echo "----- started $(date -u +%FT%TZ)${*:+ with $*} -----" >>"$dir/webhook.log"
   # Its output goes to the log only, so that a caller waiting on this
   # script's output (the e2e suite) does not wait on the server too.
-  "${WEBHOOK_CMD[@]}" >>"$dir/webhook.log" 2>&1 </dev/null &
+  "${WEBHOOK_CMD[@]}" "$@" >>"$dir/webhook.log" 2>&1 </dev/null &
   # The new pid is recorded before the stop marker goes (see
   # hack/lib/webhook-state.sh), so the supervisor never sees the old one
   # without the marker.
@@ -136,6 +140,7 @@ build() {
   for b in etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok helm; do
     [[ -x $BIN/$b ]] || missing+=("$b")
   done
+  [[ ${LOCAL_CLUSTER_KARPENTER:-} != 1 || -x $BIN/karpenter-kwok ]] || missing+=(karpenter)
   if ((${#missing[@]})); then
     log "building ${missing[*]} from source (once; several minutes each when cold)"
     for b in "${missing[@]}"; do "$ROOT/hack/build-binaries.sh" "$b"; done
@@ -403,7 +408,7 @@ case $cmd in
     export KUBECONFIG
     KUBECONFIG=$(state KUBECONFIG)
     dir=$(state DEV_DIR)
-    webhook_start "$dir"
+    webhook_start "$dir" "$@"
     ;;
   webhook-extra-start)
     [[ $# -eq 2 ]] || die "usage: hack/dev.sh webhook-extra-start PORT PROBE_PORT"

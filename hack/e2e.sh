@@ -15,7 +15,10 @@
 # When the suite fails, the component logs (local) or `kind export logs`
 # (kind) land next to the tests' own logs in test/e2e/_artifacts.
 #
-# Environment: GO_TEST_FLAGS (e.g. "-run TestE2E/a_StatefulSet"), and for
+# Environment: GO_TEST_FLAGS (e.g. "-run TestE2E/a_StatefulSet"),
+# LOCAL_CLUSTER_KARPENTER (default 1: Karpenter runs in the local cluster),
+# SPREADGUARD_E2E_START_FLAGS_CMD (the command that starts the webhook with
+# the flags it is given; default hack/dev.sh webhook-start), and for
 # kind: KIND (the kind binary), KIND_CLUSTER (spreadguard-e2e),
 # KIND_NODE_IMAGE (kind's default when empty), KIND_KEEP=1 (keep the
 # cluster), CERT_MANAGER_VERSION (v1.21.2).
@@ -46,6 +49,8 @@ local_e2e() {
   tmp=$(mktemp -d "${TMPDIR:-/tmp}/spreadguard-e2e.XXXXXX")
   rm -rf "$ARTIFACTS" && mkdir -p "$ARTIFACTS"
   export DEV_ENV=$tmp/dev.env LOCAL_CLUSTER_LOGS=$tmp/logs DEV_LOGS=$tmp/logs
+  # Karpenter's kwok provider launches nodes for the autoscaler scenarios.
+  export LOCAL_CLUSTER_KARPENTER=${LOCAL_CLUSTER_KARPENTER:-1}
 
   "$ROOT/hack/dev.sh" run --no-demo &
   dev_pid=$!
@@ -70,6 +75,8 @@ local_e2e() {
   export SPREADGUARD_E2E_WEBHOOK_LOG=$WEBHOOK_LOG
   export SPREADGUARD_E2E_STOP_CMD="DEV_ENV=$DEV_ENV $WEBHOOK_STOP_CMD"
   export SPREADGUARD_E2E_START_CMD="DEV_ENV=$DEV_ENV $WEBHOOK_START_CMD"
+  # The same, taking webhook flags as arguments (hack/dev.sh webhook-start).
+  export SPREADGUARD_E2E_START_FLAGS_CMD=${SPREADGUARD_E2E_START_FLAGS_CMD:-"DEV_ENV=$DEV_ENV $WEBHOOK_START_CMD"}
   export SPREADGUARD_E2E_ARTIFACTS=$ARTIFACTS
   export SPREADGUARD_E2E_KUBECTL_SPREAD=$BIN/kubectl-spread
   (cd "$ROOT" && go build -o "$BIN/kubectl-spread" ./cmd/kubectl-spread)

@@ -13,6 +13,18 @@
 # nodes in each of the zones zone-a, zone-b and zone-c. Pods scheduled to them
 # become Running; nothing is actually run.
 #
+# With LOCAL_CLUSTER_KARPENTER=1 it also runs Karpenter's kwok cloud provider
+# (bin/karpenter-kwok, hack/build-binaries.sh karpenter) once the nodes are
+# Ready: its CRDs from bin/karpenter-crds are applied first, then it starts
+# out of cluster with the admin's rights, no leader election and no webhook
+# (v1.15 has none), and a KWOKNodeClass "default" is created for NodePools to
+# name. It launches no node until a NodePool exists, and only for pending
+# pods that fit one; the nodes it creates carry the annotation
+# kwok.x-k8s.io/node=fake, so the kwok controller above makes them Ready like
+# the others. Its instance types ($DIR/karpenter-instance-types.json) are one
+# on-demand type in the zones its kwok provider names, test-zone-a to
+# test-zone-d, apart from the zones of the nodes above.
+#
 # Once every component is healthy and every node is Ready without taints, it
 # writes $LOCAL_CLUSTER_ENV (default _output/local-cluster.env), a shell file
 # to `source`: it exports KUBECONFIG (an admin kubeconfig) and names the data
@@ -25,8 +37,10 @@
 #   LOCAL_CLUSTER_ENV        the env file written when ready
 #   LOCAL_CLUSTER_LOGS       a directory to copy the component logs into on exit
 #   LOCAL_CLUSTER_KEEP=1     keep the data directory on exit (for debugging)
+#   LOCAL_CLUSTER_KARPENTER=1  run Karpenter too (default 0)
 #   ETCD_PORT, ETCD_PEER_PORT, APISERVER_PORT, SCHEDULER_PORT,
-#   CONTROLLER_MANAGER_PORT, KWOK_PORT
+#   CONTROLLER_MANAGER_PORT, KWOK_PORT, KARPENTER_METRICS_PORT,
+#   KARPENTER_HEALTH_PORT
 #                            fixed ports on 127.0.0.1 (default: free ones)
 set -euo pipefail
 
@@ -39,6 +53,7 @@ NODES_PER_ZONE=${NODES_PER_ZONE:-2}
 ZONES=(zone-a zone-b zone-c)
 LOCAL_CLUSTER_ENV=${LOCAL_CLUSTER_ENV:-$ROOT/_output/local-cluster.env}
 READY_TIMEOUT=${READY_TIMEOUT:-120}
+LOCAL_CLUSTER_KARPENTER=${LOCAL_CLUSTER_KARPENTER:-0}
 
 # ---------------------------------------------------------------- down
 
@@ -68,6 +83,9 @@ preflight() {
   for b in etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok; do
     [[ -x $BIN/$b ]] || missing+=("$b")
   done
+  if [[ $LOCAL_CLUSTER_KARPENTER == 1 ]] && [[ ! -x $BIN/karpenter-kwok || ! -d $BIN/karpenter-crds ]]; then
+    missing+=(karpenter)
+  fi
   if ((${#missing[@]})); then
     die "missing in $BIN: ${missing[*]}; build them with: hack/build-binaries.sh ${missing[*]} (or make binaries)"
   fi
@@ -122,6 +140,8 @@ pki() {
     cert scheduler "/CN=system:kube-scheduler" "" clientAuth
     # kwok stands in for every kubelet; it writes node and pod status.
     cert kwok "/O=system:masters/CN=kwok-controller" "" clientAuth
+    # Karpenter's own chart grants it nearly as much.
+    [[ $LOCAL_CLUSTER_KARPENTER != 1 ]] || cert karpenter "/O=system:masters/CN=karpenter" "" clientAuth
   )
 }
 
@@ -358,6 +378,50 @@ nodes_settled() {
   [[ $(grep -c ' True taints:$' <<<"$out") -eq $want ]]
 }
 
+# karpenter_instance_types writes the instance types Karpenter may launch:
+# one on-demand type in the four zones of its kwok provider's own list, so
+# that where it puts a node depends on the NodePool and the pods alone.
+karpenter_instance_types() {
+  local zone offerings=()
+  for zone in test-zone-a test-zone-b test-zone-c test-zone-d; do
+    offerings+=("{\"Price\": 0.05, \"Available\": true, \"Requirements\": [
+      {\"key\": \"karpenter.sh/capacity-type\", \"operator\": \"In\", \"values\": [\"on-demand\"]},
+      {\"key\": \"topology.kubernetes.io/zone\", \"operator\": \"In\", \"values\": [\"$zone\"]}]}")
+  done
+  local IFS=,
+  cat <<EOF
+[{"name": "c-2x-amd64-linux", "architecture": "amd64", "operatingSystems": ["linux"],
+  "resources": {"cpu": "2", "memory": "4Gi", "ephemeral-storage": "20Gi", "pods": "32"},
+  "offerings": [${offerings[*]}]}]
+EOF
+}
+
+# start_karpenter applies Karpenter's CRDs, starts it and creates the
+# KWOKNodeClass its NodePools name. Its readiness check waits for the
+# NodePool and NodeClaim kinds, so it starts after the CRDs are served.
+start_karpenter() {
+  # Server-side: the NodePool CRD is too large for the annotation of a
+  # client-side apply.
+  k apply --server-side -f "$BIN/karpenter-crds" >/dev/null
+  k wait --for=condition=Established --timeout=60s -f "$BIN/karpenter-crds" >/dev/null
+  karpenter_instance_types >"$DIR/karpenter-instance-types.json"
+  # Short batches: the e2e creates one pod at a time and waits for it.
+  start karpenter env KUBECONFIG="$DIR/karpenter.kubeconfig" \
+    DISABLE_LEADER_ELECTION=true \
+    METRICS_PORT="$KARPENTER_METRICS_PORT" HEALTH_PROBE_PORT="$KARPENTER_HEALTH_PORT" \
+    INSTANCE_TYPES_FILE_PATH="$DIR/karpenter-instance-types.json" \
+    BATCH_IDLE_DURATION=1s BATCH_MAX_DURATION=3s LOG_LEVEL=info \
+    "$BIN/karpenter-kwok"
+  wait_for "karpenter /readyz on 127.0.0.1:$KARPENTER_HEALTH_PORT" "$BIN/kubectl" \
+    --server="http://127.0.0.1:$KARPENTER_HEALTH_PORT" --request-timeout=3s get --raw /readyz
+  # The CRD defaults its status to Ready, which NodePools need to be used.
+  k apply -f - >/dev/null <<'EOF'
+apiVersion: karpenter.kwok.sh/v1alpha1
+kind: KWOKNodeClass
+metadata: {name: default}
+EOF
+}
+
 run() {
   preflight
   DIR=$(mktemp -d "${TMPDIR:-/tmp}/spreadguard-cluster.XXXXXX")
@@ -367,7 +431,9 @@ run() {
   mkdir -p "$DIR/logs" "$(dirname "$LOCAL_CLUSTER_ENV")"
   log "data and logs in $DIR"
 
-  for v in ETCD_PORT ETCD_PEER_PORT APISERVER_PORT SCHEDULER_PORT CONTROLLER_MANAGER_PORT KWOK_PORT; do
+  local ports=(ETCD_PORT ETCD_PEER_PORT APISERVER_PORT SCHEDULER_PORT CONTROLLER_MANAGER_PORT KWOK_PORT)
+  [[ $LOCAL_CLUSTER_KARPENTER != 1 ]] || ports+=(KARPENTER_METRICS_PORT KARPENTER_HEALTH_PORT)
+  for v in "${ports[@]}"; do
     pick_port "$v"
   done
   pki
@@ -375,6 +441,7 @@ run() {
   kubeconfig controller-manager "$DIR/controller-manager.kubeconfig"
   kubeconfig scheduler "$DIR/scheduler.kubeconfig"
   kubeconfig kwok "$DIR/kwok.kubeconfig"
+  [[ $LOCAL_CLUSTER_KARPENTER != 1 ]] || kubeconfig karpenter "$DIR/karpenter.kubeconfig"
   kwok_config
 
   start etcd "$BIN/etcd" --name=local --data-dir="$DIR/etcd" \
@@ -427,12 +494,13 @@ run() {
   k apply -f "$DIR/nodes.yaml" >/dev/null
   wait_for "${#ZONES[@]}x$NODES_PER_ZONE nodes Ready without taints" nodes_settled
   wait_for "the default ServiceAccount" k -n default get serviceaccount default
+  [[ $LOCAL_CLUSTER_KARPENTER != 1 ]] || start_karpenter
 
   write_env
   # restart-apiserver asks for a restart with SIGUSR1; the handler runs
   # between two rounds of the loop below, never during a liveness check.
   trap restart_apiserver USR1
-  log "ready in ${SECONDS}s: kube-apiserver https://127.0.0.1:$APISERVER_PORT, $(( ${#ZONES[@]} * NODES_PER_ZONE )) nodes in ${ZONES[*]}"
+  log "ready in ${SECONDS}s: kube-apiserver https://127.0.0.1:$APISERVER_PORT, $(( ${#ZONES[@]} * NODES_PER_ZONE )) nodes in ${ZONES[*]}$([[ $LOCAL_CLUSTER_KARPENTER != 1 ]] || echo ", Karpenter")"
   log "export KUBECONFIG=$DIR/admin.kubeconfig   (also in $LOCAL_CLUSTER_ENV)"
 
   while alive; do

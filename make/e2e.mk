@@ -10,6 +10,8 @@ LOCAL_CLUSTER_BINARIES := $(BIN)/.stamps/etcd-$(ETCD_VERSION) \
 	$(BIN)/.stamps/kubectl-$(KUBE_VERSION) \
 	$(BIN)/.stamps/kwok-$(KWOK_VERSION)
 HELM_BINARY := $(BIN)/.stamps/helm-$(HELM_VERSION)
+# Karpenter runs in the local cluster of the e2e suite (LOCAL_CLUSTER_KARPENTER).
+KARPENTER_BINARY := $(BIN)/.stamps/karpenter-kwok-$(KARPENTER_VERSION)
 
 KIND_VERSION ?= v0.33.0
 KIND_BIN := $(BIN)/kind-$(KIND_VERSION)
@@ -28,7 +30,7 @@ dev: $(LOCAL_CLUSTER_BINARIES) $(HELM_BINARY) certs ## Local cluster + webhook p
 	hack/dev.sh run
 
 .PHONY: e2e
-e2e: $(LOCAL_CLUSTER_BINARIES) $(HELM_BINARY) certs ## Run the e2e suite on a local cluster started and torn down around it.
+e2e: $(LOCAL_CLUSTER_BINARIES) $(HELM_BINARY) $(KARPENTER_BINARY) certs ## Run the e2e suite on a local cluster started and torn down around it.
 	hack/e2e.sh local
 
 $(KIND_BIN):
@@ -75,9 +77,9 @@ OLDEST_STAGING_PINS ?= k8s.io/cri-client@v0.31.4 k8s.io/csi-translation-lib@v0.3
 OLDEST_BIN := $(BIN)/$(OLDEST_KUBE_VERSION)
 
 .PHONY: e2e-oldest
-e2e-oldest: $(BIN)/.stamps/etcd-$(ETCD_VERSION) $(BIN)/.stamps/kwok-$(KWOK_VERSION) $(HELM_BINARY) certs ## Run the e2e suite against the oldest supported Kubernetes (OLDEST_KUBE_VERSION), built from source; not part of make test.
+e2e-oldest: $(BIN)/.stamps/etcd-$(ETCD_VERSION) $(BIN)/.stamps/kwok-$(KWOK_VERSION) $(HELM_BINARY) $(KARPENTER_BINARY) certs ## Run the e2e suite against the oldest supported Kubernetes (OLDEST_KUBE_VERSION), built from source; not part of make test.
 	mkdir -p $(OLDEST_BIN)
 	GONOSUMDB=k8s.io STAGING_PINS="$(OLDEST_STAGING_PINS)" BIN=$(OLDEST_BIN) KUBE_VERSION=$(OLDEST_KUBE_VERSION) \
 	  hack/build-binaries.sh kube-apiserver kube-scheduler kube-controller-manager kubectl
-	for b in etcd kwok helm; do ln -sf ../$$b $(OLDEST_BIN)/$$b; done
+	for b in etcd kwok helm karpenter-kwok karpenter-crds; do ln -sfn ../$$b $(OLDEST_BIN)/$$b; done
 	BIN=$(OLDEST_BIN) PATH=$(OLDEST_BIN):$$PATH hack/e2e.sh local

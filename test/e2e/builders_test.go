@@ -74,6 +74,13 @@ func (d *DeploymentWrapper) PodLabel(k, v string) *DeploymentWrapper {
 	return d
 }
 
+// PodSpec sets the pod template's spec: the spec of a pod built once for
+// the Deployment and for dry runs of one more replica.
+func (d *DeploymentWrapper) PodSpec(spec v1.PodSpec) *DeploymentWrapper {
+	d.Spec.Template.Spec = *spec.DeepCopy()
+	return d
+}
+
 // RollingUpdate sets the strategy's surge and unavailability.
 func (d *DeploymentWrapper) RollingUpdate(maxSurge, maxUnavailable int) *DeploymentWrapper {
 	surge, unavailable := intstr.FromInt(maxSurge), intstr.FromInt(maxUnavailable)

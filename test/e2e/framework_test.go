@@ -36,14 +36,17 @@ type framework struct {
 	logOffset int64
 }
 
-// newFramework creates the test's namespace, deleted when the test ends
-// after the logs are collected if it failed.
-func newFramework(t *testing.T) *framework {
+// newFramework creates the test's namespace, shaped by opts, deleted when
+// the test ends after the logs are collected if it failed.
+func newFramework(t *testing.T, opts ...func(*v1.Namespace)) *framework {
 	t.Helper()
 	ns := &v1.Namespace{ObjectMeta: metav1.ObjectMeta{
 		GenerateName: "e2e-",
 		Labels:       map[string]string{e2eLabel: "true"},
 	}}
+	for _, o := range opts {
+		o(ns)
+	}
 	if err := k8s.Create(t.Context(), ns); err != nil {
 		t.Fatalf("create the test namespace: %v", err)
 	}

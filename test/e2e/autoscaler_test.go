@@ -1,0 +1,626 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
+	"github.com/spreadguard/spreadguard/pkg/spread/spreadtest"
+)
+
+const (
+	// envStartFlagsCmd is a shell command that starts the stopped webhook
+	// with the flags it is given added to its command line, for that start
+	// only (`hack/dev.sh webhook-start` for `make e2e`). The autoscaler
+	// scenarios switch NodePool awareness with it; without it they run only
+	// the part that leaves spreadguard out.
+	envStartFlagsCmd = "SPREADGUARD_E2E_START_FLAGS_CMD"
+
+	// karpenterFlag switches the webhook's reading of Karpenter NodePools.
+	karpenterFlag = "--autoscaler-karpenter"
+	// admittedByNodePool starts the warning of a pod that no current node
+	// can take and a new node from a NodePool can; the NodePool's name
+	// follows.
+	admittedByNodePool = "admitted: no current node fits; a new node from NodePool "
+
+	// poolKey labels and taints the nodes of the autoscaler scenarios and
+	// the nodes their NodePool launches: the scenarios' pods select and
+	// tolerate it, so no other pod lands there or makes Karpenter launch a
+	// node.
+	poolKey   = "e2e.spreadguard.io/pool"
+	poolValue = "karpenter"
+	// kwokNodeAnnotation marks the nodes the local cluster's kwok
+	// controller keeps Ready; Karpenter's kwok provider sets it on the
+	// nodes it launches too.
+	kwokNodeAnnotation = "kwok.x-k8s.io/node"
+	// kwokNodeClass is the KWOKNodeClass hack/local-cluster.sh creates.
+	kwokNodeClass = "default"
+
+	// launchTimeout bounds Karpenter's batch window, its NodeClaim, the
+	// node registered and Ready, and the pod bound to it.
+	launchTimeout = time.Minute
+	// noLaunchWait is how long a scenario watches for a NodeClaim that must
+	// not come: three times the local cluster's longest batch window (3s),
+	// and four times what Karpenter takes there to launch a node for a pod
+	// left Pending (2.3s from the Deployment to 3 replicas Running).
+	noLaunchWait = 10 * time.Second
+)
+
+// The zones of the instance types of Karpenter's kwok provider, apart from
+// the zones of the suite's other nodes.
+const (
+	testZoneA = "test-zone-a"
+	testZoneB = "test-zone-b"
+	testZoneC = "test-zone-c"
+)
+
+var (
+	nodePoolKind      = schema.GroupVersionKind{Group: "karpenter.sh", Version: "v1", Kind: "NodePool"}
+	nodePoolListKind  = schema.GroupVersionKind{Group: "karpenter.sh", Version: "v1", Kind: "NodePoolList"}
+	nodeClaimListKind = schema.GroupVersionKind{Group: "karpenter.sh", Version: "v1", Kind: "NodeClaimList"}
+	kwokNodeClassKind = schema.GroupVersionKind{Group: "karpenter.kwok.sh", Version: "v1alpha1", Kind: "KWOKNodeClass"}
+	// nodePoolExists selects what Karpenter launched: it labels its
+	// NodeClaims and nodes with their NodePool's name.
+	nodePoolExists = mustRequirement(labels.NewRequirement("karpenter.sh/nodepool", selection.Exists, nil))
+)
+
+// TestAutoscaler runs the scenarios of a cluster with a node autoscaler:
+// Karpenter's kwok provider launches a node for a pod the scheduler leaves
+// Pending, so spreadguard must not refuse a pod that a new node would take.
+// Each scenario has kwok nodes of its own for a Deployment whose third
+// replica none of them can take, and a NodePool that can add the node it
+// needs. They run after one another, as they restart the webhook.
+func TestAutoscaler(t *testing.T) {
+	requireKarpenter(t)
+	// What a run killed halfway left behind.
+	if err := removeAutoscalerNodes(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	webhook := newWebhookSwitch(t)
+	scenarios := []autoscalerScenario{
+		{
+			name:      "minDomains 3 with nodes in 2 zones: the third replica needs a node in the third zone",
+			nodePool:  "e2e-min-domains",
+			nodeZones: []string{testZoneA, testZoneB},
+			constraint: spreadtest.Constraint(1, zoneKey).DoNotSchedule().MinDomains(3).
+				NodeAffinityPolicy(v1.NodeInclusionPolicyHonor).MatchLabel("app", "web").Obj(),
+			launchZone: testZoneC,
+		},
+		{
+			name:      "a zone whose node is cordoned, counted by nodeTaintsPolicy Ignore: the third replica needs a new node in that zone",
+			nodePool:  "e2e-cordoned",
+			nodeZones: []string{testZoneA, testZoneB, testZoneC},
+			cordoned:  testZoneB,
+			constraint: spreadtest.Constraint(1, zoneKey).DoNotSchedule().
+				NodeAffinityPolicy(v1.NodeInclusionPolicyHonor).NodeTaintsPolicy(v1.NodeInclusionPolicyIgnore).
+				MatchLabel("app", "web").Obj(),
+			launchZone: testZoneB,
+		},
+	}
+	for _, s := range scenarios {
+		t.Run(s.name, func(t *testing.T) { s.run(t, webhook) })
+	}
+}
+
+// autoscalerScenario is a Deployment "web" whose third replica no current
+// node can take and a node from the scenario's NodePool can.
+type autoscalerScenario struct {
+	name     string
+	nodePool string
+	// nodeZones are the zones of the scenario's nodes, one node each.
+	nodeZones []string
+	// cordoned is the zone whose node is cordoned, if any.
+	cordoned string
+	// constraint is the replicas' hard zone constraint.
+	constraint v1.TopologySpreadConstraint
+	// launchZone is where the third replica's node must be launched.
+	launchZone string
+}
+
+func (s autoscalerScenario) run(t *testing.T, webhook *webhookSwitch) {
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		if err := removeAutoscalerNodes(ctx); err != nil {
+			t.Error(err)
+		}
+	})
+	for _, zone := range s.nodeZones {
+		createPoolNode(t, zone, zone == s.cordoned)
+	}
+	if err := k8s.Create(t.Context(), makeNodePool(s.nodePool).Zones(testZoneA, testZoneB, testZoneC).Obj()); err != nil {
+		t.Fatalf("create NodePool %s: %v", s.nodePool, err)
+	}
+
+	t.Run("without NodePool awareness, the third replica is refused and Karpenter launches no node", func(t *testing.T) {
+		webhook.restart(t, karpenterFlag+"=false")
+		s.refused(t)
+	})
+	t.Run(fmt.Sprintf("with spreadguard left out, Karpenter launches a node in %s for the third replica", s.launchZone), s.launchedWithoutSpreadguard)
+	t.Run(fmt.Sprintf("with NodePool awareness, the third replica is admitted with a warning, Karpenter launches its node in %s and every replica runs", s.launchZone), func(t *testing.T) {
+		webhook.restart(t, karpenterFlag+"=true")
+		s.admitted(t)
+	})
+}
+
+// replica is a pod of the Deployment, for its template and for dry runs of
+// one more replica.
+func (s autoscalerScenario) replica() *v1.Pod {
+	return pod(spreadtest.MakePod().Name("web-next").Label("app", "web").
+		NodeSelector(poolKey, poolValue).
+		Toleration(poolKey, v1.TolerationOpEqual, poolValue, v1.TaintEffectNoSchedule).
+		SpreadConstraint(s.constraint))
+}
+
+func (s autoscalerScenario) deployment(replicas int32) *appsv1.Deployment {
+	return makeDeployment("web").Replicas(replicas).PodSpec(s.replica().Spec).Obj()
+}
+
+// placement is one replica in each schedulable zone of the scenario and
+// in each of launched, and none in the cluster's other zones.
+func (s autoscalerScenario) placement(launched ...string) map[string]int {
+	want := map[string]int{}
+	for _, z := range cluster.zones {
+		want[z] = 0
+	}
+	for _, z := range s.nodeZones {
+		if z != s.cordoned {
+			want[z]++
+		}
+	}
+	for _, z := range launched {
+		want[z]++
+	}
+	return want
+}
+
+// placeTwo runs two replicas, one in each zone they may use, and returns
+// the Deployment's pod selector.
+func (s autoscalerScenario) placeTwo(f *framework) labels.Selector {
+	f.t.Helper()
+	web := labels.SelectorFromSet(labels.Set{"app": "web"})
+	f.create(s.deployment(2))
+	f.expectZones(f.waitRunning(web, 2, placeTimeout), s.placement())
+	return web
+}
+
+func (s autoscalerScenario) refused(t *testing.T) {
+	f := newFramework(t)
+	// Before the next part: its webhook would admit the third pod this
+	// Deployment keeps trying to create.
+	t.Cleanup(f.removeLaunched)
+	web := s.placeTwo(f)
+	next := s.replica()
+	f.eventually(policyChangeTimeout, "the webhook counts the 2 replicas and denies a third (dry run)", func(ctx context.Context) error {
+		if _, err := f.dryRunCreate(ctx, k8s, next); !deniedByWebhook(err) {
+			return fmt.Errorf("want a denial, got %v", err)
+		}
+		return nil
+	})
+	f.scale("web", 3)
+	f.eventually(30*time.Second, "the ReplicaSet reports spreadguard's refusal of its third pod", func(ctx context.Context) error {
+		msgs, err := f.failedCreates(ctx)
+		if err != nil {
+			return err
+		}
+		if !slices.ContainsFunc(msgs, func(m string) bool { return strings.Contains(m, "spreadguard") }) {
+			return fmt.Errorf("no FailedCreate event naming spreadguard; FailedCreate events: %q", msgs)
+		}
+		return nil
+	})
+	// A refused pod never goes Pending, so Karpenter has nothing to act on.
+	f.consistently(noLaunchWait, "Karpenter launches no node and the Deployment keeps 2 pods", func(ctx context.Context) error {
+		claims, err := poolNodeClaims(ctx)
+		if err != nil {
+			return err
+		}
+		if len(claims) != 0 {
+			return fmt.Errorf("Karpenter launched %s", claimNames(claims))
+		}
+		var pods v1.PodList
+		if err := k8s.List(ctx, &pods, client.InNamespace(f.ns), client.MatchingLabelsSelector{Selector: web}); err != nil {
+			return err
+		}
+		if len(pods.Items) != 2 {
+			return fmt.Errorf("%d pods, want the 2 placed before the refusal", len(pods.Items))
+		}
+		return nil
+	})
+}
+
+// launchedWithoutSpreadguard proves the autoscaler half alone: in a
+// namespace spreadguard's webhooks leave out, the scheduler leaves the
+// third replica Pending and Karpenter launches the node it needs.
+func (s autoscalerScenario) launchedWithoutSpreadguard(t *testing.T) {
+	f := newFramework(t, func(ns *v1.Namespace) { ns.Labels[v1alpha1.LabelIgnoreNamespace] = "true" })
+	t.Cleanup(f.removeLaunched)
+	web := labels.SelectorFromSet(labels.Set{"app": "web"})
+	start := time.Now()
+	f.create(s.deployment(3))
+	node := f.waitLaunched(s.launchZone)
+	f.expectZones(f.waitRunning(web, 3, launchTimeout), s.placement(s.launchZone))
+	t.Logf("Karpenter launched node %s in %s; 3 replicas Running %v after the Deployment", node, s.launchZone, time.Since(start).Round(time.Millisecond))
+}
+
+func (s autoscalerScenario) admitted(t *testing.T) {
+	f := newFramework(t)
+	t.Cleanup(f.removeLaunched)
+	web := s.placeTwo(f)
+	c, warnings := warningClient(t)
+	next := s.replica()
+	f.eventually(policyChangeTimeout, "the webhook admits a third replica, warning that a node from NodePool "+s.nodePool+" would take it (dry run)", func(ctx context.Context) error {
+		warnings.take()
+		if _, err := f.dryRunCreate(ctx, c, next); err != nil {
+			return err
+		}
+		return nodePoolWarning(warnings.take(), s.nodePool, s.launchZone)
+	})
+	start := time.Now()
+	f.scale("web", 3)
+	node := f.waitLaunched(s.launchZone)
+	f.expectZones(f.waitRunning(web, 3, launchTimeout), s.placement(s.launchZone))
+	t.Logf("Karpenter launched node %s in %s; 3 replicas Running %v after the scale-up", node, s.launchZone, time.Since(start).Round(time.Millisecond))
+	msgs, err := f.failedCreates(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(msgs) != 0 {
+		t.Errorf("the ReplicaSet failed to create pods: %q", msgs)
+	}
+}
+
+// nodePoolWarning succeeds when one of warnings is the admission of a pod
+// that only a node from nodePool in zone can take.
+func nodePoolWarning(warnings []string, nodePool, zone string) error {
+	for _, w := range warnings {
+		if strings.HasPrefix(w, admittedByNodePool+nodePool) && strings.Contains(w, zone) {
+			return nil
+		}
+	}
+	return fmt.Errorf("no warning starting %q and naming %s among %q", admittedByNodePool+nodePool, zone, warnings)
+}
+
+// ---------------------------------------------------------------- Karpenter
+
+// requireKarpenter skips the test where Karpenter's kwok provider does not
+// run: the suite runs on any cluster, and only the local one of `make e2e`
+// has it.
+func requireKarpenter(t *testing.T) {
+	t.Helper()
+	if _, err := k8s.RESTMapper().RESTMapping(nodePoolKind.GroupKind(), nodePoolKind.Version); err != nil {
+		t.Skipf("no Karpenter here (the %s kind is not served: %v); make e2e runs its kwok provider", nodePoolKind.GroupKind(), err)
+	}
+	nodeClass := &unstructured.Unstructured{}
+	nodeClass.SetGroupVersionKind(kwokNodeClassKind)
+	if err := k8s.Get(t.Context(), client.ObjectKey{Name: kwokNodeClass}, nodeClass); err != nil {
+		t.Skipf("no %s %q: these scenarios need Karpenter's kwok provider as hack/local-cluster.sh runs it (%v)", kwokNodeClassKind.Kind, kwokNodeClass, err)
+	}
+}
+
+// NodePoolWrapper builds a Karpenter NodePool (karpenter.sh/v1) of the
+// KWOKNodeClass kwokNodeClass, whose nodes carry poolKey as a label and a
+// taint. It is unstructured: the suite does not import Karpenter.
+type NodePoolWrapper struct {
+	name  string
+	zones []string
+}
+
+func makeNodePool(name string) *NodePoolWrapper { return &NodePoolWrapper{name: name} }
+
+// Zones sets the zones the NodePool may launch nodes in.
+func (p *NodePoolWrapper) Zones(zones ...string) *NodePoolWrapper {
+	p.zones = zones
+	return p
+}
+
+// Obj returns the NodePool. It never consolidates: the scenarios decide
+// when its nodes go.
+func (p *NodePoolWrapper) Obj() *unstructured.Unstructured {
+	pool := map[string]any{
+		"apiVersion": nodePoolKind.GroupVersion().String(),
+		"kind":       nodePoolKind.Kind,
+		"metadata":   map[string]any{"name": p.name, "labels": map[string]string{e2eLabel: "true"}},
+		"spec": map[string]any{
+			"disruption": map[string]any{"consolidationPolicy": "WhenEmpty", "consolidateAfter": "Never"},
+			"template": map[string]any{
+				"metadata": map[string]any{"labels": map[string]string{poolKey: poolValue}},
+				"spec": map[string]any{
+					"nodeClassRef": map[string]any{"group": kwokNodeClassKind.Group, "kind": kwokNodeClassKind.Kind, "name": kwokNodeClass},
+					"taints":       []v1.Taint{poolTaint()},
+					"requirements": []map[string]any{
+						{"key": zoneKey, "operator": "In", "values": p.zones},
+						{"key": "karpenter.sh/capacity-type", "operator": "In", "values": []string{"on-demand"}},
+					},
+				},
+			},
+		},
+	}
+	// Through JSON, so that the object holds only the types unstructured
+	// objects may hold.
+	data, err := json.Marshal(pool)
+	if err != nil {
+		panic(fmt.Sprintf("NodePool %s: %v", p.name, err))
+	}
+	u := &unstructured.Unstructured{}
+	if err := u.UnmarshalJSON(data); err != nil {
+		panic(fmt.Sprintf("NodePool %s: %v", p.name, err))
+	}
+	return u
+}
+
+func mustRequirement(r *labels.Requirement, err error) labels.Requirement {
+	if err != nil {
+		panic(err)
+	}
+	return *r
+}
+
+func poolTaint() v1.Taint {
+	return v1.Taint{Key: poolKey, Value: poolValue, Effect: v1.TaintEffectNoSchedule}
+}
+
+// createPoolNode creates a kwok node of the scenario in zone, as a node of
+// the NodePool would be but not launched by Karpenter, and waits until it
+// is Ready without the taints of a new node; cordoned, it is cordoned then.
+func createPoolNode(t *testing.T, zone string, cordoned bool) {
+	t.Helper()
+	n := spreadtest.MakeNode().Name("e2e-pool-"+zone).Zone(zone).Label(poolKey, poolValue).
+		Label(v1.LabelOSStable, "linux").Label(v1.LabelArchStable, "amd64").
+		Annotation(kwokNodeAnnotation, "fake").Taint(poolKey, poolValue, v1.TaintEffectNoSchedule).Obj()
+	if err := k8s.Create(t.Context(), n); err != nil {
+		t.Fatalf("create node %s: %v", n.Name, err)
+	}
+	eventually(t, 30*time.Second, "node "+n.Name+" is Ready with only the pool's taint", func(ctx context.Context) error {
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(n), n); err != nil {
+			return err
+		}
+		ready := slices.ContainsFunc(n.Status.Conditions, func(c v1.NodeCondition) bool {
+			return c.Type == v1.NodeReady && c.Status == v1.ConditionTrue
+		})
+		if !ready || len(n.Spec.Taints) != 1 {
+			return fmt.Errorf("ready %v, taints %v", ready, n.Spec.Taints)
+		}
+		return nil
+	})
+	if cordoned {
+		if err := setCordon(t.Context(), n.Name, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// poolNodeClaims lists the NodeClaims Karpenter made for the scenarios'
+// NodePools, which carry their template's labels.
+func poolNodeClaims(ctx context.Context) ([]unstructured.Unstructured, error) {
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(nodeClaimListKind)
+	if err := k8s.List(ctx, list, client.MatchingLabels{poolKey: poolValue}); err != nil {
+		return nil, fmt.Errorf("list NodeClaims: %w", err)
+	}
+	return list.Items, nil
+}
+
+func claimNames(claims []unstructured.Unstructured) string {
+	var out []string
+	for _, c := range claims {
+		out = append(out, fmt.Sprintf("NodeClaim %s (zone %q, node %q)", c.GetName(), c.GetLabels()[zoneKey], nodeOfClaim(c)))
+	}
+	return strings.Join(out, ", ")
+}
+
+func nodeOfClaim(c unstructured.Unstructured) string {
+	name, _, _ := unstructured.NestedString(c.Object, "status", "nodeName")
+	return name
+}
+
+// waitLaunched waits until Karpenter has launched one node, in zone, and
+// returns its name; a node launched in another zone fails the test at once.
+func (f *framework) waitLaunched(zone string) string {
+	f.t.Helper()
+	var node string
+	f.eventually(launchTimeout, "Karpenter launches one node in "+zone, func(ctx context.Context) error {
+		claims, err := poolNodeClaims(ctx)
+		if err != nil {
+			return err
+		}
+		if len(claims) != 1 {
+			return fmt.Errorf("%d NodeClaims: %s", len(claims), claimNames(claims))
+		}
+		if z := claims[0].GetLabels()[zoneKey]; z != "" && z != zone {
+			f.t.Fatalf("Karpenter launched %s, want a node in %s", claimNames(claims), zone)
+		}
+		if node = nodeOfClaim(claims[0]); node == "" || claims[0].GetLabels()[zoneKey] == "" {
+			return fmt.Errorf("not launched yet: %s", claimNames(claims))
+		}
+		return nil
+	})
+	return node
+}
+
+// removeLaunched deletes the test's Deployment "web" and waits until its
+// pods are gone, then deletes the nodes Karpenter launched and waits until
+// they are gone, so that the next part starts from the scenario's own
+// nodes. In this order: a node's drain evicts its pods, which the
+// Deployment would replace, and Karpenter would launch a node for those.
+func (f *framework) removeLaunched() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "web"}}
+	if err := k8s.Delete(ctx, d, client.PropagationPolicy(metav1.DeletePropagationForeground)); client.IgnoreNotFound(err) != nil {
+		f.t.Errorf("delete Deployment %s: %v", d.Name, err)
+	}
+	err := poll(ctx, time.Minute, func(ctx context.Context) error {
+		var pods v1.PodList
+		if err := k8s.List(ctx, &pods, client.InNamespace(f.ns)); err != nil {
+			return err
+		}
+		if n := len(pods.Items); n != 0 {
+			return fmt.Errorf("%d pods left in %s", n, f.ns)
+		}
+		return nil
+	})
+	if err == nil {
+		// Karpenter's nodes, not the scenario's own: those have no NodeClaim.
+		launched := labels.SelectorFromSet(labels.Set{poolKey: poolValue}).Add(nodePoolExists)
+		err = removeNodeClaims(ctx, launched)
+	}
+	if err != nil {
+		f.t.Error(err)
+	}
+}
+
+// removeAutoscalerNodes deletes the scenarios' NodePools, what Karpenter
+// launched for them and the scenarios' own nodes, and waits until they are
+// gone.
+func removeAutoscalerNodes(ctx context.Context) error {
+	pools := &unstructured.UnstructuredList{}
+	pools.SetGroupVersionKind(nodePoolListKind)
+	if err := k8s.List(ctx, pools, client.MatchingLabels{e2eLabel: "true"}); err != nil {
+		return fmt.Errorf("list NodePools: %w", err)
+	}
+	for i := range pools.Items {
+		if err := k8s.Delete(ctx, &pools.Items[i]); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("delete NodePool %s: %w", pools.Items[i].GetName(), err)
+		}
+	}
+	nodes := labels.SelectorFromSet(labels.Set{poolKey: poolValue})
+	if err := k8s.DeleteAllOf(ctx, &v1.Node{}, client.MatchingLabelsSelector{Selector: nodes}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete the scenarios' nodes: %w", err)
+	}
+	return removeNodeClaims(ctx, nodes)
+}
+
+// removeNodeClaims deletes the NodeClaims of the scenarios' NodePools and
+// waits until they and the nodes nodes selects are gone: Karpenter deletes
+// a NodeClaim's node once it has drained it.
+func removeNodeClaims(ctx context.Context, nodes labels.Selector) error {
+	claims, err := poolNodeClaims(ctx)
+	if err != nil {
+		return err
+	}
+	for i := range claims {
+		if err := k8s.Delete(ctx, &claims[i]); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("delete NodeClaim %s: %w", claims[i].GetName(), err)
+		}
+	}
+	return poll(ctx, time.Minute, func(ctx context.Context) error {
+		claims, err := poolNodeClaims(ctx)
+		if err != nil {
+			return err
+		}
+		var left v1.NodeList
+		if err := k8s.List(ctx, &left, client.MatchingLabelsSelector{Selector: nodes}); err != nil {
+			return fmt.Errorf("list nodes: %w", err)
+		}
+		if len(claims) != 0 || len(left.Items) != 0 {
+			return fmt.Errorf("still there: %d NodeClaims (%s) and %d nodes", len(claims), claimNames(claims), len(left.Items))
+		}
+		return nil
+	})
+}
+
+// ---------------------------------------------------------------- the webhook
+
+// webhookSwitch restarts the webhook with flags, and once the test is over
+// restarts it as it was, for the tests that follow.
+type webhookSwitch struct {
+	restarted bool
+}
+
+func newWebhookSwitch(t *testing.T) *webhookSwitch {
+	w := &webhookSwitch{}
+	t.Cleanup(func() {
+		if !w.restarted {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		if err := errors.Join(runHook(ctx, t, envStopCmd), runHook(ctx, t, envStartCmd)); err != nil {
+			t.Errorf("restart the webhook as it was: %v", err)
+		}
+	})
+	return w
+}
+
+// restart stops the webhook and starts it with flags, or skips the test
+// where the suite cannot.
+func (w *webhookSwitch) restart(t *testing.T, flags ...string) {
+	t.Helper()
+	if os.Getenv(envStopCmd) == "" || os.Getenv(envStartFlagsCmd) == "" || os.Getenv(envStartCmd) == "" {
+		t.Skipf("%s, %s or %s unset: the suite cannot restart the webhook with %v", envStopCmd, envStartFlagsCmd, envStartCmd, flags)
+	}
+	w.restarted = true
+	if err := runHook(t.Context(), t, envStopCmd); err != nil {
+		t.Fatal(err)
+	}
+	if err := runHook(t.Context(), t, envStartFlagsCmd, flags...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// ---------------------------------------------------------------- helpers
+
+// scale sets the replicas of the test's Deployment name.
+func (f *framework) scale(name string, replicas int32) {
+	f.t.Helper()
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: name}}
+	patch := fmt.Sprintf(`{"spec":{"replicas":%d}}`, replicas)
+	if err := k8s.Patch(f.t.Context(), d, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+		f.t.Fatalf("scale Deployment %s to %d: %v", name, replicas, err)
+	}
+}
+
+// failedCreates returns the messages of the FailedCreate events of the
+// test's ReplicaSets: why their controller could not create a pod.
+func (f *framework) failedCreates(ctx context.Context) ([]string, error) {
+	var events v1.EventList
+	if err := k8s.List(ctx, &events, client.InNamespace(f.ns)); err != nil {
+		return nil, fmt.Errorf("list events: %w", err)
+	}
+	var out []string
+	for _, e := range events.Items {
+		if e.InvolvedObject.Kind == "ReplicaSet" && e.Reason == "FailedCreate" {
+			out = append(out, e.Message)
+		}
+	}
+	return out, nil
+}
+
+// consistently calls check every 250ms for d and fails the test at the
+// first error.
+func (f *framework) consistently(d time.Duration, what string, check func(ctx context.Context) error) {
+	f.t.Helper()
+	for deadline := time.Now().Add(d); time.Now().Before(deadline); {
+		ctx, cancel := context.WithTimeout(f.t.Context(), 15*time.Second)
+		err := check(ctx)
+		cancel()
+		if err != nil {
+			f.t.Fatalf("%s: not so within %v: %v", what, d, err)
+		}
+		select {
+		case <-f.t.Context().Done():
+			f.t.Fatalf("%s: %v", what, f.t.Context().Err())
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
