@@ -2,9 +2,11 @@
 
 # The integration tests start etcd and kube-apiserver (built from source into
 # ./bin) once per package with controller-runtime's envtest, run the webhook
-# in-process and register it through real webhook configurations.
+# in-process and register it through real webhook configurations. Karpenter's
+# CRDs (copied from its module next to its kwok provider) are installed too,
+# so that the webhook reads NodePools as it does in a cluster that runs it.
 .PHONY: test-integration
-test-integration: $(ETCD) $(KUBE_APISERVER) ## Run the webhook against a real kube-apiserver and etcd (envtest).
-	KUBEBUILDER_ASSETS=$(BIN) $(GO) test -tags integration -count=1 ./test/integration/...
+test-integration: $(ETCD) $(KUBE_APISERVER) $(KARPENTER) ## Run the webhook against a real kube-apiserver and etcd (envtest).
+	KUBEBUILDER_ASSETS=$(BIN) KARPENTER_CRDS=$(BIN)/karpenter-crds $(GO) test -tags integration -count=1 ./test/integration/...
 
 TEST_TARGETS += test-integration

@@ -39,6 +39,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/spreadguard/spreadguard/cmd/webhook/app"
+	karpenterv1 "github.com/spreadguard/spreadguard/pkg/apis/karpenter/v1"
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
 )
 
@@ -92,11 +93,23 @@ func runSuite(m *testing.M) int {
 	if err := v1alpha1.AddToScheme(suite.scheme); err != nil {
 		return fail("building the scheme: %v", err)
 	}
+	if err := karpenterv1.AddToScheme(suite.scheme); err != nil {
+		return fail("building the scheme: %v", err)
+	}
+
+	karpenterCRDs := os.Getenv("KARPENTER_CRDS")
+	if karpenterCRDs == "" {
+		karpenterCRDs = filepath.Join(root, "bin", "karpenter-crds")
+	}
+	if _, err := os.Stat(filepath.Join(karpenterCRDs, "karpenter.sh_nodepools.yaml")); err != nil {
+		return fail("Karpenter's CRDs are missing from %s: the integration tests read NodePools. "+
+			"Run `make test-integration`, which copies them from Karpenter's module with hack/build-binaries.sh karpenter.", karpenterCRDs)
+	}
 
 	mutating, validating := webhookConfigurations()
 	env := &envtest.Environment{
 		BinaryAssetsDirectory:    assets,
-		CRDDirectoryPaths:        []string{filepath.Join(root, "charts", "spreadguard", "crds")},
+		CRDDirectoryPaths:        []string{filepath.Join(root, "charts", "spreadguard", "crds"), karpenterCRDs},
 		ErrorIfCRDPathMissing:    true,
 		Scheme:                   suite.scheme,
 		ControlPlaneStartTimeout: 2 * time.Minute,
