@@ -56,19 +56,28 @@ state() {
 # flags win), and waits until it is ready. The added flags are not
 # recorded: the next start without any is the recorded command again.
 webhook_start() {
-  local dir=$1
+  local dir=$1 pid
   shift
   # shellcheck disable=SC1091
   source "$dir/webhook.cmd"
+  # Stopped on purpose until it is ready: a start that fails (a flag the
+  # server refuses) is its caller's to report, not a death for the
+  # supervisor to tear the cluster down for.
+  webhook_state_stopping "$dir"
   echo "----- started $(date -u +%FT%TZ)${*:+ with $*} -----" >>"$dir/webhook.log"
   # Its output goes to the log only, so that a caller waiting on this
   # script's output (the e2e suite) does not wait on the server too.
   "${WEBHOOK_CMD[@]}" "$@" >>"$dir/webhook.log" 2>&1 </dev/null &
+  pid=$!
+  # In a subshell, as wait_url dies on failure.
+  if ! (wait_url "http://$WEBHOOK_PROBE_ADDRESS/readyz" "$READY_TIMEOUT" spreadguard-webhook "$pid" "$dir/webhook.log"); then
+    kill -TERM "$pid" 2>/dev/null || true
+    die "spreadguard-webhook did not start${*:+ with $*}; start it again with: hack/dev.sh webhook-start"
+  fi
   # The new pid is recorded before the stop marker goes (see
   # hack/lib/webhook-state.sh), so the supervisor never sees the old one
   # without the marker.
-  webhook_state_started "$dir" $!
-  wait_url "http://$WEBHOOK_PROBE_ADDRESS/readyz" "$READY_TIMEOUT" spreadguard-webhook "$(cat "$dir/webhook.pid")" "$dir/webhook.log"
+  webhook_state_started "$dir" "$pid"
 }
 
 # webhook_extra_start starts another replica of the webhook on port $2 with
