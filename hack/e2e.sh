@@ -51,6 +51,8 @@ local_e2e() {
   export DEV_ENV=$tmp/dev.env LOCAL_CLUSTER_LOGS=$tmp/logs DEV_LOGS=$tmp/logs
   # Karpenter's kwok provider launches nodes for the autoscaler scenarios.
   export LOCAL_CLUSTER_KARPENTER=${LOCAL_CLUSTER_KARPENTER:-1}
+  # With Karpenter started, its scenarios must run, not skip.
+  export SPREADGUARD_E2E_REQUIRE_KARPENTER=$LOCAL_CLUSTER_KARPENTER
 
   "$ROOT/hack/dev.sh" run --no-demo &
   dev_pid=$!

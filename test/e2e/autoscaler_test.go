@@ -35,6 +35,9 @@ const (
 	// scenarios switch NodePool awareness with it; without it they run only
 	// the part that leaves spreadguard out.
 	envStartFlagsCmd = "SPREADGUARD_E2E_START_FLAGS_CMD"
+	// envRequireKarpenter, "1" where the cluster runs Karpenter's kwok
+	// provider, makes its absence a failure instead of a skip.
+	envRequireKarpenter = "SPREADGUARD_E2E_REQUIRE_KARPENTER"
 
 	// karpenterFlag switches the webhook's reading of Karpenter NodePools.
 	karpenterFlag = "--autoscaler-karpenter"
@@ -304,16 +307,22 @@ func nodePoolWarning(warnings []string, nodePool, zone string) error {
 
 // requireKarpenter skips the test where Karpenter's kwok provider does not
 // run: the suite runs on any cluster, and only the local one of `make e2e`
-// has it.
+// has it. Where the cluster was started with Karpenter
+// (envRequireKarpenter, set by hack/e2e.sh), its absence fails the test: a
+// skip would let a Karpenter that did not start pass unnoticed.
 func requireKarpenter(t *testing.T) {
 	t.Helper()
+	missing := t.Skipf
+	if os.Getenv(envRequireKarpenter) == "1" {
+		missing = t.Fatalf
+	}
 	if _, err := k8s.RESTMapper().RESTMapping(nodePoolKind.GroupKind(), nodePoolKind.Version); err != nil {
-		t.Skipf("no Karpenter here (the %s kind is not served: %v); make e2e runs its kwok provider", nodePoolKind.GroupKind(), err)
+		missing("no Karpenter here (the %s kind is not served: %v); make e2e runs its kwok provider", nodePoolKind.GroupKind(), err)
 	}
 	nodeClass := &unstructured.Unstructured{}
 	nodeClass.SetGroupVersionKind(kwokNodeClassKind)
 	if err := k8s.Get(t.Context(), client.ObjectKey{Name: kwokNodeClass}, nodeClass); err != nil {
-		t.Skipf("no %s %q: these scenarios need Karpenter's kwok provider as hack/local-cluster.sh runs it (%v)", kwokNodeClassKind.Kind, kwokNodeClass, err)
+		missing("no %s %q: these scenarios need Karpenter's kwok provider as hack/local-cluster.sh runs it (%v)", kwokNodeClassKind.Kind, kwokNodeClass, err)
 	}
 }
 
