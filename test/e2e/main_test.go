@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	karpenterv1 "github.com/spreadguard/spreadguard/pkg/apis/karpenter/v1"
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
 	"github.com/spreadguard/spreadguard/pkg/spread/spreadtest"
 )
@@ -106,6 +107,11 @@ func setUp() error {
 		return err
 	}
 	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		return err
+	}
+	// The dump for kubectl-spread check lists every kind spreadguard reads,
+	// Karpenter's NodePools among them.
+	if err := karpenterv1.AddToScheme(scheme); err != nil {
 		return err
 	}
 	loading := clientcmd.NewDefaultClientConfigLoadingRules()
