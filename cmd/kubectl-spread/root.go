@@ -93,7 +93,7 @@ func (f *engineFlags) register(cmd *cobra.Command) {
 // NodeTemplates and Karpenter NodePools among the objects read, and the
 // node groups of --node-group-label.
 func (f *engineFlags) templates() lookup.TemplateOptions {
-	return lookup.TemplateOptions{Karpenter: true, NodeGroupLabel: f.nodeGroupLabel}
+	return lookup.TemplateOptions{NodeTemplates: true, Karpenter: true, NodeGroupLabel: f.nodeGroupLabel}
 }
 
 // config validates the flags into the engine's configuration.

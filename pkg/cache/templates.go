@@ -29,13 +29,16 @@ type TemplateWatcher struct {
 	interval time.Duration
 	stale    chan struct{}
 	loaded   atomic.Bool
+	onLoaded func()
 }
 
 // NewTemplateWatcher returns a watcher that, once c has synced and then
 // whenever a watched object changes, calls load and hands the templates to
-// set, at most once per interval.
-func NewTemplateWatcher(c crcache.Cache, load func(ctx context.Context) ([]spread.Template, error), set func([]spread.Template), interval time.Duration) *TemplateWatcher {
-	return &TemplateWatcher{cache: c, load: load, set: set, interval: interval, stale: make(chan struct{}, 1)}
+// set, at most once per interval. onLoaded, if not nil, runs once, after
+// the first templates were set.
+func NewTemplateWatcher(c crcache.Cache, load func(ctx context.Context) ([]spread.Template, error), set func([]spread.Template),
+	interval time.Duration, onLoaded func()) *TemplateWatcher {
+	return &TemplateWatcher{cache: c, load: load, set: set, interval: interval, stale: make(chan struct{}, 1), onLoaded: onLoaded}
 }
 
 // Handler marks the templates stale on any change of an object they are
@@ -95,6 +98,9 @@ func (w *TemplateWatcher) Start(ctx context.Context) error {
 			w.set(ts)
 			if !w.loaded.Swap(true) {
 				log.Info("templates of the nodes an autoscaler can add derived", "count", len(ts))
+				if w.onLoaded != nil {
+					w.onLoaded()
+				}
 			}
 			log.V(1).Info("templates derived", "count", len(ts))
 		}

@@ -33,7 +33,8 @@ func (l *loads) set(ts []spread.Template) { l.got <- ts }
 
 func TestTemplateWatcherDerivesOnceSyncedThenOnChangesOnly(t *testing.T) {
 	l := &loads{got: make(chan []spread.Template, 10)}
-	w := NewTemplateWatcher(&informertest.FakeInformers{}, l.load, l.set, time.Millisecond)
+	loaded := make(chan struct{})
+	w := NewTemplateWatcher(&informertest.FakeInformers{}, l.load, l.set, time.Millisecond, func() { close(loaded) })
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	done := make(chan error)
@@ -54,6 +55,11 @@ func TestTemplateWatcherDerivesOnceSyncedThenOnChangesOnly(t *testing.T) {
 	}
 	if !w.Loaded() {
 		t.Error("Loaded() = false after the first derivation")
+	}
+	select {
+	case <-loaded:
+	case <-time.After(5 * time.Second):
+		t.Error("onLoaded did not run after the first derivation")
 	}
 
 	h := w.Handler()

@@ -17,8 +17,10 @@ import (
 )
 
 // TemplateOptions says where the templates of the nodes an autoscaler can
-// add come from, besides the NodeTemplate objects, which are always read.
+// add come from.
 type TemplateOptions struct {
+	// NodeTemplates reads the NodeTemplate objects.
+	NodeTemplates bool
 	// Karpenter reads Karpenter's NodePools.
 	Karpenter bool
 	// NodeGroupLabel is the node label naming a node's group; empty: no
@@ -27,10 +29,12 @@ type TemplateOptions struct {
 }
 
 // Templates derives, from what r holds, the templates of the nodes an
-// autoscaler can add: the NodeTemplates, the NodePools (with
-// o.Karpenter) and the node groups (with o.NodeGroupLabel), with the
-// topology keys of every policy. A cluster without the NodeTemplate or
-// NodePool API has none of them.
+// autoscaler can add: the NodeTemplates (with o.NodeTemplates), the
+// NodePools (with o.Karpenter) and the node groups (with
+// o.NodeGroupLabel), with the topology keys of every policy. A cluster
+// without the NodeTemplate or NodePool API has none of them. The webhook
+// asks only for the kinds it watches: its cache refuses a list of any
+// other.
 func Templates(ctx context.Context, r client.Reader, o TemplateOptions) ([]spread.Template, error) {
 	var in autoscale.Inputs
 	in.NodeGroupLabel = o.NodeGroupLabel
@@ -41,12 +45,14 @@ func Templates(ctx context.Context, r client.Reader, o TemplateOptions) ([]sprea
 	}
 	in.Nodes = pointers(nodes.Items)
 
-	var declared v1alpha1.NodeTemplateList
-	if err := listOptional(ctx, r, &declared); err != nil {
-		return nil, fmt.Errorf("listing the NodeTemplates: %w", err)
-	}
-	for _, t := range declared.Items {
-		in.Declared = append(in.Declared, autoscale.Declared{Name: t.Name, Labels: t.Spec.Labels, Taints: t.Spec.Taints})
+	if o.NodeTemplates {
+		var declared v1alpha1.NodeTemplateList
+		if err := listOptional(ctx, r, &declared); err != nil {
+			return nil, fmt.Errorf("listing the NodeTemplates: %w", err)
+		}
+		for _, t := range declared.Items {
+			in.Declared = append(in.Declared, autoscale.Declared{Name: t.Name, Labels: t.Spec.Labels, Taints: t.Spec.Taints})
+		}
 	}
 
 	if o.Karpenter {

@@ -20,7 +20,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
-	v1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -930,7 +929,7 @@ func TestNodeTemplatesAreRenderedAsGiven(t *testing.T) {
   - {name: plain}`))
 	got := all[*v1alpha1.NodeTemplate](r.objects)
 	want := []v1alpha1.NodeTemplateSpec{
-		{Labels: map[string]string{v1.LabelTopologyZone: "c", "gpu": "true"}, Taints: []v1.Taint{{Key: "gpu", Value: "true", Effect: v1.TaintEffectNoSchedule}}},
+		{Labels: map[string]string{corev1.LabelTopologyZone: "c", "gpu": "true"}, Taints: []corev1.Taint{{Key: "gpu", Value: "true", Effect: corev1.TaintEffectNoSchedule}}},
 		{},
 	}
 	var specs []v1alpha1.NodeTemplateSpec

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -189,21 +190,36 @@ func Run(ctx context.Context, cfg *Config, opts ...Option) error {
 	}
 	ix := spread.NewIndex()
 	services := cache.NewServiceIndex()
-	watched, karpenter, err := watchedKinds(cfg, mgr.GetRESTMapper())
+	// The cache's mapper, where its options bring one (a test's cluster
+	// without an API server), answers which optional kinds are served.
+	mapper := cacheOpts.Mapper
+	if mapper == nil {
+		mapper = mgr.GetRESTMapper()
+	}
+	watched, served, karpenter, err := watchedKinds(cfg, mapper)
 	if err != nil {
 		return err
 	}
-	tracker, err := cache.NewTracker(ctx, mgr.GetCache(), watched, ix, services, func() { metrics.CacheSynced.Set(1) })
+	// spreadguard_cache_synced is 1 once the caches have synced and the
+	// templates have been derived: the two halves of what a check reads.
+	var halves atomic.Int32
+	halfSynced := func() {
+		if halves.Add(1) == 2 {
+			metrics.CacheSynced.Set(1)
+		}
+	}
+	tracker, err := cache.NewTracker(ctx, mgr.GetCache(), watched, ix, services, halfSynced)
 	if err != nil {
 		return err
 	}
 	if err := mgr.Add(tracker); err != nil {
 		return fmt.Errorf("adding the cache tracker: %w", err)
 	}
-	templateOpts := lookup.TemplateOptions{Karpenter: karpenter, NodeGroupLabel: cfg.NodeGroupLabel}
+	templateOpts := lookup.TemplateOptions{NodeTemplates: served[v1alpha1.GroupVersion.WithKind(v1alpha1.KindNodeTemplate)],
+		Karpenter: karpenter, NodeGroupLabel: cfg.NodeGroupLabel}
 	templates := cache.NewTemplateWatcher(mgr.GetCache(), func(ctx context.Context) ([]spread.Template, error) {
 		return lookup.Templates(ctx, mgr.GetCache(), templateOpts)
-	}, ix.SetTemplates, templateInterval)
+	}, ix.SetTemplates, templateInterval, halfSynced)
 	if err := watchTemplateSources(ctx, mgr.GetCache(), watched, templates); err != nil {
 		return err
 	}
@@ -296,12 +312,13 @@ func Run(ctx context.Context, cfg *Config, opts ...Option) error {
 const templateInterval = time.Second
 
 // watchedKinds returns the kinds to watch: every kind that is not optional,
-// and each optional one that the API server serves, Karpenter's NodePools
-// only when cfg asks for them. karpenter says whether NodePools are read.
+// and each optional one that the API server serves (served), Karpenter's
+// NodePools only when cfg asks for them. karpenter says whether NodePools
+// are read.
 // --autoscaler-karpenter=true without the NodePool API is an error: the
 // setting says Karpenter runs, and it cannot be read.
-func watchedKinds(cfg *Config, mapper meta.RESTMapper) (_ []client.Object, karpenter bool, _ error) {
-	served := map[schema.GroupVersionKind]bool{}
+func watchedKinds(cfg *Config, mapper meta.RESTMapper) (_ []client.Object, served map[schema.GroupVersionKind]bool, karpenter bool, _ error) {
+	served = map[schema.GroupVersionKind]bool{}
 	for _, k := range cache.Kinds {
 		if !k.Optional {
 			continue
@@ -312,14 +329,14 @@ func watchedKinds(cfg *Config, mapper meta.RESTMapper) (_ []client.Object, karpe
 			served[k.GVK] = true
 		case meta.IsNoMatchError(err):
 		default:
-			return nil, false, fmt.Errorf("asking the API server whether it serves %s: %w", k.GVK, err)
+			return nil, nil, false, fmt.Errorf("asking the API server whether it serves %s: %w", k.GVK, err)
 		}
 	}
 	nodePools := karpenterv1.GroupVersion.WithKind(karpenterv1.KindNodePool)
 	switch cfg.AutoscalerKarpenter {
 	case ToggleTrue:
 		if !served[nodePools] {
-			return nil, false, fmt.Errorf("--autoscaler-karpenter is true, but the API server does not serve %s: install Karpenter's CRDs or set it to auto", nodePools)
+			return nil, nil, false, fmt.Errorf("--autoscaler-karpenter is true, but the API server does not serve %s: install Karpenter's CRDs or set it to auto", nodePools)
 		}
 		karpenter = true
 	case ToggleAuto:
@@ -328,7 +345,7 @@ func watchedKinds(cfg *Config, mapper meta.RESTMapper) (_ []client.Object, karpe
 	watched := cache.Watched(func(k cache.Kind) bool {
 		return served[k.GVK] && (k.GVK != nodePools || karpenter)
 	})
-	return watched, karpenter, nil
+	return watched, served, karpenter, nil
 }
 
 // watchTemplateSources has the template watcher hear of every change to
