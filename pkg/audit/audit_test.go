@@ -107,7 +107,7 @@ func TestRun(t *testing.T) {
 					Domains: map[string]int{"a": 3, "b": 0, "c": 0}, DomainCount: 3, Min: 0, Max: 3, Skew: 3})},
 		},
 		{
-			name: "pods created before spreadguard carry no constraint: uncovered, counted as the policy would",
+			name:    "pods created before spreadguard carry no constraint: uncovered, counted as the policy would",
 			cluster: threeZones().ReplicaSet("web").Pods("a-0", 4).Pods("b-0", 1).And(),
 			want: []audit.Result{zoneResult("ReplicaSet", "web", audit.StateUncovered,
 				spread.Spread{Domains: map[string]int{"a": 4, "b": 1, "c": 0}, DomainCount: 3, Min: 0, Max: 4, Skew: 4})},

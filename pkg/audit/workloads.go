@@ -152,7 +152,6 @@ func serviceWorkload(svc *v1.Service, controllers []labels.Selector, pods PodVie
 	return Workload{Kind: KindService, Namespace: svc.Namespace, Name: svc.Name, Pod: pod}, true
 }
 
-
 func revision(rs *appsv1.ReplicaSet) int64 {
 	n, _ := strconv.ParseInt(rs.Annotations[revisionAnnotation], 10, 64)
 	return n
