@@ -12,6 +12,7 @@
 package audit
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -87,7 +88,7 @@ func Run(c Counter, src engine.Sources, cfg engine.Config, ws []Workload) ([]Res
 		}
 	}
 	slices.SortFunc(out, func(a, b Result) int {
-		return strings.Compare(a.Namespace+"\x00"+a.Kind+"\x00"+a.Name, b.Namespace+"\x00"+b.Kind+"\x00"+b.Name)
+		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Kind, b.Kind), strings.Compare(a.Name, b.Name))
 	})
 	return out, nil
 }

@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 )
 
@@ -46,14 +47,28 @@ type Spread struct {
 // counted: it stands for its workload's pods, which are.
 func (ix *Index) Spreads(pod *v1.Pod) ([]Spread, error) {
 	out := make([]Spread, 0, len(pod.Spec.TopologySpreadConstraints))
+	// hardConstraints parses, defaults and validates exactly as Check does;
+	// a pod holding one kind of constraint, marked hard, lets the soft ones
+	// go through the same code. It is built once and reused for both kinds.
+	var p *v1.Pod
 	for _, when := range []v1.UnsatisfiableConstraintAction{v1.DoNotSchedule, v1.ScheduleAnyway} {
-		// hardConstraints parses, defaults and validates exactly as Check
-		// does; a copy of the pod holding one kind of constraint, marked
-		// hard, lets the soft ones go through the same code.
-		p, positions := podWithConstraintsOf(pod, when)
+		var positions []int
+		var tscs []v1.TopologySpreadConstraint
+		for i, c := range pod.Spec.TopologySpreadConstraints {
+			if c.WhenUnsatisfiable == when {
+				c.WhenUnsatisfiable = v1.DoNotSchedule
+				tscs = append(tscs, c)
+				positions = append(positions, i)
+			}
+		}
 		if len(positions) == 0 {
 			continue
 		}
+		if p == nil {
+			p = &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Labels: pod.Labels}}
+			p.Spec.NodeSelector, p.Spec.Affinity, p.Spec.Tolerations = pod.Spec.NodeSelector, pod.Spec.Affinity, pod.Spec.Tolerations
+		}
+		p.Spec.TopologySpreadConstraints = tscs
 		cs, err := hardConstraints(p)
 		if err != nil {
 			return nil, err
@@ -67,24 +82,6 @@ func (ix *Index) Spreads(pod *v1.Pod) ([]Spread, error) {
 	}
 	slices.SortFunc(out, func(a, b Spread) int { return a.Index - b.Index })
 	return out, nil
-}
-
-// podWithConstraintsOf returns a shallow copy of pod whose constraints are
-// those of pod with whenUnsatisfiable when, marked DoNotSchedule, and their
-// positions in pod.
-func podWithConstraintsOf(pod *v1.Pod, when v1.UnsatisfiableConstraintAction) (*v1.Pod, []int) {
-	p := *pod
-	p.Spec.TopologySpreadConstraints = nil
-	var positions []int
-	for i, c := range pod.Spec.TopologySpreadConstraints {
-		if c.WhenUnsatisfiable != when {
-			continue
-		}
-		c.WhenUnsatisfiable = v1.DoNotSchedule
-		p.Spec.TopologySpreadConstraints = append(p.Spec.TopologySpreadConstraints, c)
-		positions = append(positions, i)
-	}
-	return &p, positions
 }
 
 func (ix *Index) spreads(pod *v1.Pod, cs []constraint) []Spread {
