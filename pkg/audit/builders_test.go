@@ -167,3 +167,15 @@ func (c *clusterBuilder) run(t *testing.T) []audit.Result {
 	}
 	return rs
 }
+
+func threeZoneNodes() []*v1.Node {
+	var out []*v1.Node
+	for _, z := range []string{"a", "b", "c"} {
+		out = append(out, st.Nodes(z, 1, func(n *st.NodeWrapper) { n.Zone(z) })...)
+	}
+	return out
+}
+
+func webPod(node string) *v1.Pod {
+	return st.MakePod().Namespace(ns).Name("web-" + node).Label("app", "web").Node(node).Obj()
+}
