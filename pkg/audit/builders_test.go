@@ -177,5 +177,5 @@ func threeZoneNodes() []*v1.Node {
 }
 
 func webPod(node string) *v1.Pod {
-	return st.MakePod().Namespace(ns).Name("web-" + node).Label("app", "web").Node(node).Obj()
+	return st.MakePod().Namespace(ns).Name("web-"+node).Label("app", "web").Node(node).Obj()
 }
