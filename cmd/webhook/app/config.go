@@ -89,6 +89,12 @@ type Config struct {
 	MessageDetail spread.MessageDetail `json:"messageDetail"`
 	// LogLevel is error, info, debug or a logr verbosity number.
 	LogLevel string `json:"logLevel"`
+	// Audit runs the audit of spread health on the replica that holds the
+	// Lease LeaderElectionID: policy status and reports.
+	Audit bool `json:"audit"`
+	// LeaderElectionNamespace holds the Lease; empty means the pod's own
+	// namespace (in a cluster).
+	LeaderElectionNamespace string `json:"leaderElectionNamespace,omitempty"`
 
 	// ConfigFile is the path given by --config; flag only.
 	ConfigFile string `json:"-"`
@@ -112,6 +118,7 @@ func NewConfig() *Config {
 		FailurePolicy:          admissionregistrationv1.Ignore,
 		MessageDetail:          spread.DetailDomains,
 		LogLevel:               LogLevelInfo,
+		Audit:                  true,
 	}
 }
 
@@ -158,6 +165,10 @@ var settings = []option{
 		func(c *Config) any { return &c.MessageDetail }},
 	{"log-level", "Log level: error, info, debug, or a verbosity number (4 and above log per-node detail).",
 		func(c *Config) any { return &c.LogLevel }},
+	{"audit", "Audit the spread of the workloads policies select on the replica holding the Lease " + LeaderElectionID + ", and write policy status.",
+		func(c *Config) any { return &c.Audit }},
+	{"leader-election-namespace", "Namespace of the audit's Lease; empty: the pod's own namespace.",
+		func(c *Config) any { return &c.LeaderElectionNamespace }},
 }
 
 // AddFlags binds every flag to its field of c; the current values of c are

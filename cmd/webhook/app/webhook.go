@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
@@ -61,6 +62,9 @@ type options struct {
 	registry     prometheus.Registerer
 	cacheOptions []func(*crcache.Options)
 	wrapSources  func(engine.Sources) engine.Sources
+	// The audit's (audit.go).
+	auditObserver                func(AuditPass)
+	auditFullPass, auditCoalesce time.Duration
 }
 
 // WithRESTConfig makes the server talk to the API server of cfg instead of
@@ -161,6 +165,12 @@ func Run(ctx context.Context, cfg *Config, opts ...Option) error {
 		Cache:                  cacheOpts,
 		Metrics:                metricsOptions(cfg, servingTLS),
 		HealthProbeBindAddress: cfg.HealthProbeBindAddress,
+		// Every replica serves admission; the Lease picks the one that
+		// audits (audit.go).
+		LeaderElection:                cfg.Audit,
+		LeaderElectionID:              LeaderElectionID,
+		LeaderElectionNamespace:       cfg.LeaderElectionNamespace,
+		LeaderElectionReleaseOnCancel: true,
 		WebhookServer: webhook.NewServer(webhook.Options{
 			Host:    cmp.Or(o.host, cfg.Host),
 			Port:    cfg.Port,
@@ -209,6 +219,11 @@ func Run(ctx context.Context, cfg *Config, opts ...Option) error {
 	}
 	engineCfg := engine.Config{DefaultAction: cfg.DefaultAction, ExcludedNamespaces: cfg.ExcludedNamespaceSet(),
 		MessageDetail: cfg.MessageDetail}
+	if cfg.Audit {
+		if err := addAudit(mgr, &o, ix, sources, engineCfg, tracker.Synced, log.WithName("audit")); err != nil {
+			return err
+		}
+	}
 	decoder := ctrladmission.NewDecoder(scheme)
 	pods := metav1.GroupVersionResource{Version: "v1", Resource: "pods"}
 	policies := v1alpha1.GroupVersion.WithResource("spreadpolicies")
