@@ -29,6 +29,8 @@ type Workload struct {
 	Kind      string
 	Namespace string
 	Name      string
+	// Selector selects the workload's pods in its namespace.
+	Selector labels.Selector
 	// Pod stands for the workload's pods: their namespace, labels,
 	// nodeSelector, affinity, tolerations and topology spread constraints
 	// as the pods carry them, and a controller reference to the object
@@ -66,7 +68,7 @@ func Workloads(o Owners, pods PodView) []Workload {
 		if pods.PodsMatching(meta.Namespace, sel) == 0 {
 			return
 		}
-		out = append(out, Workload{Kind: kind, Namespace: meta.Namespace, Name: meta.Name, Pod: podOf(meta.Namespace, tmpl, owner)})
+		out = append(out, Workload{Kind: kind, Namespace: meta.Namespace, Name: meta.Name, Selector: sel, Pod: podOf(meta.Namespace, tmpl, owner)})
 	}
 	// controllers holds every controller selector per namespace, to find
 	// the pods that only a Service stands for.
@@ -149,7 +151,7 @@ func serviceWorkload(svc *v1.Service, controllers []labels.Selector, pods PodVie
 		return Workload{}, false
 	}
 	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: svc.Namespace, Labels: chosen}}
-	return Workload{Kind: KindService, Namespace: svc.Namespace, Name: svc.Name, Pod: pod}, true
+	return Workload{Kind: KindService, Namespace: svc.Namespace, Name: svc.Name, Selector: sel, Pod: pod}, true
 }
 
 func revision(rs *appsv1.ReplicaSet) int64 {
