@@ -142,8 +142,6 @@ func runSuite(m *testing.M) int {
 	// Plain HTTP, so the tests read counters without a token;
 	// TestMetricsAreServedOnlyToAuthorizedCallers covers the secure mode.
 	cfg.MetricsSecure = false
-	// The audit's tests start auditing replicas of their own (audit_test.go).
-	cfg.Audit = false
 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

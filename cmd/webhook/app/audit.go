@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -40,6 +41,25 @@ const (
 	// pass over thousands of policies does not crowd the API server.
 	statusWritesPerSecond = 10
 )
+
+// inClusterNamespaceFile is where a pod reads its own namespace, which
+// controller-runtime takes for the Lease's when none is configured.
+const inClusterNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+// auditOn reports whether this replica takes part in the audit: asked to,
+// and with a namespace for the Lease, configured or its own. A server run
+// outside a cluster without --leader-election-namespace leaves the audit
+// to the replicas in the cluster rather than compete for another Lease.
+func auditOn(cfg *Config, log logr.Logger) bool {
+	if !cfg.Audit || cfg.LeaderElectionNamespace != "" {
+		return cfg.Audit
+	}
+	if _, err := os.Stat(inClusterNamespaceFile); err != nil {
+		log.Info("the audit is off: outside a cluster, it needs --leader-election-namespace")
+		return false
+	}
+	return true
+}
 
 // AuditPass is what one audit pass did, for WithAuditObserver.
 type AuditPass struct {

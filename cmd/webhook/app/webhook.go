@@ -159,6 +159,7 @@ func Run(ctx context.Context, cfg *Config, opts ...Option) error {
 	for _, fn := range o.cacheOptions {
 		fn(&cacheOpts)
 	}
+	audit := auditOn(cfg, log)
 	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
 		Scheme:                 scheme,
 		Logger:                 log,
@@ -167,7 +168,7 @@ func Run(ctx context.Context, cfg *Config, opts ...Option) error {
 		HealthProbeBindAddress: cfg.HealthProbeBindAddress,
 		// Every replica serves admission; the Lease picks the one that
 		// audits (audit.go).
-		LeaderElection:                cfg.Audit,
+		LeaderElection:                audit,
 		LeaderElectionID:              LeaderElectionID,
 		LeaderElectionNamespace:       cfg.LeaderElectionNamespace,
 		LeaderElectionReleaseOnCancel: true,
@@ -219,7 +220,7 @@ func Run(ctx context.Context, cfg *Config, opts ...Option) error {
 	}
 	engineCfg := engine.Config{DefaultAction: cfg.DefaultAction, ExcludedNamespaces: cfg.ExcludedNamespaceSet(),
 		MessageDetail: cfg.MessageDetail}
-	if cfg.Audit {
+	if audit {
 		if err := addAudit(mgr, &o, ix, sources, engineCfg, tracker.Synced, log.WithName("audit")); err != nil {
 			return err
 		}
