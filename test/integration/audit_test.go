@@ -5,6 +5,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -16,11 +17,16 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/spreadguard/spreadguard/cmd/webhook/app"
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
+	"github.com/spreadguard/spreadguard/pkg/audit"
 	"github.com/spreadguard/spreadguard/pkg/spread/spreadtest"
 )
 
@@ -94,11 +100,14 @@ func startAuditors(t *testing.T, leaseNS string, n int) []*auditor {
 
 // boundPod is a pod of app=web already bound to node, carrying a hard
 // zone constraint that leaves cordoned nodes out.
-func boundPod(ns, name, node string) *v1.Pod {
+func boundPod(ns, name, node string) *v1.Pod { return boundPodOf(ns, "web", name, node) }
+
+// boundPodOf is boundPod for the pods of app.
+func boundPodOf(ns, app, name, node string) *v1.Pod {
 	honor := v1.NodeInclusionPolicyHonor
-	c := spreadtest.Constraint(1, v1.LabelTopologyZone).MatchLabel("app", "web").Obj()
+	c := spreadtest.Constraint(1, v1.LabelTopologyZone).MatchLabel("app", app).Obj()
 	c.NodeTaintsPolicy = &honor
-	return podObj(spreadtest.MakePod().Namespace(ns).Name(name).Label("app", "web").Node(node).SpreadConstraint(c))
+	return podObj(spreadtest.MakePod().Namespace(ns).Name(name).Label("app", app).Node(node).SpreadConstraint(c))
 }
 
 func policyStatus(ctx context.Context, ns string) (*v1alpha1.SpreadPolicy, error) {
@@ -136,7 +145,7 @@ func readyStatus(spread, skewed int32) v1alpha1.PolicyStatus {
 	}
 }
 
-func TestAuditWritesPolicyStatusOnTheLeaderOnly(t *testing.T) {
+func TestAuditWritesPolicyStatusAndReportsOnTheLeaderOnly(t *testing.T) {
 	ensureZoneNodes(t)
 	ns := newNamespace(t, "audit")
 	leases := newNamespace(t, "audit-leases")
@@ -145,10 +154,14 @@ func TestAuditWritesPolicyStatusOnTheLeaderOnly(t *testing.T) {
 	create(t, rs)
 	create(t, boundPod(ns, "web-1", "a1"))
 	create(t, boundPod(ns, "web-2", "a1"))
+	api := replicaSet(ns, "api", map[string]string{"app": "api"})
+	create(t, api)
+	create(t, boundPodOf(ns, "api", "api-1", "a1"))
+	create(t, boundPodOf(ns, "api", "api-2", "b1"))
 	auditors := startAuditors(t, leases, 2)
 
 	t.Run("two pods piled in zone-a while zone-b is empty make the workload skewed", func(t *testing.T) {
-		waitForStatus(t, ns, readyStatus(0, 1))
+		waitForStatus(t, ns, readyStatus(1, 1))
 	})
 
 	t.Run("one of them moved to zone-b makes it spread", func(t *testing.T) {
@@ -157,7 +170,7 @@ func TestAuditWritesPolicyStatusOnTheLeaderOnly(t *testing.T) {
 			t.Fatalf("deleting pod web-2: %v", err)
 		}
 		create(t, boundPod(ns, "web-3", "b1"))
-		waitForStatus(t, ns, readyStatus(1, 0))
+		waitForStatus(t, ns, readyStatus(2, 0))
 	})
 
 	t.Run("only the replica holding the Lease audits and writes", func(t *testing.T) {
@@ -188,22 +201,10 @@ func TestAuditWritesPolicyStatusOnTheLeaderOnly(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var leader *auditor
-		for _, a := range auditors {
-			if len(a.record()) > 0 {
-				leader = a
-			}
-		}
-		if leader == nil {
-			t.Fatal("no replica audits")
-		}
+		leader := leaderOf(t, auditors)
 		seen := len(leader.record())
 		// A pod change the counts do not see still starts a pass.
-		pod := storedPod(t, ns, "web-1")
-		pod.Annotations = map[string]string{"touched": "yes"}
-		if err := suite.client.Update(t.Context(), pod); err != nil {
-			t.Fatalf("annotating pod web-1: %v", err)
-		}
+		touchPod(t, ns, "web-1")
 		eventually(t, "an audit pass after the pod change", func(context.Context) (bool, error) {
 			return len(leader.record()) > seen, nil
 		})
@@ -220,4 +221,98 @@ func TestAuditWritesPolicyStatusOnTheLeaderOnly(t *testing.T) {
 			t.Errorf("the policy's resourceVersion moved from %s to %s", before.ResourceVersion, after.ResourceVersion)
 		}
 	})
+
+	leader := leaderOf(t, auditors)
+	t.Run("without the openreports CRD no Report is written", func(t *testing.T) {
+		for _, p := range leader.record() {
+			if len(p.Reports) > 0 {
+				t.Errorf("a pass wrote the Reports of %v", p.Reports)
+			}
+		}
+	})
+
+	t.Run("once the CRD is installed the namespace gets one Report with a result per workload", func(t *testing.T) {
+		if _, err := envtest.InstallCRDs(suite.restConfig, envtest.CRDInstallOptions{
+			Paths: []string{filepath.Join("testdata", "openreports")}, ErrorIfPathMissing: true,
+		}); err != nil {
+			t.Fatalf("installing the openreports CRD: %v", err)
+		}
+		touchPod(t, ns, "api-1")
+		waitForReport(t, ns, []reportResult{{"api", "pass"}, {"web", "pass"}}, audit.ReportSummary{Pass: 2})
+	})
+
+	t.Run("pods piling into zone-a again fail the workload's result", func(t *testing.T) {
+		create(t, boundPod(ns, "web-4", "a1"))
+		create(t, boundPod(ns, "web-5", "a1"))
+		waitForReport(t, ns, []reportResult{{"api", "pass"}, {"web", "fail"}}, audit.ReportSummary{Pass: 1, Fail: 1})
+	})
+
+	t.Run("a deleted workload leaves the Report", func(t *testing.T) {
+		for _, obj := range []client.Object{
+			&v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "api-1"}},
+			&v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "api-2"}},
+			api,
+		} {
+			if err := suite.client.Delete(t.Context(), obj, client.GracePeriodSeconds(0)); err != nil {
+				t.Fatalf("deleting %s: %v", obj.GetName(), err)
+			}
+		}
+		waitForReport(t, ns, []reportResult{{"web", "fail"}}, audit.ReportSummary{Fail: 1})
+	})
+}
+
+// leaderOf returns the one auditor that audits.
+func leaderOf(t *testing.T, auditors []*auditor) *auditor {
+	t.Helper()
+	for _, a := range auditors {
+		if len(a.record()) > 0 {
+			return a
+		}
+	}
+	t.Fatal("no replica audits")
+	return nil
+}
+
+// touchPod annotates a pod: an event that starts an audit pass.
+func touchPod(t *testing.T, ns, name string) {
+	t.Helper()
+	pod := storedPod(t, ns, name)
+	if pod.Annotations == nil {
+		pod.Annotations = map[string]string{}
+	}
+	pod.Annotations["touched"] = time.Now().String()
+	if err := suite.client.Update(t.Context(), pod); err != nil {
+		t.Fatalf("annotating pod %s: %v", name, err)
+	}
+}
+
+// reportResult is the gist of one result of a Report: the ReplicaSet and
+// the outcome.
+type reportResult struct{ Name, Result string }
+
+// waitForReport waits until the namespace's Report holds want, in order,
+// and summary.
+func waitForReport(t *testing.T, ns string, want []reportResult, summary audit.ReportSummary) {
+	t.Helper()
+	var diff string
+	eventually(t, "the namespace's Report", func(ctx context.Context) (bool, error) {
+		r := &unstructured.Unstructured{}
+		r.SetGroupVersionKind(schema.FromAPIVersionAndKind(audit.ReportAPIVersion, audit.ReportKind))
+		if err := suite.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: audit.ReportName}, r); err != nil {
+			return false, err
+		}
+		var got audit.Report
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(r.Object, &got); err != nil {
+			return false, err
+		}
+		var results []reportResult
+		for _, res := range got.Results {
+			results = append(results, reportResult{res.Resources[0].Name, res.Result})
+		}
+		diff = cmp.Diff(want, results) + cmp.Diff(summary, got.Summary) + cmp.Diff("spreadguard", got.Source)
+		return diff == "", nil
+	})
+	if diff != "" {
+		t.Fatalf("Report (-want +got):\n%s", diff)
+	}
 }

@@ -67,6 +67,8 @@ type AuditPass struct {
 	Workloads int
 	// Writes names the policies whose status the pass patched.
 	Writes []string
+	// Reports names the namespaces whose Report the pass wrote or deleted.
+	Reports []string
 }
 
 // WithAuditObserver calls observe after every audit pass of this replica.
@@ -81,7 +83,8 @@ func WithAuditPeriods(fullPass, coalesce time.Duration) Option {
 }
 
 // auditController runs the audit (pkg/audit) on the leader and writes what
-// it finds into the status of the policies. It counts from the index the
+// it finds into the status of the policies and, when the API server serves
+// them, into openreports Reports (reports.go). It counts from the index the
 // webhook keeps, and reads policies and Services from the webhook's cache;
 // its own informers hold the pod templates of the workloads' owners, which
 // the webhook's cache strips.
@@ -107,6 +110,7 @@ type auditController struct {
 	// constraint carries (nil: none), by its owner; emptied by every full
 	// pass.
 	carried map[carriedKey][]v1.TopologySpreadConstraint
+	reports *reportWriter
 }
 
 type carriedKey struct{ namespace, kind, name string }
@@ -124,6 +128,7 @@ func addAudit(mgr manager.Manager, o *options, ix *spread.Index, src engine.Sour
 		observe: o.auditObserver,
 		trigger: make(chan struct{}, 1),
 		carried: map[carriedKey][]v1.TopologySpreadConstraint{},
+		reports: &reportWriter{client: mgr.GetClient(), mapper: mgr.GetRESTMapper()},
 	}
 	if o.auditFullPass > 0 {
 		c.fullPass, c.coalesce = o.auditFullPass, o.auditCoalesce
@@ -300,7 +305,10 @@ func (c *auditController) run(ctx context.Context, owners crcache.Cache, report 
 		return err
 	}
 	report.Workloads = len(results)
-	return c.writeStatus(ctx, audit.Tally(results), report)
+	if err := c.writeStatus(ctx, audit.Tally(results), report); err != nil {
+		return err
+	}
+	return c.reports.write(ctx, audit.Reports(results), c.writes.Wait, report)
 }
 
 // carriedBy returns the constraints one pod of w carries: the webhook
