@@ -111,6 +111,7 @@ type auditController struct {
 	// pass.
 	carried map[carriedKey][]v1.TopologySpreadConstraint
 	reports *reportWriter
+	metrics *auditMetrics
 }
 
 type carriedKey struct{ namespace, kind, name string }
@@ -132,6 +133,10 @@ func addAudit(mgr manager.Manager, o *options, ix *spread.Index, src engine.Sour
 	}
 	if o.auditFullPass > 0 {
 		c.fullPass, c.coalesce = o.auditFullPass, o.auditCoalesce
+	}
+	var err error
+	if c.metrics, err = newAuditMetrics(o.registry); err != nil {
+		return err
 	}
 	if err := mgr.Add(c); err != nil {
 		return fmt.Errorf("adding the audit: %w", err)
@@ -305,6 +310,7 @@ func (c *auditController) run(ctx context.Context, owners crcache.Cache, report 
 		return err
 	}
 	report.Workloads = len(results)
+	c.metrics.set(results)
 	if err := c.writeStatus(ctx, audit.Tally(results), report); err != nil {
 		return err
 	}
