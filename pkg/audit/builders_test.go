@@ -72,7 +72,6 @@ func (c *clusterBuilder) ReplicaSet(name string) *workloadBuilder {
 // Deployment adds a Deployment with its first ReplicaSet, revision 1.
 func (c *clusterBuilder) Deployment(name string) *workloadBuilder {
 	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID("uid-" + name)}}
-	c.owners.Deployments = append(c.owners.Deployments, d)
 	w := &workloadBuilder{c: c, deployment: d}
 	return w.Rollout()
 }

@@ -7,8 +7,8 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 )
 
-// StripOwner is the transform of the audit's informers of Deployments,
-// ReplicaSets, StatefulSets and ReplicationControllers: it keeps what
+// StripOwner is the transform of the audit's informers of ReplicaSets,
+// StatefulSets and ReplicationControllers: it keeps what
 // Workloads reads (identity, controller, revision, selector) and, of the
 // pod template, what places pods and what Spreads reads (labels,
 // nodeSelector, affinity, tolerations, topology spread
@@ -17,8 +17,6 @@ import (
 // and none has pods to audit. Anything else passes unchanged.
 var StripOwner toolscache.TransformFunc = func(obj any) (any, error) {
 	switch o := obj.(type) {
-	case *appsv1.Deployment:
-		return &appsv1.Deployment{ObjectMeta: ownerMeta(&o.ObjectMeta)}, nil
 	case *appsv1.ReplicaSet:
 		out := &appsv1.ReplicaSet{ObjectMeta: ownerMeta(&o.ObjectMeta), Spec: appsv1.ReplicaSetSpec{Selector: o.Spec.Selector}}
 		if o.Spec.Replicas == nil || *o.Spec.Replicas > 0 || o.Status.Replicas > 0 {

@@ -9,6 +9,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // The workload kinds, as Result.Kind names them.
@@ -39,9 +40,9 @@ type Workload struct {
 	Pod *v1.Pod
 }
 
-// Owners are the objects that own pods, of any namespaces.
+// Owners are the objects that own pods, of any namespaces. Deployments are
+// known through their ReplicaSets.
 type Owners struct {
-	Deployments            []*appsv1.Deployment
 	ReplicaSets            []*appsv1.ReplicaSet
 	StatefulSets           []*appsv1.StatefulSet
 	ReplicationControllers []*v1.ReplicationController
@@ -74,7 +75,11 @@ func Workloads(o Owners, pods PodView) []Workload {
 	// the pods that only a Service stands for.
 	controllers := map[string][]labels.Selector{}
 
-	current := map[string]*appsv1.ReplicaSet{} // by Deployment UID
+	// A Deployment is known by its ReplicaSets' controller reference: the
+	// current one is the highest revision. Reading the Deployments
+	// themselves would add nothing the audit uses.
+	current := map[types.UID]*appsv1.ReplicaSet{}
+	var deployments []types.UID
 	for _, rs := range o.ReplicaSets {
 		sel, err := metav1.LabelSelectorAsSelector(rs.Spec.Selector)
 		if err != nil {
@@ -86,18 +91,20 @@ func Workloads(o Owners, pods PodView) []Workload {
 		case ref == nil:
 			add(KindReplicaSet, &rs.ObjectMeta, sel, &rs.Spec.Template, controllerRef(KindReplicaSet, "apps/v1", rs.Name))
 		case ref.Kind == KindDeployment:
-			if c := current[string(ref.UID)]; c == nil || revision(rs) > revision(c) {
-				current[string(ref.UID)] = rs
+			c, seen := current[ref.UID]
+			if !seen {
+				deployments = append(deployments, ref.UID)
+			}
+			if !seen || revision(rs) > revision(c) {
+				current[ref.UID] = rs
 			}
 		}
 	}
-	for _, d := range o.Deployments {
-		rs := current[string(d.UID)]
-		if rs == nil {
-			continue
-		}
+	for _, uid := range deployments {
+		rs := current[uid]
 		if sel, err := metav1.LabelSelectorAsSelector(rs.Spec.Selector); err == nil {
-			add(KindDeployment, &d.ObjectMeta, sel, &rs.Spec.Template, controllerRef(KindReplicaSet, "apps/v1", rs.Name))
+			d := metav1.ObjectMeta{Namespace: rs.Namespace, Name: metav1.GetControllerOf(rs).Name}
+			add(KindDeployment, &d, sel, &rs.Spec.Template, controllerRef(KindReplicaSet, "apps/v1", rs.Name))
 		}
 	}
 	for _, ss := range o.StatefulSets {

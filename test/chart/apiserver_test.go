@@ -288,7 +288,7 @@ func TestManifestsAcceptedByAPIServer(t *testing.T) {
 			{access{"default", "", "secrets", "", "get"}, false},
 			{access{"default", "", "configmaps", "", "list"}, false},
 			{access{"default", "", "events", "", "create"}, false},
-			{access{"default", "apps", "deployments", "", "list"}, true},
+			{access{"default", "apps", "deployments", "", "list"}, false},
 			{access{"default", "spreadguard.io", "spreadpolicies", "", "update"}, false},
 			{access{"default", "spreadguard.io", "spreadpolicies", "status", "patch"}, true},
 			{access{"default", "spreadguard.io", "spreadpolicies", "status", "update"}, false},

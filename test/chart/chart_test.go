@@ -513,12 +513,11 @@ func checkCertManagerChain(t *testing.T, r release) {
 // TestRBACReadsExactlyWhatTheServerReadsAndWritesOnlyEvents holds the
 // ClusterRole to the server's table of kinds: get, list and watch on each
 // kind it reads and nothing more, plus the Events it records and what the
-// audit reads and writes (Deployments, the policies' status, Reports, a
-// Lease in the release namespace).
+// audit writes (the policies' status, Reports, a Lease in the release
+// namespace).
 func TestRBACReadsExactlyWhatTheServerReadsAndWritesOnlyEvents(t *testing.T) {
 	want := append(cache.ReadRules(),
 		rbacv1.PolicyRule{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
-		rbacv1.PolicyRule{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"get", "list", "watch"}},
 		rbacv1.PolicyRule{APIGroups: []string{"spreadguard.io"}, Resources: []string{"spreadpolicies/status", "clusterspreadpolicies/status"}, Verbs: []string{"patch"}},
 		rbacv1.PolicyRule{APIGroups: []string{"openreports.io"}, Resources: []string{"reports"}, Verbs: []string{"get", "list", "create", "update", "delete"}})
 	wantLease := []rbacv1.PolicyRule{{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "create", "update"}}}

@@ -224,7 +224,7 @@ func (c *auditController) poke() {
 // pod templates, and waits for them. Only the leader holds them.
 func (c *auditController) startOwners(ctx context.Context) (crcache.Cache, error) {
 	byObject := map[client.Object]crcache.ByObject{}
-	for _, obj := range []client.Object{&appsv1.Deployment{}, &appsv1.ReplicaSet{}, &appsv1.StatefulSet{}, &v1.ReplicationController{}} {
+	for _, obj := range []client.Object{&appsv1.ReplicaSet{}, &appsv1.StatefulSet{}, &v1.ReplicationController{}} {
 		byObject[obj] = crcache.ByObject{Transform: audit.StripOwner}
 	}
 	owners, err := crcache.New(c.restConfig, crcache.Options{
@@ -270,7 +270,6 @@ func (c *auditController) pass(ctx context.Context, owners crcache.Cache, full b
 func (c *auditController) run(ctx context.Context, owners crcache.Cache, report *AuditPass) error {
 	var o audit.Owners
 	var (
-		deployments  appsv1.DeploymentList
 		replicaSets  appsv1.ReplicaSetList
 		statefulSets appsv1.StatefulSetList
 		rcs          v1.ReplicationControllerList
@@ -279,12 +278,11 @@ func (c *auditController) run(ctx context.Context, owners crcache.Cache, report 
 	for _, l := range []struct {
 		r    client.Reader
 		list client.ObjectList
-	}{{owners, &deployments}, {owners, &replicaSets}, {owners, &statefulSets}, {owners, &rcs}, {c.cache, &services}} {
+	}{{owners, &replicaSets}, {owners, &statefulSets}, {owners, &rcs}, {c.cache, &services}} {
 		if err := l.r.List(ctx, l.list); err != nil {
 			return fmt.Errorf("listing %T: %w", l.list, err)
 		}
 	}
-	o.Deployments = pointers(deployments.Items)
 	o.ReplicaSets = pointers(replicaSets.Items)
 	o.StatefulSets = pointers(statefulSets.Items)
 	o.ReplicationControllers = pointers(rcs.Items)
