@@ -18,6 +18,7 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/spreadguard/spreadguard/pkg/engine"
 	"github.com/spreadguard/spreadguard/pkg/policy"
@@ -44,6 +45,7 @@ const (
 // Counter is the read-only side of spread.Index the audit needs.
 type Counter interface {
 	Spreads(pod *v1.Pod) ([]spread.Spread, error)
+	PodsMatching(namespace string, sel labels.Selector) int
 }
 
 var _ Counter = (*spread.Index)(nil)
@@ -58,6 +60,9 @@ type Result struct {
 	Policy     string `json:"policy"`
 	PolicyKind string `json:"policyKind"`
 	State      State  `json:"state"`
+	// Pods is the number of the workload's running and pending pods bound
+	// to a node.
+	Pods int `json:"pods"`
 	// Constraints holds one entry per constraint the pods carry or, for an
 	// uncovered workload, per constraint its policy would inject.
 	Constraints []spread.Spread `json:"constraints"`
@@ -122,6 +127,7 @@ func audit(c Counter, src engine.Sources, cfg engine.Config, w *Workload) (Resul
 		return r, false, err
 	}
 	r.Constraints = spreads
+	r.Pods = c.PodsMatching(w.Namespace, w.Selector)
 	if r.State == "" {
 		r.State = StateSpread
 		if slices.ContainsFunc(spreads, Skewed) {

@@ -23,8 +23,13 @@ func threeZones() *clusterBuilder {
 		Policy("zones", pt.MakeConstraint().Zone().MaxSkew(1).DoNotSchedule().Obj())
 }
 
-// zoneResult is the result of a workload with one zone constraint.
+// zoneResult is the result of a workload with one zone constraint, whose
+// pods are all on nodes of the counted domains.
 func zoneResult(kind, name string, state audit.State, s spread.Spread) audit.Result {
+	pods := 0
+	for _, n := range s.Domains {
+		pods += n
+	}
 	s.TopologyKey = zone
 	if s.MaxSkew == 0 {
 		s.MaxSkew = 1
@@ -34,7 +39,7 @@ func zoneResult(kind, name string, state audit.State, s spread.Spread) audit.Res
 	}
 	return audit.Result{
 		Kind: kind, Namespace: ns, Name: name, Policy: ns + "/zones", PolicyKind: "SpreadPolicy",
-		State: state, Constraints: []spread.Spread{s},
+		State: state, Pods: pods, Constraints: []spread.Spread{s},
 	}
 }
 
