@@ -184,3 +184,30 @@ func podOf(namespace string, tmpl *v1.PodTemplateSpec, owner metav1.OwnerReferen
 		Spec: tmpl.Spec,
 	}
 }
+
+// Carried returns the topology spread constraints the pods of w carry, as
+// the first of pods that is one of w's pods shows them (nil when none is):
+// the webhook injects constraints at creation, so a template without any
+// says nothing of its pods. One pod stands for all; the pods of one
+// template revision were created alike. A Service's pod must have no
+// controller: the others are their controller's workload.
+func Carried(w *Workload, pods []*v1.Pod) []v1.TopologySpreadConstraint {
+	for _, p := range pods {
+		if p.Namespace != w.Namespace || !w.Selector.Matches(labels.Set(p.Labels)) {
+			continue
+		}
+		if w.Kind == KindService && metav1.GetControllerOf(p) != nil {
+			continue
+		}
+		return p.Spec.TopologySpreadConstraints
+	}
+	return nil
+}
+
+// Carrying returns w with its Pod carrying cs, its template left as it is.
+func (w Workload) Carrying(cs []v1.TopologySpreadConstraint) Workload {
+	p := *w.Pod
+	p.Spec.TopologySpreadConstraints = cs
+	w.Pod = &p
+	return w
+}

@@ -298,9 +298,7 @@ func (c *auditController) run(ctx context.Context, owners crcache.Cache, report 
 			return err
 		}
 		if len(carried) > 0 {
-			p := *ws[i].Pod
-			p.Spec.TopologySpreadConstraints = carried
-			ws[i].Pod = &p
+			ws[i] = ws[i].Carrying(carried)
 		}
 	}
 	results, err := audit.Run(c.ix, c.src, c.cfg, ws)
@@ -315,9 +313,9 @@ func (c *auditController) run(ctx context.Context, owners crcache.Cache, report 
 	return c.reports.write(ctx, audit.Reports(results), c.writes.Wait, report)
 }
 
-// carriedBy returns the constraints one pod of w carries: the webhook
-// injects them at creation, so the template does not show them. One pod
-// stands for all: the pods of one template revision were created alike.
+// carriedBy returns the constraints the pods of w carry (audit.Carried),
+// reading one of them from the API server: the webhook's cache keeps none
+// of a pod's spec.
 func (c *auditController) carriedBy(ctx context.Context, w *audit.Workload) ([]v1.TopologySpreadConstraint, error) {
 	key := carriedKey{w.Namespace, w.Kind, w.Name}
 	if len(w.Pod.OwnerReferences) > 0 {
@@ -336,13 +334,7 @@ func (c *auditController) carriedBy(ctx context.Context, w *audit.Workload) ([]v
 	if err := c.live.List(ctx, &pods, client.InNamespace(w.Namespace), client.MatchingLabelsSelector{Selector: w.Selector}, client.Limit(limit)); err != nil {
 		return nil, fmt.Errorf("reading a pod of %s %s/%s: %w", w.Kind, w.Namespace, w.Name, err)
 	}
-	var cs []v1.TopologySpreadConstraint
-	for _, p := range pods.Items {
-		if w.Kind != audit.KindService || len(p.OwnerReferences) == 0 {
-			cs = p.Spec.TopologySpreadConstraints
-			break
-		}
-	}
+	cs := audit.Carried(w, pointers(pods.Items))
 	c.carried[key] = cs
 	return cs, nil
 }
