@@ -109,7 +109,7 @@ func resultOf(r *Result, s spread.Spread) ReportResult {
 		Rule:   s.TopologyKey + " " + string(s.WhenUnsatisfiable),
 		Result: ResultPass,
 		Properties: map[string]string{
-			"domains": domains(s.Domains),
+			"domains": DomainsText(s.Domains),
 			"skew":    strconv.Itoa(s.Skew),
 			"maxSkew": strconv.Itoa(int(s.MaxSkew)),
 			"state":   string(r.State),
@@ -137,8 +137,8 @@ func resultOf(r *Result, s spread.Spread) ReportResult {
 	return res
 }
 
-// domains writes counts per domain as "a=3,b=0", sorted by domain.
-func domains(m map[string]int) string {
+// DomainsText writes counts per domain as "a=3,b=0", sorted by domain.
+func DomainsText(m map[string]int) string {
 	var b strings.Builder
 	for i, d := range slices.Sorted(maps.Keys(m)) {
 		if i > 0 {

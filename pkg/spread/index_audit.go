@@ -17,24 +17,25 @@ import (
 type Spread struct {
 	// Index is the position of the constraint in
 	// pod.spec.topologySpreadConstraints.
-	Index             int
-	TopologyKey       string
-	MaxSkew           int32
-	WhenUnsatisfiable v1.UnsatisfiableConstraintAction
+	Index             int                              `json:"index"`
+	TopologyKey       string                           `json:"topologyKey"`
+	MaxSkew           int32                            `json:"maxSkew"`
+	WhenUnsatisfiable v1.UnsatisfiableConstraintAction `json:"whenUnsatisfiable"`
 	// Domains maps counted domains to their number of matching pods. It
 	// holds every domain with a pod and, for keys of at most 64 distinct
 	// values (zones, not the hostnames of a large cluster), the empty
 	// counted domains too: a zone that lost its pods is what an operator
 	// looks for. It is never nil.
-	Domains map[string]int
+	Domains map[string]int `json:"domains"`
 	// DomainCount is the number of counted domains, empty ones included.
-	DomainCount int
+	DomainCount int `json:"domainCount"`
 	// Min is the global minimum as Check computes it: the smallest domain
 	// count, 0 when a counted domain is empty or there are fewer domains
 	// than minDomains. Max is the largest domain count.
-	Min, Max int
+	Min int `json:"min"`
+	Max int `json:"max"`
 	// Skew is Max - Min.
-	Skew int
+	Skew int `json:"skew"`
 }
 
 // Spreads returns, for every topology spread constraint of pod, hard and
