@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -273,16 +274,17 @@ func leaderOf(t *testing.T, auditors []*auditor) *auditor {
 	return nil
 }
 
-// touchPod annotates a pod: an event that starts an audit pass.
+// touchPod labels a pod anew: a change the counts do not see (the
+// selectors do not read the label) that still starts an audit pass.
 func touchPod(t *testing.T, ns, name string) {
 	t.Helper()
 	pod := storedPod(t, ns, name)
-	if pod.Annotations == nil {
-		pod.Annotations = map[string]string{}
+	if pod.Labels == nil {
+		pod.Labels = map[string]string{}
 	}
-	pod.Annotations["touched"] = time.Now().String()
+	pod.Labels["touched"] = strconv.FormatInt(time.Now().UnixNano(), 10)
 	if err := suite.client.Update(t.Context(), pod); err != nil {
-		t.Fatalf("annotating pod %s: %v", name, err)
+		t.Fatalf("labelling pod %s: %v", name, err)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"golang.org/x/time/rate"
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
@@ -22,6 +24,7 @@ import (
 
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
 	"github.com/spreadguard/spreadguard/pkg/audit"
+	"github.com/spreadguard/spreadguard/pkg/cache"
 	"github.com/spreadguard/spreadguard/pkg/engine"
 	"github.com/spreadguard/spreadguard/pkg/spread"
 )
@@ -177,8 +180,12 @@ func (c *auditController) Start(ctx context.Context) error {
 			return fmt.Errorf("getting the informer for %T: %w", inf.obj, err)
 		}
 		reg, err := i.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-			AddFunc:    func(any) { c.poke() },
-			UpdateFunc: func(any, any) { c.poke() },
+			AddFunc: func(any) { c.poke() },
+			UpdateFunc: func(old, obj any) {
+				if mayChangeTheAudit(old, obj) {
+					c.poke()
+				}
+			},
 			DeleteFunc: func(any) { c.poke() },
 		})
 		if err != nil {
@@ -210,6 +217,29 @@ func (c *auditController) Start(ctx context.Context) error {
 			c.pass(ctx, owners, false)
 		}
 	}
+}
+
+// mayChangeTheAudit reports whether an update may change what a pass
+// finds. Most updates cannot: a pod's status conditions, a node's
+// heartbeat, a policy's status (the audit's own write); passing over them
+// keeps a quiet cluster from being audited every few seconds.
+func mayChangeTheAudit(old, obj any) bool {
+	switch o := old.(type) {
+	case *cache.Pod:
+		n, ok := obj.(*cache.Pod)
+		return !ok || o.Record() != n.Record()
+	case *v1.Node:
+		n, ok := obj.(*v1.Node)
+		return !ok || o.Spec.Unschedulable != n.Spec.Unschedulable || !maps.Equal(o.Labels, n.Labels) ||
+			!equality.Semantic.DeepEqual(o.Spec.Taints, n.Spec.Taints)
+	case *v1alpha1.SpreadPolicy:
+		n, ok := obj.(*v1alpha1.SpreadPolicy)
+		return !ok || o.Generation != n.Generation
+	case *v1alpha1.ClusterSpreadPolicy:
+		n, ok := obj.(*v1alpha1.ClusterSpreadPolicy)
+		return !ok || o.Generation != n.Generation
+	}
+	return true
 }
 
 // poke asks for a pass; requests made while one is pending are one.
