@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
 	"github.com/spreadguard/spreadguard/pkg/policy"
@@ -23,10 +24,15 @@ type ReadyView interface {
 // Ready is the Ready condition of a policy whose scope is namespaces (the
 // SpreadPolicy's own, or those a ClusterSpreadPolicy's namespaceSelector
 // selects). It is False, with a reason and a message that name the field,
-// for what the schema cannot catch: a topology key no node carries, and a
-// podSelector, when set, that no pod of the scope matches. Its
-// LastTransitionTime is left for SetStatus.
-func Ready(spec *v1alpha1.PolicySpec, namespaces []string, c Counts, v ReadyView) metav1.Condition {
+// for what the schema cannot catch: invalid, the problems policy validation
+// found (the webhook passes over such a policy); a topology key no node
+// carries; and a podSelector, when set, that no pod of the scope matches.
+// Its LastTransitionTime is left for SetStatus.
+func Ready(spec *v1alpha1.PolicySpec, invalid field.ErrorList, namespaces []string, c Counts, v ReadyView) metav1.Condition {
+	if len(invalid) > 0 {
+		return metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonInvalid,
+			Message: invalid.ToAggregate().Error() + "; spreadguard applies this policy to no pod until it is corrected"}
+	}
 	for i, k := range spec.Constraints {
 		if !v.HasTopologyKey(k.TopologyKey) {
 			return metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonUnknownTopologyKey,

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
 	"github.com/spreadguard/spreadguard/pkg/audit"
+	"github.com/spreadguard/spreadguard/pkg/policy"
 	pt "github.com/spreadguard/spreadguard/pkg/policy/policytest"
 	"github.com/spreadguard/spreadguard/pkg/spread"
 )
@@ -26,6 +27,15 @@ func TestReady(t *testing.T) {
 		policy *pt.SpreadPolicyWrapper
 		want   metav1.Condition
 	}{
+		{
+			name: "a spec the schema let through but validation refuses names the field, before anything else",
+			policy: pt.MakeSpreadPolicy().Constraint(pt.MakeConstraint().TopologyKey("example.com/rack").MaxSkew(1).DoNotSchedule().Obj(),
+				pt.MakeConstraint().TopologyKey("example.com/rack").MaxSkew(2).DoNotSchedule().Obj()),
+			want: metav1.Condition{Type: "Ready", Status: "False", Reason: "Invalid",
+				Message: `spec.constraints[1]: Duplicate value: "{example.com/rack, DoNotSchedule}": has the same topologyKey and whenUnsatisfiable ` +
+					`as spec.constraints[0]; the apiserver refuses a pod with two such constraints, so merge them into one; ` +
+					`spreadguard applies this policy to no pod until it is corrected`},
+		},
 		{
 			name:   "a policy over a key the nodes carry, selecting a running pod, is ready and sums up its workloads",
 			policy: pt.MakeSpreadPolicy().PodLabel("app", "web").Constraint(pt.MakeConstraint().Zone().MaxSkew(1).DoNotSchedule().Obj()),
@@ -55,7 +65,7 @@ func TestReady(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := tt.policy.Obj()
-			got := audit.Ready(&p.Spec, []string{ns}, counts, ix)
+			got := audit.Ready(&p.Spec, policy.ValidateSpreadPolicy(p), []string{ns}, counts, ix)
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("Ready() (-want +got):\n%s", diff)
 			}

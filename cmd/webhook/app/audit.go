@@ -26,6 +26,7 @@ import (
 	"github.com/spreadguard/spreadguard/pkg/audit"
 	"github.com/spreadguard/spreadguard/pkg/cache"
 	"github.com/spreadguard/spreadguard/pkg/engine"
+	"github.com/spreadguard/spreadguard/pkg/policy"
 	"github.com/spreadguard/spreadguard/pkg/spread"
 )
 
@@ -380,7 +381,7 @@ func (c *auditController) writeStatus(ctx context.Context, tally map[audit.Polic
 	for i := range sps.Items {
 		p := &sps.Items[i]
 		counts := tally[audit.PolicyKey{Kind: v1alpha1.KindSpreadPolicy, Name: p.Namespace + "/" + p.Name}]
-		ready := audit.Ready(&p.Spec, []string{p.Namespace}, counts, c.ix)
+		ready := audit.Ready(&p.Spec, policy.ValidateSpreadPolicy(p), []string{p.Namespace}, counts, c.ix)
 		if err := c.patchStatus(ctx, p, &p.Status, p.Generation, ready, counts, report); err != nil {
 			return err
 		}
@@ -396,7 +397,7 @@ func (c *auditController) writeStatus(ctx context.Context, tally map[audit.Polic
 			return fmt.Errorf("ClusterSpreadPolicy %s: %w", p.Name, err)
 		}
 		counts := tally[audit.PolicyKey{Kind: v1alpha1.KindClusterSpreadPolicy, Name: p.Name}]
-		ready := audit.Ready(&p.Spec.PolicySpec, scope, counts, c.ix)
+		ready := audit.Ready(&p.Spec.PolicySpec, policy.ValidateClusterSpreadPolicy(p), scope, counts, c.ix)
 		if err := c.patchStatus(ctx, p, &p.Status, p.Generation, ready, counts, report); err != nil {
 			return err
 		}

@@ -188,8 +188,9 @@ type PolicyStatus struct {
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
 	// Conditions hold the Ready condition: False, with a reason and a
-	// message naming the field, when the policy cannot do its work (a
-	// topology key no node carries, a podSelector no pod matches).
+	// message naming the field, when the policy cannot do its work (an
+	// invalid spec, a topology key no node carries, a podSelector no pod
+	// matches).
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -227,6 +228,10 @@ const (
 	// ReasonNoPodSelected: the podSelector matches no pod in the policy's
 	// scope.
 	ReasonNoPodSelected = "NoPodSelected"
+	// ReasonInvalid: the spec has a problem the schema let through (an
+	// older CRD, a selector that does not parse); the webhook passes over
+	// the policy.
+	ReasonInvalid = "Invalid"
 )
 
 // SpreadPolicy gives the pods of its namespace default topology spread
