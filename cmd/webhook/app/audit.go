@@ -374,6 +374,8 @@ func (c *auditController) carriedBy(ctx context.Context, w *audit.Workload) ([]v
 // changes.
 func (c *auditController) writeStatus(ctx context.Context, tally map[audit.PolicyKey]audit.Counts, report *AuditPass) error {
 	namespaces := c.ix.Namespaces()
+	var conds []policyCondition
+	defer func() { c.metrics.setReady(conds) }()
 	var sps v1alpha1.SpreadPolicyList
 	if err := c.client.List(ctx, &sps); err != nil {
 		return fmt.Errorf("listing SpreadPolicies: %w", err)
@@ -382,6 +384,7 @@ func (c *auditController) writeStatus(ctx context.Context, tally map[audit.Polic
 		p := &sps.Items[i]
 		counts := tally[audit.PolicyKey{Kind: v1alpha1.KindSpreadPolicy, Name: p.Namespace + "/" + p.Name}]
 		ready := audit.Ready(&p.Spec, policy.ValidateSpreadPolicy(p), []string{p.Namespace}, counts, c.ix)
+		conds = append(conds, policyCondition{v1alpha1.KindSpreadPolicy, p.Namespace, p.Name, ready})
 		if err := c.patchStatus(ctx, p, &p.Status, p.Generation, ready, counts, report); err != nil {
 			return err
 		}
@@ -398,6 +401,7 @@ func (c *auditController) writeStatus(ctx context.Context, tally map[audit.Polic
 		}
 		counts := tally[audit.PolicyKey{Kind: v1alpha1.KindClusterSpreadPolicy, Name: p.Name}]
 		ready := audit.Ready(&p.Spec.PolicySpec, policy.ValidateClusterSpreadPolicy(p), scope, counts, c.ix)
+		conds = append(conds, policyCondition{v1alpha1.KindClusterSpreadPolicy, "", p.Name, ready})
 		if err := c.patchStatus(ctx, p, &p.Status, p.Generation, ready, counts, report); err != nil {
 			return err
 		}

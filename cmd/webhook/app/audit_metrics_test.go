@@ -1,12 +1,14 @@
 package app
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/spreadguard/spreadguard/pkg/audit"
 	"github.com/spreadguard/spreadguard/pkg/spread"
@@ -45,5 +47,42 @@ spreadguard_workloads{namespace="shop",policy="shop/zones",state="uncovered"} 1
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want)); err != nil {
 		t.Error(err)
+	}
+}
+
+func TestPolicyReadyGaugeSaysWhy(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := newAuditMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.setReady([]policyCondition{
+		{"SpreadPolicy", "shop", "zones", metav1.Condition{Status: metav1.ConditionTrue, Reason: "Audited"}},
+		{"ClusterSpreadPolicy", "", "racks", metav1.Condition{Status: metav1.ConditionFalse, Reason: "UnknownTopologyKey"}},
+	})
+	want := `
+# HELP spreadguard_policy_ready 1 when the policy's Ready condition is True, 0 when it is False (the condition's reason and message say why), by kind, namespace (empty for a ClusterSpreadPolicy) and name.
+# TYPE spreadguard_policy_ready gauge
+spreadguard_policy_ready{kind="ClusterSpreadPolicy",name="racks",namespace="",reason="UnknownTopologyKey"} 0
+spreadguard_policy_ready{kind="SpreadPolicy",name="zones",namespace="shop",reason="Audited"} 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "spreadguard_policy_ready"); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestMetricNamesAreWhatTheServerRegisters(t *testing.T) {
+	got, err := MetricNames()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"spreadguard_admission_requests_total", "spreadguard_admission_decision_duration_seconds",
+		"spreadguard_workloads", "spreadguard_workload_skew", "spreadguard_policy_ready"} {
+		if !slices.Contains(got, want) {
+			t.Errorf("MetricNames() = %v, want %s among them", got, want)
+		}
+	}
+	if !slices.IsSorted(got) {
+		t.Errorf("MetricNames() = %v, not sorted", got)
 	}
 }
