@@ -67,7 +67,7 @@ func (w *warnings) take() []string {
 }
 
 // startAPIServer starts etcd and kube-apiserver from bin/ with the chart's
-// CRDs, cert-manager's and the ServiceMonitor's installed. Missing binaries
+// CRDs, cert-manager's, the ServiceMonitor's and the PrometheusRule's installed. Missing binaries
 // fail the test with the command that builds them.
 func startAPIServer(t *testing.T) (*rest.Config, client.Client, *warnings) {
 	t.Helper()
@@ -93,6 +93,7 @@ func startAPIServer(t *testing.T) (*rest.Config, client.Client, *warnings) {
 			chartCRDDir,
 			filepath.Join(certManagerDir, "deploy", "crds"),
 			filepath.Join(monitoringDir, "example", "prometheus-operator-crd", "monitoring.coreos.com_servicemonitors.yaml"),
+			filepath.Join(monitoringDir, "example", "prometheus-operator-crd", "monitoring.coreos.com_prometheusrules.yaml"),
 		},
 		ErrorIfCRDPathMissing: true,
 	}

@@ -65,6 +65,8 @@ func TestRenderedObjects(t *testing.T) {
 				"Issuer/" + releaseNamespace + "/" + fullname + "-ca",
 				"Issuer/" + releaseNamespace + "/" + fullname + "-selfsigned",
 				"ServiceMonitor/" + releaseNamespace + "/" + fullname,
+				"PrometheusRule/" + releaseNamespace + "/" + fullname,
+				"ConfigMap/" + releaseNamespace + "/" + fullname + "-dashboard",
 			}),
 		"namespace-defaults-values.yaml": concat(common, server, generatedCert,
 			[]string{
