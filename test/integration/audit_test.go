@@ -38,6 +38,8 @@ type auditor struct {
 	mu     sync.Mutex
 	passes []app.AuditPass
 	done   chan error
+	// stop stops the replica, as a rollout stops a pod.
+	stop func()
 }
 
 func (a *auditor) observe(p app.AuditPass) {
@@ -57,14 +59,14 @@ func (a *auditor) record() []app.AuditPass {
 // short audit periods, until the test ends.
 func startAuditors(t *testing.T, leaseNS string, n int) []*auditor {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
 	var out []*auditor
 	for i := range n {
 		port := freePort()
 		if port == 0 {
 			t.Fatal("finding a free port")
 		}
-		a := &auditor{name: fmt.Sprintf("replica-%d", i), done: make(chan error, 1)}
+		ctx, cancel := context.WithCancel(context.Background())
+		a := &auditor{name: fmt.Sprintf("replica-%d", i), done: make(chan error, 1), stop: cancel}
 		cfg := app.NewConfig()
 		cfg.Port = port
 		cfg.CertDir = suite.certDir
@@ -84,7 +86,9 @@ func startAuditors(t *testing.T, leaseNS string, n int) []*auditor {
 		out = append(out, a)
 	}
 	t.Cleanup(func() {
-		cancel()
+		for _, a := range out {
+			a.stop()
+		}
 		for _, a := range out {
 			select {
 			case err := <-a.done:
@@ -259,6 +263,30 @@ func TestAuditWritesPolicyStatusAndReportsOnTheLeaderOnly(t *testing.T) {
 			}
 		}
 		waitForReport(t, ns, []reportResult{{"web", "fail"}}, audit.ReportSummary{Fail: 1})
+	})
+
+	t.Run("when the leader stops, the other replica takes the Lease and keeps status and Report current", func(t *testing.T) {
+		leader.stop()
+		var next *auditor
+		for _, a := range auditors {
+			if a != leader {
+				next = a
+			}
+		}
+		eventually(t, "the other replica audits", func(context.Context) (bool, error) {
+			return len(next.record()) > 0, nil
+		})
+		for _, name := range []string{"web-4", "web-5"} {
+			if err := suite.client.Delete(t.Context(), &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}},
+				client.GracePeriodSeconds(0)); err != nil {
+				t.Fatalf("deleting pod %s: %v", name, err)
+			}
+		}
+		waitForStatus(t, ns, readyStatus(1, 0))
+		waitForReport(t, ns, []reportResult{{"web", "pass"}}, audit.ReportSummary{Pass: 1})
+		if !slices.ContainsFunc(next.record(), func(p app.AuditPass) bool { return len(p.Writes) > 0 && len(p.Reports) > 0 }) {
+			t.Errorf("the new leader's passes %+v wrote no status and no Report", next.record())
+		}
 	})
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -15,8 +16,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/utils/ptr"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -94,6 +98,7 @@ func WithAuditPeriods(fullPass, coalesce time.Duration) Option {
 // the webhook's cache strips.
 type auditController struct {
 	log        logr.Logger
+	leaseNS    string
 	restConfig *rest.Config
 	scheme     *runtime.Scheme
 	// cache is the webhook's informer cache; client reads through it and
@@ -122,10 +127,26 @@ type carriedKey struct{ namespace, kind, name string }
 
 var _ manager.LeaderElectionRunnable = (*auditController)(nil)
 
-// addAudit adds the audit controller to mgr.
-func addAudit(mgr manager.Manager, o *options, ix *spread.Index, src engine.Sources, cfg engine.Config, synced func() bool, log logr.Logger) error {
+// The audit's Lease timing: client-go's and controller-runtime's defaults.
+const (
+	leaseDuration = 15 * time.Second
+	renewDeadline = 10 * time.Second
+	retryPeriod   = 2 * time.Second
+)
+
+// addAudit adds the audit controller to mgr; its Lease is in leaseNS, or
+// the pod's own namespace when leaseNS is empty.
+func addAudit(mgr manager.Manager, o *options, leaseNS string, ix *spread.Index, src engine.Sources, cfg engine.Config, synced func() bool, log logr.Logger) error {
+	if leaseNS == "" {
+		data, err := os.ReadFile(inClusterNamespaceFile)
+		if err != nil {
+			return fmt.Errorf("finding the namespace of the audit's Lease: %w", err)
+		}
+		leaseNS = strings.TrimSpace(string(data))
+	}
 	c := &auditController{
-		log: log, restConfig: mgr.GetConfig(), scheme: mgr.GetScheme(),
+		leaseNS: leaseNS,
+		log:     log, restConfig: mgr.GetConfig(), scheme: mgr.GetScheme(),
 		cache: mgr.GetCache(), client: mgr.GetClient(), live: mgr.GetAPIReader(),
 		ix: ix, src: src, cfg: cfg, synced: synced,
 		fullPass: defaultFullPassPeriod, coalesce: defaultCoalesceDelay,
@@ -148,13 +169,58 @@ func addAudit(mgr manager.Manager, o *options, ix *spread.Index, src engine.Sour
 	return nil
 }
 
-// NeedLeaderElection is true: one replica audits.
-func (c *auditController) NeedLeaderElection() bool { return true }
+// NeedLeaderElection is false: the manager runs the audit on every
+// replica, and the audit elects its leader itself. The manager's own
+// election would stop the whole process, admission included, when the
+// Lease cannot be renewed (an API server restarting): losing the Lease must
+// stop the audit, never admission.
+func (c *auditController) NeedLeaderElection() bool { return false }
 
-// Start runs passes until ctx is done: one at once, one after each burst
-// of changes, one every full pass period.
+// Start competes for the Lease until ctx is done, and audits while it
+// holds it.
 func (c *auditController) Start(ctx context.Context) error {
+	host, err := os.Hostname()
+	if err != nil {
+		return fmt.Errorf("naming this replica for the audit's Lease: %w", err)
+	}
+	lock, err := resourcelock.NewFromKubeconfig(resourcelock.LeasesResourceLock, c.leaseNS, LeaderElectionID,
+		resourcelock.ResourceLockConfig{Identity: host + "_" + string(uuid.NewUUID())}, c.restConfig, renewDeadline)
+	if err != nil {
+		return fmt.Errorf("creating the audit's Lease lock: %w", err)
+	}
+	for ctx.Err() == nil {
+		elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+			Lock: lock, Name: LeaderElectionID, ReleaseOnCancel: true,
+			LeaseDuration: leaseDuration, RenewDeadline: renewDeadline, RetryPeriod: retryPeriod,
+			Callbacks: leaderelection.LeaderCallbacks{
+				OnStartedLeading: func(ctx context.Context) {
+					if err := c.lead(ctx); err != nil {
+						c.log.Error(err, "the audit stopped")
+					}
+				},
+				OnStoppedLeading: func() { c.log.Info("not leading: the audit waits for the Lease") },
+			},
+		})
+		if err != nil {
+			return fmt.Errorf("creating the audit's leader election: %w", err)
+		}
+		elector.Run(ctx) // returns once leadership is lost, or ctx is done
+	}
+	return nil
+}
+
+// lead runs passes until ctx is done (the Lease is lost, or the server
+// stops): one at once, one after each burst of changes, one every full
+// pass period.
+func (c *auditController) lead(ctx context.Context) error {
 	c.log.Info("leading: auditing the workloads the policies select")
+	// Another replica may have led in between: nothing known is kept, and
+	// a replica that no longer leads exports no gauges of the audit.
+	c.reports.written = nil
+	defer func() {
+		c.metrics.set(nil)
+		c.metrics.setReady(nil)
+	}()
 	for !c.synced() {
 		select {
 		case <-ctx.Done():

@@ -166,12 +166,6 @@ func Run(ctx context.Context, cfg *Config, opts ...Option) error {
 		Cache:                  cacheOpts,
 		Metrics:                metricsOptions(cfg, servingTLS),
 		HealthProbeBindAddress: cfg.HealthProbeBindAddress,
-		// Every replica serves admission; the Lease picks the one that
-		// audits (audit.go).
-		LeaderElection:                audit,
-		LeaderElectionID:              LeaderElectionID,
-		LeaderElectionNamespace:       cfg.LeaderElectionNamespace,
-		LeaderElectionReleaseOnCancel: true,
 		WebhookServer: webhook.NewServer(webhook.Options{
 			Host:    cmp.Or(o.host, cfg.Host),
 			Port:    cfg.Port,
@@ -221,7 +215,7 @@ func Run(ctx context.Context, cfg *Config, opts ...Option) error {
 	engineCfg := engine.Config{DefaultAction: cfg.DefaultAction, ExcludedNamespaces: cfg.ExcludedNamespaceSet(),
 		MessageDetail: cfg.MessageDetail}
 	if audit {
-		if err := addAudit(mgr, &o, ix, sources, engineCfg, tracker.Synced, log.WithName("audit")); err != nil {
+		if err := addAudit(mgr, &o, cfg.LeaderElectionNamespace, ix, sources, engineCfg, tracker.Synced, log.WithName("audit")); err != nil {
 			return err
 		}
 	}
