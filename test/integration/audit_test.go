@@ -139,6 +139,18 @@ func waitForStatus(t *testing.T, ns string, want v1alpha1.PolicyStatus) *v1alpha
 	if diff != "" {
 		t.Fatalf("status (-want +got):\n%s", diff)
 	}
+	// kubectl shows a count the API server never stored as an empty
+	// column: every count must be there, 0 included.
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind(v1alpha1.KindSpreadPolicy))
+	if err := suite.client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "zones"}, u); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"workloads", "spread", "skewed", "uncovered"} {
+		if _, found, _ := unstructured.NestedInt64(u.Object, "status", f); !found {
+			t.Errorf("status.%s is not stored", f)
+		}
+	}
 	return got
 }
 

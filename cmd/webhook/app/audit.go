@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -475,26 +477,26 @@ func (c *auditController) writeStatus(ctx context.Context, tally map[audit.Polic
 	return nil
 }
 
-// patchStatus patches obj's status (a field of obj, which the cache
-// shares: it is copied first) when it changes.
+// patchStatus patches obj's status (st, a field of obj, which the cache
+// shares: neither is modified) when it changes.
 func (c *auditController) patchStatus(ctx context.Context, obj client.Object, st *v1alpha1.PolicyStatus, generation int64,
 	ready metav1.Condition, counts audit.Counts, report *AuditPass) error {
 	next := st.DeepCopy()
 	if !audit.SetStatus(next, generation, ready, counts) {
 		return nil
 	}
-	base := obj.DeepCopyObject().(client.Object)
-	patched := obj.DeepCopyObject().(client.Object)
-	switch p := patched.(type) {
-	case *v1alpha1.SpreadPolicy:
-		p.Status = *next
-	case *v1alpha1.ClusterSpreadPolicy:
-		p.Status = *next
+	// The whole status, as a merge patch: a diff against the cached object
+	// would leave out the counts that are 0 in both, and a count the API
+	// server never stored shows as an empty column.
+	data, err := json.Marshal(map[string]any{"status": next})
+	if err != nil {
+		return fmt.Errorf("encoding the status of %s: %w", client.ObjectKeyFromObject(obj), err)
 	}
+	patched := obj.DeepCopyObject().(client.Object)
 	if err := c.writes.Wait(ctx); err != nil {
 		return err
 	}
-	if err := c.client.Status().Patch(ctx, patched, client.MergeFrom(base)); err != nil {
+	if err := c.client.Status().Patch(ctx, patched, client.RawPatch(types.MergePatchType, data)); err != nil {
 		return fmt.Errorf("patching the status of %T %s: %w", obj, client.ObjectKeyFromObject(obj), err)
 	}
 	report.Writes = append(report.Writes, client.ObjectKeyFromObject(obj).String())
