@@ -69,7 +69,12 @@ type ReportResult struct {
 // uncovered workload (its pods carry none: the counts are what the policy
 // would ask). Results are sorted, so that an unchanged cluster gives an
 // equal Report.
-func Reports(rs []Result) map[string]*Report {
+//
+// With detail spread.DetailDomains (the webhook's default on a shared
+// cluster) a constraint over kubernetes.io/hostname, whose domains are
+// node names, reports how many nodes hold each count instead: a tenant who
+// may read the Reports of a namespace usually may not read Nodes.
+func Reports(rs []Result, detail spread.MessageDetail) map[string]*Report {
 	out := map[string]*Report{}
 	for _, r := range rs {
 		rep := out[r.Namespace]
@@ -78,7 +83,7 @@ func Reports(rs []Result) map[string]*Report {
 			out[r.Namespace] = rep
 		}
 		for _, s := range r.Constraints {
-			res := resultOf(&r, s)
+			res := resultOf(&r, s, detail)
 			switch res.Result {
 			case ResultPass:
 				rep.Summary.Pass++
@@ -99,7 +104,11 @@ func Reports(rs []Result) map[string]*Report {
 	return out
 }
 
-func resultOf(r *Result, s spread.Spread) ReportResult {
+func resultOf(r *Result, s spread.Spread, detail spread.MessageDetail) ReportResult {
+	domains := DomainsText(s.Domains)
+	if detail == spread.DetailDomains && s.TopologyKey == v1.LabelHostname {
+		domains = nodesPerCount(s)
+	}
 	apiVersion := "apps/v1"
 	if r.Kind == KindReplicationController || r.Kind == KindService {
 		apiVersion = "v1"
@@ -109,7 +118,7 @@ func resultOf(r *Result, s spread.Spread) ReportResult {
 		Rule:   s.TopologyKey + " " + string(s.WhenUnsatisfiable),
 		Result: ResultPass,
 		Properties: map[string]string{
-			"domains": DomainsText(s.Domains),
+			"domains": domains,
 			"skew":    strconv.Itoa(s.Skew),
 			"maxSkew": strconv.Itoa(int(s.MaxSkew)),
 			"state":   string(r.State),
@@ -149,4 +158,34 @@ func DomainsText(m map[string]int) string {
 		b.WriteString(strconv.Itoa(m[d]))
 	}
 	return b.String()
+}
+
+// nodesPerCount words the pods per node without naming a node: "1 node
+// holds 3, 2 nodes hold 1, 27 nodes hold 0". Nodes that hold none are
+// counted from DomainCount, since Domains lists only some of them.
+func nodesPerCount(s spread.Spread) string {
+	nodes := map[int]int{}
+	for _, n := range s.Domains {
+		nodes[n]++
+	}
+	listed := 0
+	for n, k := range nodes {
+		if n > 0 {
+			listed += k
+		}
+	}
+	if empty := s.DomainCount - listed; empty > 0 {
+		nodes[0] = empty
+	} else {
+		delete(nodes, 0)
+	}
+	var parts []string
+	for _, n := range slices.Backward(slices.Sorted(maps.Keys(nodes))) {
+		verb := "nodes hold"
+		if nodes[n] == 1 {
+			verb = "node holds"
+		}
+		parts = append(parts, fmt.Sprintf("%d %s %d", nodes[n], verb, n))
+	}
+	return strings.Join(parts, ", ")
 }

@@ -1,12 +1,15 @@
 package audit_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/spreadguard/spreadguard/pkg/audit"
+	"github.com/spreadguard/spreadguard/pkg/spread"
+	st "github.com/spreadguard/spreadguard/pkg/spread/spreadtest"
 )
 
 func TestReports(t *testing.T) {
@@ -43,7 +46,32 @@ func TestReports(t *testing.T) {
 				Properties: props("a=3,b=0,c=0", "3", "skewed")},
 		},
 	}}
-	if diff := cmp.Diff(want, audit.Reports(results)); diff != "" {
+	if diff := cmp.Diff(want, audit.Reports(results, spread.DetailNodes)); diff != "" {
 		t.Errorf("Reports() (-want +got):\n%s", diff)
+	}
+}
+
+func TestReportsNameNoNodeUnderDomainDetail(t *testing.T) {
+	results := threeZones().
+		ReplicaSet("web").Constraint(st.Constraint(1, v1.LabelHostname)).Pods("a-0", 2).Pods("b-0", 1).And().
+		run(t)
+	tests := []struct {
+		name   string
+		detail spread.MessageDetail
+		want   string
+	}{
+		{"with node detail the pods per node name the nodes", spread.DetailNodes, "a-0=2,a-1=0,b-0=1,b-1=0,c-0=0,c-1=0"},
+		{"with domain detail they say how many nodes hold each count", spread.DetailDomains, "1 node holds 2, 1 node holds 1, 4 nodes hold 0"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := audit.Reports(results, tt.detail)[ns].Results[0]
+			if diff := cmp.Diff(tt.want, res.Properties["domains"]); diff != "" {
+				t.Errorf("domains (-want +got):\n%s", diff)
+			}
+			if tt.detail == spread.DetailDomains && strings.Contains(res.Message, "a-0") {
+				t.Errorf("the message names a node: %s", res.Message)
+			}
+		})
 	}
 }

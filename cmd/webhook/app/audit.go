@@ -409,7 +409,7 @@ func (c *auditController) run(ctx context.Context, owners crcache.Cache, report 
 	if err := c.writeStatus(ctx, audit.Tally(results), report); err != nil {
 		return err
 	}
-	return c.reports.write(ctx, audit.Reports(results), c.writes.Wait, report)
+	return c.reports.write(ctx, audit.Reports(results, c.cfg.MessageDetail), c.writes.Wait, report)
 }
 
 // carriedBy returns the constraints the pods of w carry (audit.Carried),
