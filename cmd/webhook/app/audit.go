@@ -47,13 +47,14 @@ const LeaderElectionID = "spreadguard-audit"
 const (
 	defaultFullPassPeriod = 5 * time.Minute
 	defaultCoalesceDelay  = 10 * time.Second
-	// statusWritesPerSecond bounds the leader's status patches, so that a
-	// pass over thousands of policies does not crowd the API server.
+	// statusWritesPerSecond bounds the leader's writes (status patches and
+	// Reports), so that a pass over thousands of policies and namespaces
+	// does not crowd the API server.
 	statusWritesPerSecond = 10
 )
 
-// inClusterNamespaceFile is where a pod reads its own namespace, which
-// controller-runtime takes for the Lease's when none is configured.
+// inClusterNamespaceFile is where a pod reads its own namespace: the
+// audit's Lease's when none is configured.
 const inClusterNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 
 // auditOn reports whether this replica takes part in the audit: asked to,
@@ -195,9 +196,21 @@ func (c *auditController) Start(ctx context.Context) error {
 			Lock: lock, Name: LeaderElectionID, ReleaseOnCancel: true,
 			LeaseDuration: leaseDuration, RenewDeadline: renewDeadline, RetryPeriod: retryPeriod,
 			Callbacks: leaderelection.LeaderCallbacks{
+				// The leader keeps the Lease while it fails to audit (its
+				// informers cannot start, say): it tries again, rather
+				// than hold the Lease doing nothing.
 				OnStartedLeading: func(ctx context.Context) {
-					if err := c.lead(ctx); err != nil {
-						c.log.Error(err, "the audit stopped")
+					for {
+						err := c.lead(ctx)
+						if err == nil || ctx.Err() != nil {
+							return
+						}
+						c.log.Error(err, "the audit stopped; it starts again in 30s")
+						select {
+						case <-ctx.Done():
+							return
+						case <-time.After(30 * time.Second):
+						}
 					}
 				},
 				OnStoppedLeading: func() { c.log.Info("not leading: the audit waits for the Lease") },
