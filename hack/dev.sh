@@ -227,10 +227,12 @@ prepare_webhook() {
   free_port probe
   metrics=127.0.0.1:$metrics probe=127.0.0.1:$probe
   # Flags win over the chart's file: the ports and paths of a local process
-  # differ from those of a pod.
+  # differ from those of a pod, and it has no namespace of its own for the
+  # audit's Lease.
   local cmd=("$BIN/spreadguard-webhook" --config "$DIR/config.yaml" --kubeconfig "$DIR/webhook.kubeconfig"
     --host 127.0.0.1 --port "$WEBHOOK_PORT" --cert-dir "$CERTS"
-    --metrics-bind-address "$metrics" --health-probe-bind-address "$probe")
+    --metrics-bind-address "$metrics" --health-probe-bind-address "$probe"
+    --leader-election-namespace "$RELEASE_NAMESPACE")
   {
     declare -p cmd | sed 's/^declare -a cmd=/WEBHOOK_CMD=/'
     echo "WEBHOOK_PROBE_ADDRESS=$probe"

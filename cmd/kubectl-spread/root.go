@@ -66,7 +66,7 @@ Exit codes: 0 allowed, 1 denied, 2 bad input.`,
 		},
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return err })
-	root.AddCommand(newCheckCommand(code), newExplainCommand(code, connect))
+	root.AddCommand(newCheckCommand(code), newExplainCommand(code, connect), newStatusCommand(connect))
 	return root
 }
 

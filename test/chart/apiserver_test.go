@@ -15,6 +15,7 @@ import (
 	"helm.sh/helm/v3/pkg/releaseutil"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/discovery"
@@ -66,7 +67,7 @@ func (w *warnings) take() []string {
 }
 
 // startAPIServer starts etcd and kube-apiserver from bin/ with the chart's
-// CRDs, cert-manager's and the ServiceMonitor's installed. Missing binaries
+// CRDs, cert-manager's, the ServiceMonitor's and the PrometheusRule's installed. Missing binaries
 // fail the test with the command that builds them.
 func startAPIServer(t *testing.T) (*rest.Config, client.Client, *warnings) {
 	t.Helper()
@@ -92,6 +93,7 @@ func startAPIServer(t *testing.T) (*rest.Config, client.Client, *warnings) {
 			chartCRDDir,
 			filepath.Join(certManagerDir, "deploy", "crds"),
 			filepath.Join(monitoringDir, "example", "prometheus-operator-crd", "monitoring.coreos.com_servicemonitors.yaml"),
+			filepath.Join(monitoringDir, "example", "prometheus-operator-crd", "monitoring.coreos.com_prometheusrules.yaml"),
 		},
 		ErrorIfCRDPathMissing: true,
 	}
@@ -256,41 +258,47 @@ func TestManifestsAcceptedByAPIServer(t *testing.T) {
 		r := render(t, ciValues(t, "default-values.yaml"))
 		for _, o := range r.objects {
 			switch o.(type) {
-			case *corev1.ServiceAccount, *clusterRole, *clusterRoleBinding:
+			case *corev1.ServiceAccount, *clusterRole, *clusterRoleBinding, *rbacv1.Role, *rbacv1.RoleBinding:
 				if err := c.Create(t.Context(), o); err != nil {
 					t.Fatalf("create %s: %v", id(o), err)
 				}
 			}
 		}
 		user := "system:serviceaccount:" + releaseNamespace + ":" + fullname
-		type access struct{ group, resource, subresource, verb string }
+		type access struct{ namespace, group, resource, subresource, verb string }
 		var want, got []access
 		for _, a := range []struct {
 			access
 			allowed bool
 		}{
-			{access{"", "pods", "", "list"}, true},
-			{access{"", "pods", "", "watch"}, true},
-			{access{"", "pods", "", "get"}, true},
-			{access{"", "nodes", "", "watch"}, true},
-			{access{"", "services", "", "list"}, true},
-			{access{"", "namespaces", "", "get"}, true},
-			{access{"", "replicationcontrollers", "", "get"}, true},
-			{access{"apps", "replicasets", "", "get"}, true},
-			{access{"apps", "statefulsets", "", "watch"}, true},
-			{access{"spreadguard.io", "spreadpolicies", "", "list"}, true},
-			{access{"spreadguard.io", "clusterspreadpolicies", "", "watch"}, true},
-			{access{"", "pods", "", "create"}, false},
-			{access{"", "pods", "", "patch"}, false},
-			{access{"", "pods", "eviction", "create"}, false},
-			{access{"", "nodes", "", "update"}, false},
-			{access{"", "secrets", "", "get"}, false},
-			{access{"", "configmaps", "", "list"}, false},
-			{access{"", "events", "", "create"}, false},
-			{access{"apps", "deployments", "", "list"}, false},
-			{access{"spreadguard.io", "spreadpolicies", "", "update"}, false},
-			{access{"spreadguard.io", "spreadpolicies", "status", "patch"}, false},
-			{access{"coordination.k8s.io", "leases", "", "create"}, false},
+			{access{"default", "", "pods", "", "list"}, true},
+			{access{"default", "", "pods", "", "watch"}, true},
+			{access{"default", "", "pods", "", "get"}, true},
+			{access{"default", "", "nodes", "", "watch"}, true},
+			{access{"default", "", "services", "", "list"}, true},
+			{access{"default", "", "namespaces", "", "get"}, true},
+			{access{"default", "", "replicationcontrollers", "", "get"}, true},
+			{access{"default", "apps", "replicasets", "", "get"}, true},
+			{access{"default", "apps", "statefulsets", "", "watch"}, true},
+			{access{"default", "spreadguard.io", "spreadpolicies", "", "list"}, true},
+			{access{"default", "spreadguard.io", "clusterspreadpolicies", "", "watch"}, true},
+			{access{"default", "", "pods", "", "create"}, false},
+			{access{"default", "", "pods", "", "patch"}, false},
+			{access{"default", "", "pods", "eviction", "create"}, false},
+			{access{"default", "", "nodes", "", "update"}, false},
+			{access{"default", "", "secrets", "", "get"}, false},
+			{access{"default", "", "configmaps", "", "list"}, false},
+			{access{"default", "", "events", "", "create"}, false},
+			{access{"default", "apps", "deployments", "", "list"}, false},
+			{access{"default", "spreadguard.io", "spreadpolicies", "", "update"}, false},
+			{access{"default", "spreadguard.io", "spreadpolicies", "status", "patch"}, true},
+			{access{"default", "spreadguard.io", "spreadpolicies", "status", "update"}, false},
+			{access{"default", "openreports.io", "reports", "", "update"}, true},
+			{access{"default", "openreports.io", "reports", "", "watch"}, false},
+			{access{"default", "coordination.k8s.io", "leases", "", "create"}, false},
+			{access{releaseNamespace, "coordination.k8s.io", "leases", "", "create"}, true},
+			{access{releaseNamespace, "coordination.k8s.io", "leases", "", "update"}, true},
+			{access{releaseNamespace, "coordination.k8s.io", "leases", "", "delete"}, false},
 		} {
 			if a.allowed {
 				want = append(want, a.access)
@@ -299,7 +307,7 @@ func TestManifestsAcceptedByAPIServer(t *testing.T) {
 				User:   user,
 				Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + releaseNamespace, "system:authenticated"},
 				ResourceAttributes: &authorizationv1.ResourceAttributes{
-					Namespace: "default", Group: a.group, Resource: a.resource, Subresource: a.subresource, Verb: a.verb,
+					Namespace: a.namespace, Group: a.group, Resource: a.resource, Subresource: a.subresource, Verb: a.verb,
 				},
 			}}
 			if err := c.Create(t.Context(), sar); err != nil {

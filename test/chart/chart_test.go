@@ -45,6 +45,8 @@ func TestRenderedObjects(t *testing.T) {
 		"ClusterRole/" + fullname + "-metrics-auth",
 		"ClusterRole/" + fullname + "-metrics-reader",
 		"ClusterRoleBinding/" + fullname + "-metrics-auth",
+		"Role/" + releaseNamespace + "/" + fullname + "-audit",
+		"RoleBinding/" + releaseNamespace + "/" + fullname + "-audit",
 	}
 	server := []string{
 		"Deployment/" + releaseNamespace + "/" + fullname,
@@ -64,6 +66,8 @@ func TestRenderedObjects(t *testing.T) {
 				"Issuer/" + releaseNamespace + "/" + fullname + "-ca",
 				"Issuer/" + releaseNamespace + "/" + fullname + "-selfsigned",
 				"ServiceMonitor/" + releaseNamespace + "/" + fullname,
+				"PrometheusRule/" + releaseNamespace + "/" + fullname,
+				"ConfigMap/" + releaseNamespace + "/" + fullname + "-dashboard",
 			}),
 		"namespace-defaults-values.yaml": concat(common, server, generatedCert,
 			[]string{
@@ -511,26 +515,35 @@ func checkCertManagerChain(t *testing.T, r release) {
 
 // TestRBACReadsExactlyWhatTheServerReadsAndWritesOnlyEvents holds the
 // ClusterRole to the server's table of kinds: get, list and watch on each
-// kind it reads and nothing more, plus the Events it records.
+// kind it reads and nothing more, plus the Events it records and what the
+// audit writes (the policies' status, Reports, a Lease in the release
+// namespace).
 func TestRBACReadsExactlyWhatTheServerReadsAndWritesOnlyEvents(t *testing.T) {
+	events := rbacv1.PolicyRule{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}}
+	audit := []rbacv1.PolicyRule{
+		{APIGroups: []string{"spreadguard.io"}, Resources: []string{"spreadpolicies/status", "clusterspreadpolicies/status"}, Verbs: []string{"patch"}},
+		{APIGroups: []string{"openreports.io"}, Resources: []string{"reports"}, Verbs: []string{"get", "list", "create", "update", "delete"}},
+	}
 	t.Run("autoscaler.karpenter false -> no NodePools", func(t *testing.T) {
-		want := append(cache.ReadRules(func(k cache.Kind) bool { return k.GVK.Group != "karpenter.sh" }),
-			rbacv1.PolicyRule{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}})
+		want := append(append(cache.ReadRules(func(k cache.Kind) bool { return k.GVK.Group != "karpenter.sh" }), events), audit...)
 		r := render(t, valuesYAML(t, "autoscaler: {karpenter: false}"))
 		if diff := cmp.Diff(want, find[*clusterRole](t, r.objects, fullname).Rules); diff != "" {
 			t.Errorf("ClusterRole rules (-want +got):\n%s", diff)
 		}
 	})
-	want := append(cache.ReadRules(nil),
-		rbacv1.PolicyRule{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}})
+	want := append(append(cache.ReadRules(nil), events), audit...)
+	wantLease := []rbacv1.PolicyRule{{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "create", "update"}}}
 	for _, f := range ciFiles {
 		t.Run(f.name, func(t *testing.T) {
 			r := render(t, ciValues(t, f.file))
 			if diff := cmp.Diff(want, find[*clusterRole](t, r.objects, fullname).Rules); diff != "" {
 				t.Errorf("ClusterRole rules (-want +got):\n%s", diff)
 			}
-			if n := len(all[*rbacv1.Role](r.objects)) + len(all[*rbacv1.RoleBinding](r.objects)); n != 0 {
-				t.Errorf("%d namespaced Roles or RoleBindings rendered, want none", n)
+			if n := len(all[*rbacv1.Role](r.objects)) + len(all[*rbacv1.RoleBinding](r.objects)); n != 2 {
+				t.Errorf("%d namespaced Roles or RoleBindings rendered, want the audit's Lease Role and its binding", n)
+			}
+			if diff := cmp.Diff(wantLease, find[*rbacv1.Role](t, r.objects, fullname+"-audit").Rules); diff != "" {
+				t.Errorf("the audit's Role (-want +got):\n%s", diff)
 			}
 			b := find[*rbacv1.ClusterRoleBinding](t, r.objects, fullname)
 			wantRef := rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: fullname}
@@ -783,6 +796,7 @@ func TestServerConfigFile(t *testing.T) {
 			"defaultAction": action, "excludedNamespaces": excluded,
 			"refuseUntilSynced": refuse, "failurePolicy": "Ignore", "messageDetail": "domains", "logLevel": logLevel,
 			"autoscalerKarpenter": "auto",
+			"audit": true,
 		}
 	}
 	// failing sets the failurePolicy the server answers its own faults by.

@@ -98,6 +98,12 @@ type Config struct {
 	// kubernetes.azure.com/agentpool): each group and zone seen on a node
 	// is a template of a node the cluster autoscaler can add. Empty: none.
 	NodeGroupLabel string `json:"nodeGroupLabel,omitempty"`
+	// Audit runs the audit of spread health on the replica that holds the
+	// Lease LeaderElectionID: policy status and reports.
+	Audit bool `json:"audit"`
+	// LeaderElectionNamespace holds the Lease; empty means the pod's own
+	// namespace (in a cluster).
+	LeaderElectionNamespace string `json:"leaderElectionNamespace,omitempty"`
 
 	// ConfigFile is the path given by --config; flag only.
 	ConfigFile string `json:"-"`
@@ -122,6 +128,7 @@ func NewConfig() *Config {
 		MessageDetail:          spread.DetailDomains,
 		LogLevel:               LogLevelInfo,
 		AutoscalerKarpenter:    ToggleAuto,
+		Audit:                  true,
 	}
 }
 
@@ -182,6 +189,10 @@ var settings = []option{
 		func(c *Config) any { return &c.AutoscalerKarpenter }},
 	{"node-group-label", "Node label naming a node's group (eks.amazonaws.com/nodegroup, cloud.google.com/gke-nodepool, kubernetes.azure.com/agentpool): each group and zone seen on a node is a node the autoscaler can add. Empty: none.",
 		func(c *Config) any { return &c.NodeGroupLabel }},
+	{"audit", "Audit the spread of the workloads policies select on the replica holding the Lease " + LeaderElectionID + ", and write policy status.",
+		func(c *Config) any { return &c.Audit }},
+	{"leader-election-namespace", "Namespace of the audit's Lease; empty: the pod's own namespace.",
+		func(c *Config) any { return &c.LeaderElectionNamespace }},
 }
 
 // AddFlags binds every flag to its field of c; the current values of c are

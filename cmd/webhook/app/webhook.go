@@ -67,6 +67,9 @@ type options struct {
 	registry     prometheus.Registerer
 	cacheOptions []func(*crcache.Options)
 	wrapSources  func(engine.Sources) engine.Sources
+	// The audit's (audit.go).
+	auditObserver                func(AuditPass)
+	auditFullPass, auditCoalesce time.Duration
 }
 
 // WithRESTConfig makes the server talk to the API server of cfg instead of
@@ -164,6 +167,7 @@ func Run(ctx context.Context, cfg *Config, opts ...Option) error {
 	for _, fn := range o.cacheOptions {
 		fn(&cacheOpts)
 	}
+	audit := auditOn(cfg, log)
 	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
 		Scheme:                 scheme,
 		Logger:                 log,
@@ -250,6 +254,11 @@ func Run(ctx context.Context, cfg *Config, opts ...Option) error {
 	}
 	engineCfg := engine.Config{DefaultAction: cfg.DefaultAction, ExcludedNamespaces: cfg.ExcludedNamespaceSet(),
 		MessageDetail: cfg.MessageDetail}
+	if audit {
+		if err := addAudit(mgr, &o, cfg.LeaderElectionNamespace, ix, sources, engineCfg, tracker.Synced, log.WithName("audit")); err != nil {
+			return err
+		}
+	}
 	decoder := ctrladmission.NewDecoder(scheme)
 	pods := metav1.GroupVersionResource{Version: "v1", Resource: "pods"}
 	policies := v1alpha1.GroupVersion.WithResource("spreadpolicies")

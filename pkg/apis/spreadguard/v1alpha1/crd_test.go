@@ -92,6 +92,10 @@ func enumOf(s *apiextensionsv1.JSONSchemaProps) []string {
 func TestCRDsParseAndDescribeTheAPI(t *testing.T) {
 	type column struct{ Name, Type, JSONPath string }
 	wantColumns := []column{
+		{"Ready", "string", `.status.conditions[?(@.type=="Ready")].status`},
+		{"Workloads", "integer", ".status.workloads"},
+		{"Skewed", "integer", ".status.skewed"},
+		{"Uncovered", "integer", ".status.uncovered"},
 		{"Priority", "integer", ".spec.priority"},
 		{"Action", "string", ".spec.validation.action"},
 		{"Age", "date", ".metadata.creationTimestamp"},
@@ -112,12 +116,15 @@ func TestCRDsParseAndDescribeTheAPI(t *testing.T) {
 				t.Errorf("got %s: group %s, kind %s, plural %s, scope %s", crd.Name, crd.Spec.Group, crd.Spec.Names.Kind, crd.Spec.Names.Plural, crd.Spec.Scope)
 			}
 			v := crd.Spec.Versions[0]
-			// No status subresource: nothing writes a policy's status yet.
-			if v.Name != v1alpha1.GroupVersion.Version || !v.Served || !v.Storage || (v.Subresources != nil && v.Subresources.Status != nil) {
-				t.Errorf("version %s: served %t, storage %t, subresources %v; want v1alpha1, served, storage, no status subresource", v.Name, v.Served, v.Storage, v.Subresources)
+			// The status subresource: the audit patches status alone, and a
+			// spec edit never overwrites what it wrote.
+			if v.Name != v1alpha1.GroupVersion.Version || !v.Served || !v.Storage || v.Subresources == nil || v.Subresources.Status == nil {
+				t.Errorf("version %s: served %t, storage %t, subresources %v; want v1alpha1, served, storage, a status subresource", v.Name, v.Served, v.Storage, v.Subresources)
 			}
-			if _, ok := v.Schema.OpenAPIV3Schema.Properties["status"]; ok {
-				t.Errorf("the schema declares a status that nothing writes")
+			for _, f := range []string{"observedGeneration", "conditions", "workloads", "spread", "skewed", "uncovered"} {
+				if _, ok := prop(t, v.Schema.OpenAPIV3Schema, "status").Properties[f]; !ok {
+					t.Errorf("status.%s is missing from the schema", f)
+				}
 			}
 			var gotColumns []column
 			for _, c := range v.AdditionalPrinterColumns {

@@ -178,13 +178,74 @@ type ClusterSpreadPolicySpec struct {
 	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
 }
 
+// PolicyStatus is what spreadguard's audit last found for a policy: whether
+// it can work at all, and how the workloads whose pods it selects are
+// spread now. The leader replica writes it.
+type PolicyStatus struct {
+	// ObservedGeneration is the generation of the spec the status
+	// describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Conditions hold the Ready condition: False, with a reason and a
+	// message naming the field, when the policy cannot do its work (an
+	// invalid spec, a topology key no node carries, a podSelector no pod
+	// matches).
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// Workloads is the number of workloads (Deployments, StatefulSets,
+	// ReplicaSets, ReplicationControllers, Services' own pods) the policy
+	// applies to that have pods.
+	// +optional
+	Workloads int32 `json:"workloads"`
+	// Spread is the number of them whose pods are spread within maxSkew.
+	// +optional
+	Spread int32 `json:"spread"`
+	// Skewed is the number of them whose skew exceeds a hard constraint's
+	// maxSkew, or a soft constraint's by more than maxSkew.
+	// +optional
+	Skewed int32 `json:"skewed"`
+	// Uncovered is the number of them whose pods carry no topology spread
+	// constraint: created before spreadguard, or skipped.
+	// +optional
+	Uncovered int32 `json:"uncovered"`
+}
+
+// ConditionReady is the type of the condition that says whether a policy
+// can do its work.
+const ConditionReady = "Ready"
+
+// Reasons of the Ready condition.
+const (
+	// ReasonAudited: the audit found nothing wrong with the policy.
+	ReasonAudited = "Audited"
+	// ReasonUnknownTopologyKey: no node carries a constraint's topology
+	// key, so the constraint has no domain.
+	ReasonUnknownTopologyKey = "UnknownTopologyKey"
+	// ReasonNoPodSelected: the podSelector matches no pod in the policy's
+	// scope.
+	ReasonNoPodSelected = "NoPodSelected"
+	// ReasonInvalid: the spec has a problem the schema let through (an
+	// older CRD, a selector that does not parse); the webhook passes over
+	// the policy.
+	ReasonInvalid = "Invalid"
+)
+
 // SpreadPolicy gives the pods of its namespace default topology spread
 // constraints and a validation action.
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:scope=Namespaced,categories=spreadguard
-// +kubebuilder:printcolumn:name="Priority",type=integer,JSONPath=`.spec.priority`
-// +kubebuilder:printcolumn:name="Action",type=string,JSONPath=`.spec.validation.action`
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Workloads",type=integer,JSONPath=`.status.workloads`
+// +kubebuilder:printcolumn:name="Skewed",type=integer,JSONPath=`.status.skewed`
+// +kubebuilder:printcolumn:name="Uncovered",type=integer,JSONPath=`.status.uncovered`
+// +kubebuilder:printcolumn:name="Priority",type=integer,JSONPath=`.spec.priority`,priority=1
+// +kubebuilder:printcolumn:name="Action",type=string,JSONPath=`.spec.validation.action`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type SpreadPolicy struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -192,6 +253,9 @@ type SpreadPolicy struct {
 
 	// +required
 	Spec SpreadPolicySpec `json:"spec"`
+
+	// +optional
+	Status PolicyStatus `json:"status,omitempty"`
 }
 
 // SpreadPolicyList is a list of SpreadPolicy.
@@ -208,8 +272,13 @@ type SpreadPolicyList struct {
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:scope=Cluster,categories=spreadguard
-// +kubebuilder:printcolumn:name="Priority",type=integer,JSONPath=`.spec.priority`
-// +kubebuilder:printcolumn:name="Action",type=string,JSONPath=`.spec.validation.action`
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Workloads",type=integer,JSONPath=`.status.workloads`
+// +kubebuilder:printcolumn:name="Skewed",type=integer,JSONPath=`.status.skewed`
+// +kubebuilder:printcolumn:name="Uncovered",type=integer,JSONPath=`.status.uncovered`
+// +kubebuilder:printcolumn:name="Priority",type=integer,JSONPath=`.spec.priority`,priority=1
+// +kubebuilder:printcolumn:name="Action",type=string,JSONPath=`.spec.validation.action`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type ClusterSpreadPolicy struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -217,6 +286,9 @@ type ClusterSpreadPolicy struct {
 
 	// +required
 	Spec ClusterSpreadPolicySpec `json:"spec"`
+
+	// +optional
+	Status PolicyStatus `json:"status,omitempty"`
 }
 
 // ClusterSpreadPolicyList is a list of ClusterSpreadPolicy.

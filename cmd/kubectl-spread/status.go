@@ -1,0 +1,169 @@
+package main
+
+import (
+	"cmp"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+	appsv1 "k8s.io/api/apps/v1"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/spreadguard/spreadguard/pkg/audit"
+	"github.com/spreadguard/spreadguard/pkg/engine"
+	"github.com/spreadguard/spreadguard/pkg/lookup"
+	"github.com/spreadguard/spreadguard/pkg/spread"
+)
+
+type statusOptions struct {
+	cluster            string
+	namespace          string
+	all                bool
+	kubeconfig         string
+	context            string
+	excludedNamespaces []string
+	output             string
+}
+
+func newStatusCommand(connect connectFunc) *cobra.Command {
+	o := &statusOptions{}
+	cmd := &cobra.Command{
+		Use:   "status [-n NAMESPACE | -A] [--cluster CLUSTER.yaml] [-o json]",
+		Short: "Show how the pods of the workloads policies select are spread now",
+		Long: `status runs the audit the webhook's leader runs: for each workload a policy
+selects (a Deployment through its newest ReplicaSet, a StatefulSet, a ReplicaSet
+or ReplicationController of its own, the pods of a Service no controller owns),
+and each topology spread constraint its pods carry (or, when they carry none, the
+policy's), the running and pending pods per domain, the skew against maxSkew, and
+the workload's state: spread, skewed or uncovered.
+
+It reads the cluster the kubeconfig points at, or with --cluster the same file
+check reads.`,
+		Example: `  kubectl spread status -n shop
+  kubectl spread status -A -o json
+  kubectl spread status --cluster examples/cluster.yaml -n shop`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			results, err := o.run(cmd, connect)
+			if err != nil {
+				return err
+			}
+			if o.output == "json" {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(results)
+			}
+			return writeStatus(cmd.OutOrStdout(), results)
+		},
+	}
+	cmd.Flags().StringVar(&o.cluster, "cluster", "", "a cluster snapshot file, as check reads, instead of the live cluster")
+	cmd.Flags().StringVarP(&o.namespace, "namespace", "n", "", "the namespace (default: the kubeconfig context's, or default)")
+	cmd.Flags().BoolVarP(&o.all, "all-namespaces", "A", false, "every namespace")
+	cmd.Flags().StringVar(&o.kubeconfig, "kubeconfig", "", "the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)")
+	cmd.Flags().StringVar(&o.context, "context", "", "the kubeconfig context (default: the current one)")
+	cmd.Flags().StringSliceVar(&o.excludedNamespaces, "excluded-namespaces", []string{metav1.NamespaceSystem},
+		"namespaces the webhook leaves alone, as its --excluded-namespaces (kube-system is always included)")
+	cmd.Flags().StringVarP(&o.output, "output", "o", "", "output format: empty for a table, or json")
+	return cmd
+}
+
+func (o *statusOptions) run(cmd *cobra.Command, connect connectFunc) ([]audit.Result, error) {
+	if o.output != "" && o.output != "json" {
+		return nil, fmt.Errorf("invalid --output %q (want json, or nothing for a table)", o.output)
+	}
+	if o.all && o.namespace != "" {
+		return nil, errors.New("--namespace and --all-namespaces exclude each other")
+	}
+	cfg := engine.Config{ExcludedNamespaces: []string{metav1.NamespaceSystem}}
+	for _, ns := range o.excludedNamespaces {
+		if ns = strings.TrimSpace(ns); ns != "" && !slices.Contains(cfg.ExcludedNamespaces, ns) {
+			cfg.ExcludedNamespaces = append(cfg.ExcludedNamespaces, ns)
+		}
+	}
+	var objs []runtime.Object
+	namespace := o.namespace
+	if o.cluster != "" {
+		store, err := lookup.Load(o.cluster)
+		if err != nil {
+			return nil, err
+		}
+		objs = store.Objects()
+	} else {
+		c, err := connect(o.kubeconfig, o.context)
+		if err != nil {
+			return nil, err
+		}
+		namespace = cmp.Or(namespace, c.namespace)
+		read := cmp.Or(namespace, metav1.NamespaceDefault)
+		if o.all {
+			read = metav1.NamespaceAll
+		}
+		if objs, err = lookup.Read(cmd.Context(), c.reader, read); err != nil {
+			return nil, err
+		}
+	}
+	if !o.all {
+		namespace = cmp.Or(namespace, metav1.NamespaceDefault)
+	}
+	return auditObjects(objs, namespace, cfg)
+}
+
+// auditObjects runs the audit on a cluster's objects, for namespace, or
+// every namespace when it is empty: the leader's audit, with every pod at
+// hand to tell which constraints the pods carry.
+func auditObjects(objs []runtime.Object, namespace string, cfg engine.Config) ([]audit.Result, error) {
+	store, err := lookup.NewStore(objs...)
+	if err != nil {
+		return nil, fmt.Errorf("building the store of the cluster: %w", err)
+	}
+	index := spread.IndexFromSnapshot(store.Snapshot())
+	pods := ofType[*v1.Pod](objs)
+	var ws []audit.Workload
+	for _, w := range audit.Workloads(audit.Owners{
+		ReplicaSets:            ofType[*appsv1.ReplicaSet](objs),
+		StatefulSets:           ofType[*appsv1.StatefulSet](objs),
+		ReplicationControllers: ofType[*v1.ReplicationController](objs),
+		Services:               ofType[*v1.Service](objs),
+	}, index) {
+		if namespace != "" && w.Namespace != namespace {
+			continue
+		}
+		if len(w.Pod.Spec.TopologySpreadConstraints) == 0 {
+			w = w.Carrying(audit.Carried(&w, pods))
+		}
+		ws = append(ws, w)
+	}
+	results, err := audit.Run(index, lookup.NewSources(store), cfg, ws)
+	if err != nil {
+		return nil, err
+	}
+	return results, nil
+}
+
+// writeStatus prints one row per workload and constraint.
+func writeStatus(out io.Writer, results []audit.Result) error {
+	if len(results) == 0 {
+		_, err := fmt.Fprintln(out, "No workload with pods is selected by a policy.")
+		return err
+	}
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "NAMESPACE\tWORKLOAD\tPOLICY\tPODS\tTOPOLOGY KEY\tDOMAINS\tSKEW/MAX\tSTATE")
+	for _, r := range results {
+		for _, s := range r.Constraints {
+			key := s.TopologyKey
+			if s.WhenUnsatisfiable != v1.DoNotSchedule {
+				key += " (soft)"
+			}
+			fmt.Fprintf(w, "%s\t%s/%s\t%s\t%d\t%s\t%s\t%d/%d\t%s\n", r.Namespace, r.Kind, r.Name, r.Policy, r.Pods,
+				key, audit.DomainsText(s.Domains), s.Skew, s.MaxSkew, r.State)
+		}
+	}
+	return w.Flush()
+}

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/spreadguard/spreadguard/pkg/audit"
+	"github.com/spreadguard/spreadguard/pkg/spread"
+)
+
+func TestStatusTableOfTheExampleCluster(t *testing.T) {
+	got := runCommand(t, "status", "--cluster", exampleCluster, "-n", "shop")
+	want := result{code: exitAllowed, stdout: "" +
+		"NAMESPACE  WORKLOAD            POLICY            PODS  TOPOLOGY KEY                 DOMAINS            SKEW/MAX  STATE\n" +
+		"shop       ReplicaSet/web-abc  shop/zone-spread  5     topology.kubernetes.io/zone  zone-a=3,zone-b=2  1/1       uncovered\n"}
+	if diff := cmp.Diff(want, got, cmp.AllowUnexported(result{})); diff != "" {
+		t.Errorf("status (-want +got):\n%s", diff)
+	}
+}
+
+func TestStatusOfALiveCluster(t *testing.T) {
+	zoneResult := func(kind, name string, state audit.State, pods int, domains map[string]int, minimum, maximum int) audit.Result {
+		return audit.Result{
+			Kind: kind, Namespace: "shop", Name: name, Policy: examplePolicy, PolicyKind: "SpreadPolicy", State: state, Pods: pods,
+			Constraints: []spread.Spread{{
+				TopologyKey: zoneKey, MaxSkew: 1, WhenUnsatisfiable: v1.DoNotSchedule,
+				Domains: domains, DomainCount: len(domains), Min: minimum, Max: maximum, Skew: maximum - minimum,
+			}},
+		}
+	}
+	// The StatefulSet's pods carry the policy's constraint, as the webhook
+	// wrote it, and both run in zone-a.
+	objs := exampleWithOwners(t)
+	for _, o := range objs {
+		if p, ok := o.(*v1.Pod); ok && p.Labels["app"] == "db" {
+			p.Spec.TopologySpreadConstraints = injected(map[string]string{"app": "db"})
+			if p.Name == "db-1" {
+				p.Spec.NodeName = "node-a2"
+			}
+		}
+	}
+	tests := []struct {
+		name string
+		args []string
+		want []audit.Result
+	}{
+		{
+			name: "a Deployment is audited through its newest ReplicaSet; pods that carry the policy's constraint piled in one zone are skewed",
+			args: []string{"status", "-n", "shop", "-o", "json"},
+			want: []audit.Result{
+				zoneResult("Deployment", "web", audit.StateUncovered, 5, map[string]int{"zone-a": 3, "zone-b": 2}, 2, 3),
+				zoneResult("StatefulSet", "db", audit.StateSkewed, 2, map[string]int{"zone-a": 2, "zone-b": 0}, 0, 2),
+			},
+		},
+		{
+			name: "a namespace without a policy's workloads has none",
+			args: []string{"status", "-n", "default", "-o", "json"},
+			want: []audit.Result{},
+		},
+		{
+			name: "every namespace",
+			args: []string{"status", "-A", "-o", "json"},
+			want: []audit.Result{
+				zoneResult("Deployment", "web", audit.StateUncovered, 5, map[string]int{"zone-a": 3, "zone-b": 2}, 2, 3),
+				zoneResult("StatefulSet", "db", audit.StateSkewed, 2, map[string]int{"zone-a": 2, "zone-b": 0}, 0, 2),
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := runLive(t, fakeCluster(t, objs...), tt.args...)
+			if got.code != exitAllowed {
+				t.Fatalf("exit %d, stderr %q", got.code, got.stderr)
+			}
+			var results []audit.Result
+			if err := json.Unmarshal([]byte(got.stdout), &results); err != nil {
+				t.Fatalf("decoding %q: %v", got.stdout, err)
+			}
+			if diff := cmp.Diff(tt.want, results); diff != "" {
+				t.Errorf("status -o json (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestStatusRefusesConflictingScopes(t *testing.T) {
+	got := runCommand(t, "status", "--cluster", exampleCluster, "-n", "shop", "-A")
+	want := result{code: exitBadInput, stderr: "kubectl-spread: --namespace and --all-namespaces exclude each other\n"}
+	if diff := cmp.Diff(want, got, cmp.AllowUnexported(result{})); diff != "" {
+		t.Errorf("status (-want +got):\n%s", diff)
+	}
+}
+
+// runLive runs the command against the cluster connect serves.
+func runLive(t *testing.T, connect connectFunc, args ...string) result {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := runWith(args, &stdout, &stderr, connect)
+	return result{code: code, stdout: stdout.String(), stderr: stderr.String()}
+}

@@ -1,0 +1,191 @@
+package audit
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/spreadguard/spreadguard/pkg/spread"
+)
+
+// The openreports.io Report the audit writes in each namespace: the format
+// Kyverno (1.15 and later) writes and Policy Reporter shows.
+// https://github.com/openreports/reports-api/blob/main/apis/openreports.io/v1alpha1/report_types.go
+const (
+	ReportAPIVersion = "openreports.io/v1alpha1"
+	ReportKind       = "Report"
+	// ReportName is the name of the one Report per namespace.
+	ReportName = "spreadguard"
+	// ReportSource is the Report's source.
+	ReportSource = "spreadguard"
+)
+
+// The results of a Report.
+const (
+	ResultPass = "pass"
+	ResultFail = "fail"
+	ResultWarn = "warn"
+)
+
+// Report is the content of one namespace's Report: what the audit owns in
+// it, everything but the metadata.
+type Report struct {
+	Source  string         `json:"source"`
+	Summary ReportSummary  `json:"summary"`
+	Results []ReportResult `json:"results"`
+}
+
+// ReportSummary counts a Report's results.
+type ReportSummary struct {
+	Pass int `json:"pass"`
+	Fail int `json:"fail"`
+	Warn int `json:"warn"`
+}
+
+// ReportResult is one workload's one constraint.
+type ReportResult struct {
+	// Policy is the spreadguard policy, as the spreadguard.io/policy
+	// annotation names it.
+	Policy string `json:"policy"`
+	// Rule names the constraint: its topology key and whenUnsatisfiable.
+	Rule    string `json:"rule"`
+	Result  string `json:"result"`
+	Message string `json:"message"`
+	// Properties hold the counts per domain ("domains": "a=3,b=0"), the
+	// skew, maxSkew and the workload's state.
+	Properties map[string]string    `json:"properties"`
+	Resources  []v1.ObjectReference `json:"resources"`
+}
+
+// Reports returns the Report of each namespace that holds an audited
+// workload, by namespace: one result per workload and constraint, pass
+// when within what the constraint allows, fail when a hard constraint is
+// skewed, warn when a soft one is and for every constraint of an
+// uncovered workload (its pods carry none: the counts are what the policy
+// would ask). Results are sorted, so that an unchanged cluster gives an
+// equal Report.
+//
+// With detail spread.DetailDomains (the webhook's default on a shared
+// cluster) a constraint over kubernetes.io/hostname, whose domains are
+// node names, reports how many nodes hold each count instead: a tenant who
+// may read the Reports of a namespace usually may not read Nodes.
+func Reports(rs []Result, detail spread.MessageDetail) map[string]*Report {
+	out := map[string]*Report{}
+	for _, r := range rs {
+		rep := out[r.Namespace]
+		if rep == nil {
+			rep = &Report{Source: ReportSource}
+			out[r.Namespace] = rep
+		}
+		for _, s := range r.Constraints {
+			res := resultOf(&r, s, detail)
+			switch res.Result {
+			case ResultPass:
+				rep.Summary.Pass++
+			case ResultFail:
+				rep.Summary.Fail++
+			case ResultWarn:
+				rep.Summary.Warn++
+			}
+			rep.Results = append(rep.Results, res)
+		}
+	}
+	for _, rep := range out {
+		slices.SortFunc(rep.Results, func(a, b ReportResult) int {
+			return cmp.Or(strings.Compare(a.Resources[0].Kind, b.Resources[0].Kind),
+				strings.Compare(a.Resources[0].Name, b.Resources[0].Name), strings.Compare(a.Rule, b.Rule))
+		})
+	}
+	return out
+}
+
+func resultOf(r *Result, s spread.Spread, detail spread.MessageDetail) ReportResult {
+	domains := DomainsText(s.Domains)
+	if detail == spread.DetailDomains && s.TopologyKey == v1.LabelHostname {
+		domains = nodesPerCount(s)
+	}
+	apiVersion := "apps/v1"
+	if r.Kind == KindReplicationController || r.Kind == KindService {
+		apiVersion = "v1"
+	}
+	res := ReportResult{
+		Policy: r.Policy,
+		Rule:   s.TopologyKey + " " + string(s.WhenUnsatisfiable),
+		Result: ResultPass,
+		Properties: map[string]string{
+			"domains": domains,
+			"skew":    strconv.Itoa(s.Skew),
+			"maxSkew": strconv.Itoa(int(s.MaxSkew)),
+			"state":   string(r.State),
+		},
+		Resources: []v1.ObjectReference{{APIVersion: apiVersion, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name}},
+	}
+	skewed := Skewed(s)
+	switch {
+	case r.State == StateUncovered:
+		res.Result = ResultWarn
+		res.Message = fmt.Sprintf("the pods carry no topology spread constraint; the policy's constraint over %s sees a skew of %d (maxSkew %d, pods per domain: %s). "+
+			"Recreate them (kubectl rollout restart) so that spreadguard gives them the policy's constraints.", s.TopologyKey, s.Skew, s.MaxSkew, res.Properties["domains"])
+	case skewed && s.WhenUnsatisfiable == v1.DoNotSchedule:
+		res.Result = ResultFail
+		res.Message = fmt.Sprintf("skew %d over %s exceeds maxSkew %d (pods per domain: %s). "+
+			"Restore the missing domains' capacity, or recreate pods from the fullest domains (kubectl rollout restart) so the scheduler spreads them again.",
+			s.Skew, s.TopologyKey, s.MaxSkew, res.Properties["domains"])
+	case skewed:
+		res.Result = ResultWarn
+		res.Message = fmt.Sprintf("skew %d over %s exceeds the preferred maxSkew %d by more than %d (pods per domain: %s).",
+			s.Skew, s.TopologyKey, s.MaxSkew, s.MaxSkew, res.Properties["domains"])
+	default:
+		res.Message = fmt.Sprintf("skew %d over %s is within maxSkew %d.", s.Skew, s.TopologyKey, s.MaxSkew)
+	}
+	return res
+}
+
+// DomainsText writes counts per domain as "a=3,b=0", sorted by domain.
+func DomainsText(m map[string]int) string {
+	var b strings.Builder
+	for i, d := range slices.Sorted(maps.Keys(m)) {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(d)
+		b.WriteByte('=')
+		b.WriteString(strconv.Itoa(m[d]))
+	}
+	return b.String()
+}
+
+// nodesPerCount words the pods per node without naming a node: "1 node
+// holds 3, 2 nodes hold 1, 27 nodes hold 0". Nodes that hold none are
+// counted from DomainCount, since Domains lists only some of them.
+func nodesPerCount(s spread.Spread) string {
+	nodes := map[int]int{}
+	for _, n := range s.Domains {
+		nodes[n]++
+	}
+	listed := 0
+	for n, k := range nodes {
+		if n > 0 {
+			listed += k
+		}
+	}
+	if empty := s.DomainCount - listed; empty > 0 {
+		nodes[0] = empty
+	} else {
+		delete(nodes, 0)
+	}
+	var parts []string
+	for _, n := range slices.Backward(slices.Sorted(maps.Keys(nodes))) {
+		verb := "nodes hold"
+		if nodes[n] == 1 {
+			verb = "node holds"
+		}
+		parts = append(parts, fmt.Sprintf("%d %s %d", nodes[n], verb, n))
+	}
+	return strings.Join(parts, ", ")
+}

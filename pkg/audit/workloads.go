@@ -1,0 +1,213 @@
+package audit
+
+import (
+	"maps"
+	"slices"
+	"strconv"
+
+	appsv1 "k8s.io/api/apps/v1"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// The workload kinds, as Result.Kind names them.
+const (
+	KindDeployment            = "Deployment"
+	KindStatefulSet           = "StatefulSet"
+	KindReplicaSet            = "ReplicaSet"
+	KindReplicationController = "ReplicationController"
+	KindService               = "Service"
+)
+
+// revisionAnnotation is the revision the Deployment controller writes on
+// each of its ReplicaSets; the highest is the current one.
+const revisionAnnotation = "deployment.kubernetes.io/revision"
+
+// Workload is a set of pods one controller, or a Service, stands for.
+type Workload struct {
+	Kind      string
+	Namespace string
+	Name      string
+	// Selector selects the workload's pods in its namespace.
+	Selector labels.Selector
+	// Pod stands for the workload's pods: their namespace, labels,
+	// nodeSelector, affinity, tolerations and topology spread constraints
+	// as the pods carry them, and a controller reference to the object
+	// that owns them (a Deployment's current ReplicaSet), from which the
+	// policy's selector is derived when they carry none.
+	Pod *v1.Pod
+}
+
+// Owners are the objects that own pods, of any namespaces. Deployments are
+// known through their ReplicaSets.
+type Owners struct {
+	ReplicaSets            []*appsv1.ReplicaSet
+	StatefulSets           []*appsv1.StatefulSet
+	ReplicationControllers []*v1.ReplicationController
+	Services               []*v1.Service
+}
+
+// PodView is the read-only side of spread.Index that finds which owners
+// have pods.
+type PodView interface {
+	PodsMatching(namespace string, sel labels.Selector) int
+	LabelSets(namespace string, f func(labels map[string]string, pods int))
+}
+
+// Workloads returns the workloads of o that have a counted pod: each
+// Deployment through its current ReplicaSet (the highest revision), each
+// StatefulSet, ReplicaSet without a controller and ReplicationController,
+// and each Service whose selected pods no controller selects. A workload's
+// Pod is built from its pod template, so it carries the constraints the
+// template declares; the caller replaces them with those the pods carry
+// when the webhook injected them (see Workload.Pod).
+func Workloads(o Owners, pods PodView) []Workload {
+	var out []Workload
+	add := func(kind string, meta *metav1.ObjectMeta, sel labels.Selector, tmpl *v1.PodTemplateSpec, owner metav1.OwnerReference) {
+		if pods.PodsMatching(meta.Namespace, sel) == 0 {
+			return
+		}
+		out = append(out, Workload{Kind: kind, Namespace: meta.Namespace, Name: meta.Name, Selector: sel, Pod: podOf(meta.Namespace, tmpl, owner)})
+	}
+	// controllers holds every controller selector per namespace, to find
+	// the pods that only a Service stands for.
+	controllers := map[string][]labels.Selector{}
+
+	// A Deployment is known by its ReplicaSets' controller reference: the
+	// current one is the highest revision. Reading the Deployments
+	// themselves would add nothing the audit uses.
+	current := map[types.UID]*appsv1.ReplicaSet{}
+	var deployments []types.UID
+	for _, rs := range o.ReplicaSets {
+		sel, err := metav1.LabelSelectorAsSelector(rs.Spec.Selector)
+		if err != nil {
+			continue
+		}
+		controllers[rs.Namespace] = append(controllers[rs.Namespace], sel)
+		ref := metav1.GetControllerOf(rs)
+		switch {
+		case ref == nil:
+			add(KindReplicaSet, &rs.ObjectMeta, sel, &rs.Spec.Template, controllerRef(KindReplicaSet, "apps/v1", rs.Name))
+		case ref.Kind == KindDeployment:
+			c, seen := current[ref.UID]
+			if !seen {
+				deployments = append(deployments, ref.UID)
+			}
+			if !seen || revision(rs) > revision(c) {
+				current[ref.UID] = rs
+			}
+		}
+	}
+	for _, uid := range deployments {
+		rs := current[uid]
+		if sel, err := metav1.LabelSelectorAsSelector(rs.Spec.Selector); err == nil {
+			d := metav1.ObjectMeta{Namespace: rs.Namespace, Name: metav1.GetControllerOf(rs).Name}
+			add(KindDeployment, &d, sel, &rs.Spec.Template, controllerRef(KindReplicaSet, "apps/v1", rs.Name))
+		}
+	}
+	for _, ss := range o.StatefulSets {
+		sel, err := metav1.LabelSelectorAsSelector(ss.Spec.Selector)
+		if err != nil {
+			continue
+		}
+		controllers[ss.Namespace] = append(controllers[ss.Namespace], sel)
+		add(KindStatefulSet, &ss.ObjectMeta, sel, &ss.Spec.Template, controllerRef(KindStatefulSet, "apps/v1", ss.Name))
+	}
+	for _, rc := range o.ReplicationControllers {
+		if len(rc.Spec.Selector) == 0 {
+			continue
+		}
+		sel := labels.SelectorFromSet(rc.Spec.Selector)
+		controllers[rc.Namespace] = append(controllers[rc.Namespace], sel)
+		tmpl := rc.Spec.Template
+		if tmpl == nil {
+			tmpl = &v1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: rc.Spec.Selector}}
+		}
+		add(KindReplicationController, &rc.ObjectMeta, sel, tmpl, controllerRef(KindReplicationController, "v1", rc.Name))
+	}
+	for _, svc := range o.Services {
+		if w, ok := serviceWorkload(svc, controllers[svc.Namespace], pods); ok {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// serviceWorkload is the workload of the pods svc selects that no
+// controller selects, if there are any. Its Pod carries the labels of one
+// of them (the smallest label set, so that the choice is stable).
+func serviceWorkload(svc *v1.Service, controllers []labels.Selector, pods PodView) (Workload, bool) {
+	if len(svc.Spec.Selector) == 0 {
+		// An empty selector selects nothing for a Service's endpoints.
+		return Workload{}, false
+	}
+	sel := labels.SelectorFromSet(svc.Spec.Selector)
+	var chosen labels.Set
+	pods.LabelSets(svc.Namespace, func(ls map[string]string, _ int) {
+		set := labels.Set(ls)
+		if !sel.Matches(set) || slices.ContainsFunc(controllers, func(c labels.Selector) bool { return c.Matches(set) }) {
+			return
+		}
+		if chosen == nil || set.String() < chosen.String() {
+			chosen = labels.Set(maps.Clone(ls))
+		}
+	})
+	if chosen == nil {
+		return Workload{}, false
+	}
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: svc.Namespace, Labels: chosen}}
+	return Workload{Kind: KindService, Namespace: svc.Namespace, Name: svc.Name, Selector: sel, Pod: pod}, true
+}
+
+func revision(rs *appsv1.ReplicaSet) int64 {
+	n, _ := strconv.ParseInt(rs.Annotations[revisionAnnotation], 10, 64)
+	return n
+}
+
+func controllerRef(kind, apiVersion, name string) metav1.OwnerReference {
+	yes := true
+	return metav1.OwnerReference{Kind: kind, APIVersion: apiVersion, Name: name, Controller: &yes}
+}
+
+// podOf builds the pod a template stands for, in namespace, controlled by
+// owner. The template is shared, not copied: the audit only reads it.
+func podOf(namespace string, tmpl *v1.PodTemplateSpec, owner metav1.OwnerReference) *v1.Pod {
+	return &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace:       namespace,
+			Labels:          tmpl.Labels,
+			Annotations:     tmpl.Annotations,
+			OwnerReferences: []metav1.OwnerReference{owner},
+		},
+		Spec: tmpl.Spec,
+	}
+}
+
+// Carried returns the topology spread constraints the pods of w carry, as
+// the first of pods that is one of w's pods shows them (nil when none is):
+// the webhook injects constraints at creation, so a template without any
+// says nothing of its pods. One pod stands for all; the pods of one
+// template revision were created alike. A Service's pod must have no
+// controller: the others are their controller's workload.
+func Carried(w *Workload, pods []*v1.Pod) []v1.TopologySpreadConstraint {
+	for _, p := range pods {
+		if p.Namespace != w.Namespace || !w.Selector.Matches(labels.Set(p.Labels)) {
+			continue
+		}
+		if w.Kind == KindService && metav1.GetControllerOf(p) != nil {
+			continue
+		}
+		return p.Spec.TopologySpreadConstraints
+	}
+	return nil
+}
+
+// Carrying returns w with its Pod carrying cs, its template left as it is.
+func (w Workload) Carrying(cs []v1.TopologySpreadConstraint) Workload {
+	p := *w.Pod
+	p.Spec.TopologySpreadConstraints = cs
+	w.Pod = &p
+	return w
+}
