@@ -78,9 +78,11 @@ type Counts struct {
 type Placement struct {
 	Replica int32  `json:"replica"`
 	Node    string `json:"node"`
-	// Template names the node template whose new node takes the replica;
-	// Node is then that new node's name.
+	// Template names the node template whose new node Node is.
 	Template string `json:"template,omitempty"`
+	// NewNode is set on the replica that no existing node takes and that
+	// makes an autoscaler add Node: the pod path admits it with a warning.
+	NewNode bool `json:"newNode,omitempty"`
 	// Domains are the node's values of the constraints' topology keys, in
 	// the order of Forecast.Constraints.
 	Domains []string `json:"domains"`
@@ -341,8 +343,10 @@ func (p *placement) place(r int32) (Placement, bool) {
 			best, bestLoad = i, load
 		}
 	}
+	added := false
 	if best < 0 {
 		best = p.addFromTemplate()
+		added = true
 	}
 	if best < 0 {
 		return Placement{}, false
@@ -351,7 +355,7 @@ func (p *placement) place(r int32) (Placement, bool) {
 	for i, c := range p.constraints {
 		c.bind(s.values[i])
 	}
-	return Placement{Replica: r, Node: s.node, Template: s.template, Domains: slices.Clone(s.values)}, true
+	return Placement{Replica: r, Node: s.node, Template: s.template, NewNode: added, Domains: slices.Clone(s.values)}, true
 }
 
 // load is the sum of the counts of a node's domains, and whether a
