@@ -12,6 +12,7 @@ package forecast
 
 import (
 	"cmp"
+	"encoding/binary"
 	"fmt"
 	"slices"
 	"strings"
@@ -188,6 +189,9 @@ type placement struct {
 	// interchangeable for the spread.
 	slots     []slot
 	templates []spread.Template
+	// next is where the search for the next replica's slot starts: the one
+	// after the last chosen, so that replicas of equal load take turns.
+	next int
 	// newNodes counts the nodes added from templates, to name them.
 	newNodes int
 }
@@ -195,11 +199,20 @@ type placement struct {
 type slot struct {
 	node     string
 	template string
-	values   []string
+	// domains are the slot's domain per constraint, as indices into the
+	// constraint's names and counts.
+	domains []int32
 }
 
+// constraintState is one constraint's counts, by domain index, so that
+// a placement costs no string hashing.
 type constraintState struct {
-	Counts
+	key                 string
+	maxSkew, minDomains int32
+	selfMatch           int
+	names               []string
+	index               map[string]int32
+	counts              []int
 	// hist is how many domains hold each count, so that the smallest
 	// count follows an increment in O(1).
 	hist     map[int]int
@@ -208,65 +221,76 @@ type constraintState struct {
 
 func newConstraintState(r *spread.ConstraintResult) *constraintState {
 	c := &constraintState{
-		Counts: Counts{TopologyKey: r.TopologyKey, MaxSkew: r.MaxSkew, MinDomains: max(r.MinDomains, 1), SelfMatch: r.SelfMatch,
-			Domains: make(map[string]int, len(r.Domains))},
-		hist: map[int]int{},
+		key: r.TopologyKey, maxSkew: r.MaxSkew, minDomains: max(r.MinDomains, 1), selfMatch: r.SelfMatch,
+		index: make(map[string]int32, len(r.Domains)), hist: map[int]int{},
 	}
-	first := true
+	// The order of the indices is the map's: nothing reads it.
 	for d, n := range r.Domains {
-		c.Domains[d] = n
-		c.hist[n]++
-		if first || n < c.smallest {
-			c.smallest, first = n, false
-		}
+		c.set(c.add(d), n)
 	}
 	return c
+}
+
+// add counts a new domain with no pod, and returns its index.
+func (c *constraintState) add(d string) int32 {
+	if i, ok := c.index[d]; ok {
+		return i
+	}
+	i := int32(len(c.names))
+	c.index[d] = i
+	c.names = append(c.names, d)
+	c.counts = append(c.counts, 0)
+	c.hist[0]++
+	c.smallest = 0
+	return i
+}
+
+// set changes the count of domain i to n.
+func (c *constraintState) set(i int32, n int) {
+	c.hist[c.counts[i]]--
+	c.counts[i] = n
+	c.hist[n]++
+	if n < c.smallest {
+		c.smallest = n
+	}
+	for c.hist[c.smallest] == 0 && c.smallest < n {
+		c.smallest++
+	}
 }
 
 // globalMin is the smallest domain count, or 0 with fewer domains than
 // minDomains.
 func (c *constraintState) globalMin() int {
-	if len(c.Domains) < int(c.MinDomains) {
+	if len(c.names) < int(c.minDomains) {
 		return 0
 	}
 	return c.smallest
 }
 
-// fits reports whether a replica on a node of domain d meets the
+// fits reports whether a replica on a node of domain i meets the
 // constraint: 'existing matching num' + 'if self-match (1 or 0)' - 'global
 // minimum' <= 'maxSkew'.
-func (c *constraintState) fits(d string) bool {
-	return c.Domains[d]+c.SelfMatch-c.globalMin() <= int(c.MaxSkew)
+func (c *constraintState) fits(i int32) bool {
+	return c.counts[i]+c.selfMatch-c.globalMin() <= int(c.maxSkew)
 }
 
 // fitsNew is fits for a domain that only a new node adds: it counts 0 and,
 // being counted, makes the global minimum 0.
-func (c *constraintState) fitsNew() bool { return c.SelfMatch <= int(c.MaxSkew) }
+func (c *constraintState) fitsNew() bool { return c.selfMatch <= int(c.maxSkew) }
 
-// add counts a new domain with no pod.
-func (c *constraintState) add(d string) {
-	if _, ok := c.Domains[d]; ok {
-		return
+// bind counts a replica bound to a node of domain i.
+func (c *constraintState) bind(i int32) {
+	if c.selfMatch == 1 {
+		c.set(i, c.counts[i]+1)
 	}
-	if len(c.Domains) == 0 || c.smallest > 0 {
-		c.smallest = 0
-	}
-	c.Domains[d] = 0
-	c.hist[0]++
 }
 
-// bind counts a replica bound to a node of domain d.
-func (c *constraintState) bind(d string) {
-	n, ok := c.Domains[d]
-	if !ok || c.SelfMatch == 0 {
-		return
+func (c *constraintState) domains() map[string]int {
+	out := make(map[string]int, len(c.names))
+	for i, d := range c.names {
+		out[d] = c.counts[i]
 	}
-	c.Domains[d] = n + 1
-	c.hist[n]--
-	c.hist[n+1]++
-	for c.hist[c.smallest] == 0 {
-		c.smallest++
-	}
+	return out
 }
 
 func newPlacement(res *spread.Result, c Cluster) *placement {
@@ -274,24 +298,35 @@ func newPlacement(res *spread.Result, c Cluster) *placement {
 	for i := range res.Constraints {
 		p.constraints = append(p.constraints, newConstraintState(&res.Constraints[i]))
 	}
-	candidates := slices.Clone(res.FeasibleNodes)
+	// FeasibleNodes is sorted; the nodes only the skew excludes join it.
+	candidates := res.FeasibleNodes
 	for _, e := range res.Excluded {
 		if e.Reason == spread.ReasonSkew {
+			if len(candidates) == len(res.FeasibleNodes) {
+				candidates = slices.Clone(res.FeasibleNodes)
+			}
 			candidates = append(candidates, e.Name)
 		}
 	}
-	slices.Sort(candidates)
-	byValues := map[string]bool{}
+	if len(candidates) > len(res.FeasibleNodes) {
+		slices.Sort(candidates)
+	}
+	seen := newTupleSet(len(p.constraints))
+	p.slots = make([]slot, 0, len(candidates))
+	backing := make([]int32, 0, len(candidates)*len(p.constraints))
 	for _, name := range candidates {
 		ls, ok := c.NodeLabels(name)
 		if !ok {
 			continue // deleted since the check
 		}
-		values := p.values(ls)
-		key := strings.Join(values, "\x00")
-		if !byValues[key] {
-			byValues[key] = true
-			p.slots = append(p.slots, slot{node: name, values: values})
+		domains, known := p.appendDomains(backing, ls, false)
+		if !known {
+			continue // not counted: the check saw other labels
+		}
+		tuple := domains[len(backing):]
+		if seen.add(tuple) {
+			backing = domains
+			p.slots = append(p.slots, slot{node: name, domains: tuple[:len(tuple):len(tuple)]})
 		}
 	}
 	usable := map[string]bool{}
@@ -311,36 +346,95 @@ func newPlacement(res *spread.Result, c Cluster) *placement {
 	return p
 }
 
-func (p *placement) values(ls map[string]string) []string {
-	values := make([]string, len(p.constraints))
-	for i, c := range p.constraints {
-		values[i] = ls[c.TopologyKey]
+// appendDomains appends to buf the domain indices of a node labelled ls,
+// adding the domains it would add when add is set; known is false when a
+// domain is not counted and add is not set.
+func (p *placement) appendDomains(buf []int32, ls map[string]string, add bool) (domains []int32, known bool) {
+	for _, c := range p.constraints {
+		d, ok := c.index[ls[c.key]]
+		switch {
+		case ok:
+		case add:
+			d = c.add(ls[c.key])
+		default:
+			return buf, false
+		}
+		buf = append(buf, d)
 	}
-	return values
+	return buf, true
+}
+
+// tupleSet is a set of domain tuples: packed into a uint64 for up to two
+// constraints, the common case, so that 5,000 nodes cost no allocation
+// each; as bytes beyond.
+type tupleSet struct {
+	packed map[uint64]struct{}
+	long   map[string]struct{}
+	key    []byte
+}
+
+func newTupleSet(n int) *tupleSet {
+	if n <= 2 {
+		return &tupleSet{packed: map[uint64]struct{}{}}
+	}
+	return &tupleSet{long: map[string]struct{}{}}
+}
+
+// add adds t and reports whether it was new.
+func (s *tupleSet) add(t []int32) bool {
+	if s.packed != nil {
+		var k uint64
+		for _, d := range t {
+			k = k<<32 | uint64(uint32(d))
+		}
+		if _, ok := s.packed[k]; ok {
+			return false
+		}
+		s.packed[k] = struct{}{}
+		return true
+	}
+	s.key = s.key[:0]
+	for _, d := range t {
+		s.key = binary.LittleEndian.AppendUint32(s.key, uint32(d))
+	}
+	if _, ok := s.long[string(s.key)]; ok {
+		return false
+	}
+	s.long[string(s.key)] = struct{}{}
+	return true
 }
 
 // counts copies the current counts.
 func (p *placement) counts() []Counts {
 	out := make([]Counts, len(p.constraints))
 	for i, c := range p.constraints {
-		out[i] = c.Counts
-		out[i].Domains = make(map[string]int, len(c.Domains))
-		for d, n := range c.Domains {
-			out[i].Domains[d] = n
-		}
+		out[i] = Counts{TopologyKey: c.key, MaxSkew: c.maxSkew, MinDomains: c.minDomains, SelfMatch: c.selfMatch, Domains: c.domains()}
 	}
 	return out
 }
 
-// place binds replica r to a feasible node of the least-loaded domains (the
-// smallest sum of its domains' counts, then the first by node name), or,
-// when no node is feasible, to a new node of the first feasible template.
+// place binds replica r to a feasible node of the least-loaded domains
+// (the smallest sum of its domains' counts; among equals, the first from
+// the one after the last chosen), or, when no node is feasible, to a new
+// node of the first feasible template.
+//
+// CAVEAT: a slot's load is at least the sum of the smallest counts, so a
+// feasible slot with that load ends the search: with replicas of equal load
+// taking turns, a placement looks at few slots, not all of them.
 func (p *placement) place(r int32) (Placement, bool) {
+	floor := 0
+	for _, c := range p.constraints {
+		floor += c.smallest
+	}
 	best, bestLoad := -1, 0
-	for i := range p.slots {
-		load, ok := p.load(p.slots[i].values)
+	for k := range p.slots {
+		i := (p.next + k) % len(p.slots)
+		load, ok := p.load(p.slots[i].domains)
 		if ok && (best < 0 || load < bestLoad) {
 			best, bestLoad = i, load
+			if load == floor {
+				break
+			}
 		}
 	}
 	added := false
@@ -351,22 +445,25 @@ func (p *placement) place(r int32) (Placement, bool) {
 	if best < 0 {
 		return Placement{}, false
 	}
+	p.next = (best + 1) % len(p.slots)
 	s := &p.slots[best]
+	names := make([]string, len(p.constraints))
 	for i, c := range p.constraints {
-		c.bind(s.values[i])
+		c.bind(s.domains[i])
+		names[i] = c.names[s.domains[i]]
 	}
-	return Placement{Replica: r, Node: s.node, Template: s.template, NewNode: added, Domains: slices.Clone(s.values)}, true
+	return Placement{Replica: r, Node: s.node, Template: s.template, NewNode: added, Domains: names}, true
 }
 
 // load is the sum of the counts of a node's domains, and whether a
 // replica there meets every constraint.
-func (p *placement) load(values []string) (int, bool) {
+func (p *placement) load(domains []int32) (int, bool) {
 	load := 0
 	for i, c := range p.constraints {
-		if !c.fits(values[i]) {
+		if !c.fits(domains[i]) {
 			return 0, false
 		}
-		load += c.Domains[values[i]]
+		load += c.counts[domains[i]]
 	}
 	return load, true
 }
@@ -376,29 +473,25 @@ func (p *placement) load(values []string) (int, bool) {
 // returns its slot, or -1.
 func (p *placement) addFromTemplate() int {
 	for _, t := range p.templates {
-		p.newNodes++
-		name := fmt.Sprintf("new-%s-%d", t.Name, p.newNodes)
+		name := fmt.Sprintf("new-%s-%d", t.Name, p.newNodes+1)
 		ls := map[string]string{v1.LabelHostname: name}
 		for k, v := range t.Labels {
 			ls[k] = v
 		}
-		values := p.values(ls)
 		ok := true
-		for i, c := range p.constraints {
-			if _, known := c.Domains[values[i]]; known {
-				ok = ok && c.fits(values[i])
+		for _, c := range p.constraints {
+			if d, known := c.index[ls[c.key]]; known {
+				ok = ok && c.fits(d)
 			} else {
 				ok = ok && c.fitsNew()
 			}
 		}
 		if !ok {
-			p.newNodes--
 			continue
 		}
-		for i, c := range p.constraints {
-			c.add(values[i])
-		}
-		p.slots = append(p.slots, slot{node: name, template: t.Name, values: values})
+		p.newNodes++
+		domains, _ := p.appendDomains(nil, ls, true)
+		p.slots = append(p.slots, slot{node: name, template: t.Name, domains: domains})
 		return len(p.slots) - 1
 	}
 	return -1
@@ -413,7 +506,7 @@ func (p *placement) refusal(r int32) *Refusal {
 	for i, c := range p.constraints {
 		all := true
 		for _, s := range p.slots {
-			all = all && !c.fits(s.values[i])
+			all = all && !c.fits(s.domains[i])
 		}
 		if all {
 			blocking = i
@@ -423,38 +516,38 @@ func (p *placement) refusal(r int32) *Refusal {
 	if blocking < 0 {
 		blocking = 0
 		for i, c := range p.constraints {
-			if len(p.slots) > 0 && !c.fits(p.slots[0].values[i]) {
+			if len(p.slots) > 0 && !c.fits(p.slots[0].domains[i]) {
 				blocking = i
 				break
 			}
 		}
 	}
 	c := p.constraints[blocking]
-	ref := &Refusal{Replica: r, Constraint: blocking, GlobalMin: c.globalMin(), Domains: p.counts()[blocking].Domains}
+	ref := &Refusal{Replica: r, Constraint: blocking, GlobalMin: c.globalMin(), Domains: c.domains()}
 	ref.Reason = p.reason(blocking)
 	return ref
 }
 
 func (p *placement) reason(i int) string {
 	c := p.constraints[i]
-	if len(c.Domains) < int(c.MinDomains) {
+	if len(c.names) < int(c.minDomains) {
 		return fmt.Sprintf("only %d %s domains of minDomains %d have a node, so the global minimum is 0",
-			len(c.Domains), shortKey(c.TopologyKey), c.MinDomains)
+			len(c.names), shortKey(c.key), c.minDomains)
 	}
-	usable := map[string]bool{}
+	usable := map[int32]bool{}
 	for _, s := range p.slots {
-		usable[s.values[i]] = true
+		usable[s.domains[i]] = true
 	}
 	var empty []string
-	for d, n := range c.Domains {
-		if n == c.globalMin() && !usable[d] {
-			empty = append(empty, d)
+	for d, n := range c.counts {
+		if n == c.globalMin() && !usable[int32(d)] {
+			empty = append(empty, c.names[d])
 		}
 	}
 	slices.Sort(empty)
 	switch len(empty) {
 	case 0:
-		return fmt.Sprintf("every %s the pod can use is %d above the global minimum %d", shortKey(c.TopologyKey), c.MaxSkew, c.globalMin())
+		return fmt.Sprintf("every %s the pod can use is %d above the global minimum %d", shortKey(c.key), c.maxSkew, c.globalMin())
 	case 1:
 		return empty[0] + " has no schedulable node"
 	}
