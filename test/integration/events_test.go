@@ -8,7 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	v1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -16,6 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/spreadguard/spreadguard/pkg/forecast"
 	"github.com/spreadguard/spreadguard/pkg/spread/spreadtest"
 )
 
@@ -121,4 +124,59 @@ func containsAll(s string, subs ...string) bool {
 		}
 	}
 	return true
+}
+
+func TestApplyAndScaleOfADeploymentThatCannotSpreadReturnTheForecastWarning(t *testing.T) {
+	ns, _ := unsatisfiableSetup(t, "forecast", "")
+	web := deploymentObj(ns, "web", 3, map[string]string{"app": "web"})
+	want := "spreadguard: replica 3 of 3 would be refused: zone-c has no schedulable node; " +
+		"zone: zone-a=1 zone-b=1 zone-c=0, maxSkew 1 (policy " + ns + "/zones)"
+	// The policy reached the webhook's cache when a dry run of a probe pod
+	// was mutated; a dry-run create of the Deployment shows the forecast
+	// sees it too.
+	eventually(t, "a dry-run create of the Deployment is warned about", func(ctx context.Context) (bool, error) {
+		c, rec := clientWithWarnings(t)
+		err := c.Create(ctx, web.DeepCopy(), client.DryRunAll)
+		return err == nil && rec.contains(want), fmt.Errorf("create: %v, warnings %q", err, rec.warnings)
+	})
+
+	c, rec := clientWithWarnings(t)
+	if err := c.Create(t.Context(), web); err != nil {
+		t.Fatalf("create = %v: a forecast never refuses", err)
+	}
+	if diff := cmp.Diff([]string{want}, rec.warnings); diff != "" {
+		t.Errorf("warnings of the create (-want +got):\n%s", diff)
+	}
+
+	// What the deployment controller would have made of it, bound where
+	// the forecast put them: its 3 pods on a1, b1 and a1 (no controller
+	// runs here). Bound pods are not checked.
+	var stored appsv1.Deployment
+	if err := suite.client.Get(t.Context(), client.ObjectKeyFromObject(web), &stored); err != nil {
+		t.Fatal(err)
+	}
+	hash := forecast.PodTemplateHash(&stored.Spec.Template, stored.Status.CollisionCount)
+	for i, node := range []string{"a1", "b1", "a1"} {
+		create(t, podObj(spreadtest.MakePod().Namespace(ns).Name(fmt.Sprintf("web-%s-%d", hash, i)).Label("app", "web").
+			Label(appsv1.DefaultDeploymentUniqueLabelKey, hash).Node(node)))
+	}
+	wantScaled := "spreadguard: replica 4 of 5 would be refused: zone-c has no schedulable node; " +
+		"zone: zone-a=2 zone-b=1 zone-c=0, maxSkew 1 (policy " + ns + "/zones)"
+	eventually(t, "a dry-run scale from 3 to 5 is warned about from the 3 pods that exist", func(ctx context.Context) (bool, error) {
+		c, rec := clientWithWarnings(t)
+		err := c.SubResource("scale").Update(ctx, stored.DeepCopy(), client.WithSubResourceBody(&autoscalingv1.Scale{Spec: autoscalingv1.ScaleSpec{Replicas: 5}}), client.DryRunAll)
+		return err == nil && rec.contains(wantScaled), fmt.Errorf("scale: %v, warnings %q", err, rec.warnings)
+	})
+
+	c, rec = clientWithWarnings(t)
+	scale := &autoscalingv1.Scale{Spec: autoscalingv1.ScaleSpec{Replicas: 5}}
+	if err := c.SubResource("scale").Update(t.Context(), stored.DeepCopy(), client.WithSubResourceBody(scale)); err != nil {
+		t.Fatalf("scale = %v: a forecast never refuses", err)
+	}
+	if diff := cmp.Diff([]string{wantScaled}, rec.warnings); diff != "" {
+		t.Errorf("warnings of the scale (-want +got):\n%s", diff)
+	}
+	if err := suite.client.Get(t.Context(), client.ObjectKeyFromObject(web), &stored); err != nil || *stored.Spec.Replicas != 5 {
+		t.Errorf("stored Deployment has %v replicas (%v), want the scale applied", stored.Spec.Replicas, err)
+	}
 }
