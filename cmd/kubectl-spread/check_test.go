@@ -320,7 +320,7 @@ func TestCheckBadInput(t *testing.T) {
 		{
 			name:       "no command -> the commands named",
 			args:       []string{},
-			wantStderr: "kubectl-spread: a command is required: check or explain (see --help)\n",
+			wantStderr: "kubectl-spread: a command is required: check, explain or plan (see --help)\n",
 		},
 	}
 	for _, tt := range tests {

@@ -23,6 +23,17 @@ const revisionAnnotation = "deployment.kubernetes.io/revision"
 // next: the deployment controller scales up the ReplicaSet with the highest
 // revision, and the ReplicaSet controller stamps out its template.
 func nextDeploymentPod(d *appsv1.Deployment, replicaSets []*appsv1.ReplicaSet) (*v1.Pod, error) {
+	newest := newestReplicaSet(d, replicaSets)
+	if newest == nil {
+		return nil, fmt.Errorf("deployment %s/%s has no ReplicaSet yet; once the deployment controller creates one, explain it again, or check a pod offline with `kubectl spread check`", d.Namespace, d.Name)
+	}
+	return forecast.ReplicaSetPod(newest), nil
+}
+
+// newestReplicaSet is the ReplicaSet d controls with the highest revision
+// (the newest of equal ones), the one the deployment controller scales
+// up, or nil.
+func newestReplicaSet(d *appsv1.Deployment, replicaSets []*appsv1.ReplicaSet) *appsv1.ReplicaSet {
 	var newest *appsv1.ReplicaSet
 	newestRev := int64(-1)
 	for _, rs := range replicaSets {
@@ -34,10 +45,7 @@ func nextDeploymentPod(d *appsv1.Deployment, replicaSets []*appsv1.ReplicaSet) (
 			newest, newestRev = rs, rev
 		}
 	}
-	if newest == nil {
-		return nil, fmt.Errorf("deployment %s/%s has no ReplicaSet yet; once the deployment controller creates one, explain it again, or check a pod offline with `kubectl spread check`", d.Namespace, d.Name)
-	}
-	return forecast.ReplicaSetPod(newest), nil
+	return newest
 }
 
 // unbound is p as it was when created: not yet on a node, no status.

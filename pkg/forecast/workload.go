@@ -66,7 +66,8 @@ func Of(obj any, existing int32) (*Workload, error) {
 	default:
 		return nil, fmt.Errorf("a %T is not a workload the forecast reads", obj)
 	}
-	w.Existing = min(max(existing, 0), w.Replicas)
+	// Existing may exceed Replicas (a scale down): nothing is placed.
+	w.Existing = max(existing, 0)
 	return w, nil
 }
 
