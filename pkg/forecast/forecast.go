@@ -184,9 +184,9 @@ func Run(w *Workload, src engine.Sources, c Cluster, cfg engine.Config) (*Foreca
 // SelfMatch per constraint holds for all of them.
 type placement struct {
 	constraints []*constraintState
-	// slots are the candidate nodes grouped by their tuple of domains,
-	// ordered by their first node's name: nodes of one slot are
-	// interchangeable for the spread.
+	// slots are the candidate nodes grouped by their tuple of domains, in
+	// the order of their first node (see newPlacement): nodes of one slot
+	// are interchangeable for the spread.
 	slots     []slot
 	templates []spread.Template
 	// next is where the search for the next replica's slot starts: the one
@@ -298,7 +298,9 @@ func newPlacement(res *spread.Result, c Cluster) *placement {
 	for i := range res.Constraints {
 		p.constraints = append(p.constraints, newConstraintState(&res.Constraints[i]))
 	}
-	// FeasibleNodes is sorted; the nodes only the skew excludes join it.
+	// The feasible nodes by name, then those only the skew excludes (in
+	// the check's order, by name too): an order that is the same on every
+	// run, which is all the tie-break between equal loads needs.
 	candidates := res.FeasibleNodes
 	for _, e := range res.Excluded {
 		if e.Reason == spread.ReasonSkew {
@@ -307,9 +309,6 @@ func newPlacement(res *spread.Result, c Cluster) *placement {
 			}
 			candidates = append(candidates, e.Name)
 		}
-	}
-	if len(candidates) > len(res.FeasibleNodes) {
-		slices.Sort(candidates)
 	}
 	seen := newTupleSet(len(p.constraints))
 	p.slots = make([]slot, 0, len(candidates))
