@@ -256,9 +256,12 @@ func collapseSpaces(s string) string {
 	return strings.Join(lines, "\n")
 }
 
-func TestCheckBadInput(t *testing.T) {
-	dir := t.TempDir()
-	write := func(name, content string) string {
+// tempFiles returns a function that writes a file of a test's temporary
+// directory and returns its path.
+func tempFiles(t *testing.T) (dir string, write func(name, content string) string) {
+	t.Helper()
+	dir = t.TempDir()
+	return dir, func(name, content string) string {
 		t.Helper()
 		p := filepath.Join(dir, name)
 		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
@@ -266,6 +269,10 @@ func TestCheckBadInput(t *testing.T) {
 		}
 		return p
 	}
+}
+
+func TestCheckBadInput(t *testing.T) {
+	dir, write := tempFiles(t)
 	badYAML := write("bad.yaml", "apiVersion: v1\nkind: Node\nmetadata:\n  name n1\n  labels: {}\n")
 	daemonSet := write("daemonset.yaml", "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\n---\napiVersion: apps/v1\nkind: DaemonSet\nmetadata: {name: web}\n")
 	twoPods := write("two.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: a}\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: b}\n")

@@ -3,8 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -15,15 +13,7 @@ import (
 const exampleDeploymentAPI = "../../examples/deployment-api.yaml"
 
 func TestPlan(t *testing.T) {
-	dir := t.TempDir()
-	write := func(name, content string) string {
-		t.Helper()
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	_, write := tempFiles(t)
 	two := write("two.yaml", "apiVersion: apps/v1\nkind: ReplicaSet\nmetadata: {name: a}\n---\napiVersion: apps/v1\nkind: ReplicaSet\nmetadata: {name: b}\n")
 	node := write("node.yaml", "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\n")
 	refused := "spreadguard: replica 3 of 9 would be refused: zone-c has no schedulable node; " +

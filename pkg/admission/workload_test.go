@@ -14,11 +14,11 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/spreadguard/spreadguard/pkg/forecast"
+	"github.com/spreadguard/spreadguard/pkg/forecast/forecasttest"
 	"github.com/spreadguard/spreadguard/pkg/policy/policytest"
 	"github.com/spreadguard/spreadguard/pkg/spread"
 	"github.com/spreadguard/spreadguard/pkg/spread/spreadtest"
@@ -45,17 +45,7 @@ func (w *RequestWrapper) Name(name string) *RequestWrapper { w.r.Name = name; re
 var deployments = metav1.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
 
 func webDeployment(replicas int32) *appsv1.Deployment {
-	return &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: shop, Name: "web", UID: "uid-web"},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To(replicas),
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
-			Template: v1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
-				Spec:       v1.PodSpec{Containers: []v1.Container{{Name: "app", Image: "nginx"}}},
-			},
-		},
-	}
+	return forecasttest.MakeDeployment(shop, "web").Replicas(replicas).Obj()
 }
 
 func TestWorkloadForecaster(t *testing.T) {

@@ -9,10 +9,10 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
 	"github.com/spreadguard/spreadguard/pkg/engine"
+	"github.com/spreadguard/spreadguard/pkg/forecast/forecasttest"
 	"github.com/spreadguard/spreadguard/pkg/policy"
 	"github.com/spreadguard/spreadguard/pkg/policy/policytest"
 	"github.com/spreadguard/spreadguard/pkg/spread"
@@ -79,17 +79,7 @@ func zonesPolicy() *policytest.SpreadPolicyWrapper {
 
 // deployment is shop/web, app=web, with n replicas.
 func deployment(n int32) *appsv1.Deployment {
-	return &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: shop, Name: "web", UID: "uid-web"},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To(n),
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
-			Template: v1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
-				Spec:       v1.PodSpec{Containers: []v1.Container{{Name: "app", Image: "nginx"}}},
-			},
-		},
-	}
+	return forecasttest.MakeDeployment(shop, "web").Replicas(n).Obj()
 }
 
 // outcome is what a forecast scenario compares: the warning, where each
