@@ -15,6 +15,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	sigsyaml "sigs.k8s.io/yaml"
 
@@ -23,7 +24,7 @@ import (
 
 // TestE2EForecast runs after TestE2E, on its own: it cordons a zone.
 func TestE2EForecast(t *testing.T) {
-	t.Run("a Deployment applied with a zone cordoned: kubectl apply and kubectl scale print the forecast, "+
+	t.Run("with a zone cordoned, a Deployment of 2 scaled to 3 and applied at 5: kubectl scale and apply print the forecast, "+
 		"and kubectl describe deployment shows one counted SpreadUnsatisfiable event", forecastOnApply)
 }
 
@@ -34,31 +35,45 @@ func forecastOnApply(t *testing.T) {
 	// with 0 pods that no pod can reach: the global minimum stays 0.
 	f.create(policytest.MakeSpreadPolicy().Name("zones").Constraint(
 		policytest.MakeConstraint().MaxSkew(1).TopologyKey(zoneKey).DoNotSchedule().NodeTaintsPolicy(v1.NodeInclusionPolicyIgnore).Obj()).Obj())
-	web := makeDeployment("web").Replicas(3).Obj()
-	web.Namespace = f.ns
-	web.APIVersion, web.Kind = "apps/v1", "Deployment"
-	manifest, err := sigsyaml.Marshal(web)
-	if err != nil {
-		t.Fatal(err)
+	// The pod webhook counts bound pods only: replicas created in one burst
+	// are all admitted before any is bound. So the Deployment starts at 2,
+	// which zones a and b take, and is then scaled to 3.
+	manifest := func(replicas int32) []byte {
+		t.Helper()
+		web := makeDeployment("web").Replicas(replicas).Obj()
+		web.Namespace = f.ns
+		web.APIVersion, web.Kind = "apps/v1", "Deployment"
+		b, err := sigsyaml.Marshal(web)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
 	}
-
-	refused := "spreadguard: replica 3 of 3 would be refused: " + zone + " has no schedulable node"
 	// The policy must have reached the webhook's cache: a server-side dry
 	// run goes through the webhooks and stores nothing.
-	f.eventually(policyChangeTimeout, "a dry-run apply prints the forecast", func(ctx context.Context) error {
-		_, stderr, err := kubectl(ctx, manifest, "apply", "--dry-run=server", "-f", "-")
-		if err != nil || !strings.Contains(stderr, refused) {
+	f.eventually(policyChangeTimeout, "a dry-run apply of 3 replicas prints the forecast", func(ctx context.Context) error {
+		_, stderr, err := kubectl(ctx, manifest(3), "apply", "--dry-run=server", "-f", "-")
+		if want := "spreadguard: replica 3 of 3 would be refused: " + zone + " has no schedulable node"; err != nil || !strings.Contains(stderr, want) {
 			return fmt.Errorf("apply --dry-run=server: %v, stderr %q", err, stderr)
 		}
 		return nil
 	})
-	_, stderr, err := kubectl(t.Context(), manifest, "apply", "-f", "-")
+	_, stderr, err := kubectl(t.Context(), manifest(2), "apply", "-f", "-")
 	if err != nil {
 		t.Fatalf("kubectl apply: %v\n%s", err, stderr)
 	}
-	t.Logf("kubectl apply printed: %s", stderr)
-	if !strings.Contains(stderr, "Warning: "+refused) {
-		t.Errorf("kubectl apply printed %q, want the warning %q", stderr, refused)
+	if strings.Contains(stderr, "spreadguard") {
+		t.Errorf("kubectl apply of 2 replicas, which fit, printed %q", stderr)
+	}
+	f.waitRunning(labels.SelectorFromSet(labels.Set{"app": "web"}), 2, placeTimeout)
+
+	_, stderr, err = kubectl(t.Context(), nil, "scale", "deployment", "web", "-n", f.ns, "--replicas=3")
+	if err != nil {
+		t.Fatalf("kubectl scale: %v\n%s", err, stderr)
+	}
+	t.Logf("kubectl scale printed: %s", stderr)
+	if want := "Warning: spreadguard: replica 3 of 3 would be refused: " + zone + " has no schedulable node"; !strings.Contains(stderr, want) {
+		t.Errorf("kubectl scale printed %q, want %q", stderr, want)
 	}
 
 	// The ReplicaSet controller creates replica 3, the webhook refuses it,
@@ -88,13 +103,15 @@ func forecastOnApply(t *testing.T) {
 	}
 	t.Logf("kubectl describe deployment web:\n%s", out[strings.LastIndex(out, "Events:"):])
 
-	_, stderr, err = kubectl(t.Context(), nil, "scale", "deployment", "web", "-n", f.ns, "--replicas=5")
+	// An apply to 5: the forecast starts from the 3 replicas of the same
+	// template the Deployment asked for.
+	_, stderr, err = kubectl(t.Context(), manifest(5), "apply", "-f", "-")
 	if err != nil {
-		t.Fatalf("kubectl scale: %v\n%s", err, stderr)
+		t.Fatalf("kubectl apply: %v\n%s", err, stderr)
 	}
-	t.Logf("kubectl scale printed: %s", stderr)
-	if !strings.Contains(stderr, "Warning: spreadguard: replica 4 of 5 would be refused: "+zone+" has no schedulable node") {
-		t.Errorf("kubectl scale printed %q, want the forecast for replica 4 of 5", stderr)
+	t.Logf("kubectl apply of 5 printed: %s", stderr)
+	if want := "of 5 would be refused: " + zone + " has no schedulable node"; !strings.Contains(stderr, want) {
+		t.Errorf("kubectl apply of 5 printed %q, want the forecast (%q)", stderr, want)
 	}
 }
 
