@@ -32,7 +32,6 @@ type sources struct {
 type world struct {
 	snap     spread.Snapshot
 	policies []*v1alpha1.SpreadPolicy
-	objects  []any
 }
 
 func makeWorld() *world { return &world{} }
@@ -58,11 +57,9 @@ func (w *world) template(t spread.Template) *world {
 
 func (w *world) policy(p *v1alpha1.SpreadPolicy) *world { w.policies = append(w.policies, p); return w }
 
-func (w *world) object(o any) *world { w.objects = append(w.objects, o); return w }
-
 func (w *world) sources() *sources {
 	return &sources{
-		FakeSelectorSources: spreadtest.SelectorSources(w.objects...),
+		FakeSelectorSources: spreadtest.SelectorSources(),
 		SliceLister: policy.SliceLister{
 			Namespaces: []*v1.Namespace{{ObjectMeta: metav1.ObjectMeta{Name: shop}}},
 			Policies:   w.policies,
