@@ -289,7 +289,9 @@ func writePlan(out io.Writer, f *forecast.Forecast) error {
 		for _, line := range pictureChanges(f) {
 			b.WriteString("  " + line + "\n")
 		}
-		if f.Refused == nil {
+		if f.Truncated && f.Refused == nil {
+			fmt.Fprintf(&b, "The first %d replicas placed; a forecast places no more.\n", len(f.Placements))
+		} else if f.Refused == nil {
 			fmt.Fprintf(&b, "All %d replicas placed.\n", f.To-f.From)
 		} else {
 			fmt.Fprintf(&b, "%s\n", f.Warning())

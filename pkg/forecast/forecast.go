@@ -62,7 +62,15 @@ type Forecast struct {
 	// Refused is the first replica that cannot be placed, nil when all
 	// are.
 	Refused *Refusal `json:"refused,omitempty"`
+	// Truncated is set when more than MaxPlacements replicas were asked
+	// for: only the first MaxPlacements were placed.
+	Truncated bool `json:"truncated,omitempty"`
 }
+
+// MaxPlacements bounds the replicas one forecast places, so that a
+// workload of a million replicas costs an admission request what one of
+// 10,000 does; past it the forecast says nothing of the rest.
+const MaxPlacements = 10000
 
 // Counts is one hard constraint and its matching pods per domain.
 type Counts struct {
@@ -160,7 +168,11 @@ func Run(w *Workload, src engine.Sources, c Cluster, cfg engine.Config) (*Foreca
 	}
 	p := newPlacement(v.Result, c)
 	f.Constraints = p.counts()
-	for r := w.Existing + 1; r <= w.Replicas; r++ {
+	last := w.Replicas
+	if last-w.Existing > MaxPlacements {
+		last, f.Truncated = w.Existing+MaxPlacements, true
+	}
+	for r := w.Existing + 1; r <= last; r++ {
 		placed, ok := p.place(r)
 		if !ok {
 			f.Refused = p.refusal(r)

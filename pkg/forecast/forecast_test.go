@@ -235,3 +235,19 @@ func TestWarningFitsIn250BytesWithThousandsOfDomains(t *testing.T) {
 		}
 	}
 }
+
+func TestAForecastOfAMillionReplicasPlacesMaxPlacementsAndSaysSo(t *testing.T) {
+	w, err := Of(deployment(1_000_000), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	world := makeWorld().zones(1, "zone-a", "zone-b", "zone-c").policy(zonesPolicy().Obj())
+	f, err := Run(w, world.sources(), spread.IndexFromSnapshot(world.snap), engine.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Placements) != MaxPlacements || !f.Truncated || f.Refused != nil || f.Warning() != "" {
+		t.Errorf("placed %d, truncated %v, refused %+v, warning %q; want %d placed, truncated, no refusal and no warning",
+			len(f.Placements), f.Truncated, f.Refused, f.Warning(), MaxPlacements)
+	}
+}
