@@ -256,9 +256,12 @@ func collapseSpaces(s string) string {
 	return strings.Join(lines, "\n")
 }
 
-func TestCheckBadInput(t *testing.T) {
-	dir := t.TempDir()
-	write := func(name, content string) string {
+// tempFiles returns a function that writes a file of a test's temporary
+// directory and returns its path.
+func tempFiles(t *testing.T) (dir string, write func(name, content string) string) {
+	t.Helper()
+	dir = t.TempDir()
+	return dir, func(name, content string) string {
 		t.Helper()
 		p := filepath.Join(dir, name)
 		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
@@ -266,8 +269,12 @@ func TestCheckBadInput(t *testing.T) {
 		}
 		return p
 	}
+}
+
+func TestCheckBadInput(t *testing.T) {
+	dir, write := tempFiles(t)
 	badYAML := write("bad.yaml", "apiVersion: v1\nkind: Node\nmetadata:\n  name n1\n  labels: {}\n")
-	deployment := write("deploy.yaml", "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\n")
+	daemonSet := write("daemonset.yaml", "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\n---\napiVersion: apps/v1\nkind: DaemonSet\nmetadata: {name: web}\n")
 	twoPods := write("two.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: a}\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: b}\n")
 	missing := filepath.Join(dir, "missing.yaml")
 
@@ -287,10 +294,10 @@ func TestCheckBadInput(t *testing.T) {
 			wantStderr: "kubectl-spread: open " + missing + ": no such file or directory\n",
 		},
 		{
-			name: "a Deployment in the cluster file -> unknown kind, with the kinds wanted",
-			args: []string{"check", "--cluster", deployment, "--pod", examplePodWeb},
-			wantStderr: "kubectl-spread: " + deployment + `: document 2: unknown kind "Deployment" (want one of Node, Pod, Service, ` +
-				"ReplicationController, ReplicaSet, StatefulSet, Namespace, SpreadPolicy, ClusterSpreadPolicy, NodeTemplate, NodePool, or a v1 List)\n",
+			name: "a DaemonSet in the cluster file -> unknown kind, with the kinds wanted",
+			args: []string{"check", "--cluster", daemonSet, "--pod", examplePodWeb},
+			wantStderr: "kubectl-spread: " + daemonSet + `: document 2: unknown kind "DaemonSet" (want one of Node, Pod, Service, ` +
+				"ReplicationController, ReplicaSet, StatefulSet, Namespace, SpreadPolicy, ClusterSpreadPolicy, NodeTemplate, NodePool, Deployment, or a v1 List)\n",
 		},
 		{
 			name:       "two pods in the pod file -> exactly one wanted",
@@ -320,7 +327,7 @@ func TestCheckBadInput(t *testing.T) {
 		{
 			name:       "no command -> the commands named",
 			args:       []string{},
-			wantStderr: "kubectl-spread: a command is required: check or explain (see --help)\n",
+			wantStderr: "kubectl-spread: a command is required: check, explain or plan (see --help)\n",
 		},
 	}
 	for _, tt := range tests {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/spreadguard/spreadguard/pkg/cache"
 	"github.com/spreadguard/spreadguard/pkg/engine"
+	"github.com/spreadguard/spreadguard/pkg/forecast"
 	"github.com/spreadguard/spreadguard/pkg/lookup"
 )
 
@@ -164,7 +165,7 @@ func explain(ctx context.Context, c *clients, kind, namespace, name string, cfg 
 		if s == nil {
 			return nil, fmt.Errorf("statefulset %s/%s not found", namespace, name)
 		}
-		pod = nextStatefulSetPod(s, ofType[*v1.Pod](objs))
+		pod = forecast.StatefulSetPod(s, ofType[*v1.Pod](objs))
 	case "Pod":
 		p := find(ofType[*v1.Pod](objs), name)
 		if p == nil {

@@ -62,11 +62,11 @@ Exit codes: 0 allowed, 1 denied, 2 bad input.`,
 		// A bare `kubectl spread` is a usage error, not a success.
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return errors.New("a command is required: check or explain (see --help)")
+			return errors.New("a command is required: check, explain or plan (see --help)")
 		},
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return err })
-	root.AddCommand(newCheckCommand(code), newExplainCommand(code, connect), newStatusCommand(connect))
+	root.AddCommand(newCheckCommand(code), newExplainCommand(code, connect), newStatusCommand(connect), newPlanCommand(code, connect))
 	return root
 }
 

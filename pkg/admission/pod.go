@@ -162,7 +162,11 @@ type PodValidator struct {
 	Synced            func() bool
 	RefuseUntilSynced bool
 	// Recorder records a Warning event on a pod found unplaceable when its
-	// last scheduling gate is removed; nil records none.
+	// last scheduling gate is removed, and on the controller and Deployment
+	// of a pod refused or warned about at CREATE; nil records none. It must
+	// be an events.k8s.io recorder: its broadcaster folds the events of one
+	// object with one reason into a series with a count, so a ReplicaSet
+	// retrying a refused pod in a loop writes one Event, not one per try.
 	Recorder events.EventRecorder
 }
 
@@ -238,6 +242,9 @@ func (h *PodValidator) handle(ctx context.Context, req admission.Request, f faul
 			"policy", v.Policy.String())
 		return admission.Allowed("").WithWarnings(v.Message), ResultWarned
 	}
+	if (!v.Allowed || v.Action == v1alpha1.ActionWarn) && (req.DryRun == nil || !*req.DryRun) {
+		h.recordOnOwners(ctx, pod, v.Message)
+	}
 	if !v.Allowed {
 		h.Metrics.denied(DenialUnsatisfiable)
 		log.Info("denied pod: hard topology spread constraints cannot be met", "policy", v.Policy.String())
@@ -285,6 +292,67 @@ func (h *PodValidator) recordUnsatisfiable(pod *v1.Pod, message string) {
 	}
 	h.Recorder.Eventf(pod, nil, v1.EventTypeWarning, ReasonSpreadUnsatisfiable, "SchedulingGatesRemoved",
 		"%s", oneLineN(message, maxEventNote-len("...")))
+}
+
+// recordOnOwners records the refusal (or warning) of pod, with message, on
+// the owners a person reads: the pod's controller when it is a
+// ReplicationController, ReplicaSet or StatefulSet, and the Deployment that
+// controls that ReplicaSet. The pod itself is never stored, so an event on
+// it would point at nothing. The controller needs no lookup: the pod's
+// controllerRef names it. The Deployment is read from the ReplicaSet's
+// controllerRef, through the same lookups DefaultSelector used, so no
+// Deployment is ever read or cached.
+func (h *PodValidator) recordOnOwners(ctx context.Context, pod *v1.Pod, message string) {
+	if h.Recorder == nil {
+		return
+	}
+	owners, err := EventOwners(pod, h.Sources(ctx))
+	if err != nil {
+		// The denial stands; only its echo on the Deployment is lost.
+		logf.FromContext(ctx).Error(err, "finding the Deployment of the refused pod's ReplicaSet")
+	}
+	note := oneLineN(message, maxEventNote-len("..."))
+	for _, ref := range owners {
+		h.Recorder.Eventf(ref, nil, v1.EventTypeWarning, ReasonSpreadUnsatisfiable, ActionCreatePod, "%s", note)
+	}
+}
+
+// ActionCreatePod is the action of the events recorded on a refused pod's
+// owners: what the owner was doing when spreadguard refused it.
+const ActionCreatePod = "CreatePod"
+
+// EventOwners returns references to the owners an event about pod belongs
+// on: its controller when that is a ReplicationController, ReplicaSet or
+// StatefulSet, then, for a ReplicaSet controlled by a Deployment, the
+// Deployment. A ReplicaSet the sources do not know yields the ReplicaSet
+// alone.
+func EventOwners(pod *v1.Pod, src spread.SelectorSources) ([]*v1.ObjectReference, error) {
+	ref := metav1.GetControllerOfNoCopy(pod)
+	if ref == nil || !eventOwnerKinds[ref.Kind] {
+		return nil, nil
+	}
+	owners := []*v1.ObjectReference{objectReference(ref, pod.Namespace)}
+	if ref.Kind != "ReplicaSet" {
+		return owners, nil
+	}
+	rs, err := src.ReplicaSet(pod.Namespace, ref.Name)
+	if err != nil {
+		return owners, fmt.Errorf("reading ReplicaSet %s/%s: %w", pod.Namespace, ref.Name, err)
+	}
+	if rs == nil || (rs.UID != "" && ref.UID != "" && rs.UID != ref.UID) {
+		return owners, nil
+	}
+	if d := metav1.GetControllerOfNoCopy(rs); d != nil && d.Kind == "Deployment" {
+		owners = append(owners, objectReference(d, pod.Namespace))
+	}
+	return owners, nil
+}
+
+// eventOwnerKinds are the controllers DefaultSelector reads, by kind.
+var eventOwnerKinds = map[string]bool{"ReplicationController": true, "ReplicaSet": true, "StatefulSet": true}
+
+func objectReference(ref *metav1.OwnerReference, namespace string) *v1.ObjectReference {
+	return &v1.ObjectReference{APIVersion: ref.APIVersion, Kind: ref.Kind, Namespace: namespace, Name: ref.Name, UID: ref.UID}
 }
 
 // gatesLifted reports whether req is the UPDATE of a pod that removes its

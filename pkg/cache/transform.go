@@ -66,14 +66,19 @@ var StripReplicationController toolscache.TransformFunc = func(obj any) (any, er
 	}, nil
 }
 
-// StripReplicaSet keeps the selector.
+// StripReplicaSet keeps the selector, and the controllerRef that names
+// the Deployment a refused pod's event is also recorded on.
 var StripReplicaSet toolscache.TransformFunc = func(obj any) (any, error) {
 	rs, ok := obj.(*appsv1.ReplicaSet)
 	if !ok {
 		return obj, nil
 	}
+	m := meta(&rs.ObjectMeta)
+	if ref := metav1.GetControllerOfNoCopy(rs); ref != nil {
+		m.OwnerReferences = []metav1.OwnerReference{*ref}
+	}
 	return &appsv1.ReplicaSet{
-		ObjectMeta: meta(&rs.ObjectMeta),
+		ObjectMeta: m,
 		Spec:       appsv1.ReplicaSetSpec{Selector: rs.Spec.Selector},
 	}, nil
 }

@@ -37,6 +37,11 @@ func kept(ns, name string) metav1.ObjectMeta {
 	return metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID("uid-" + name), ResourceVersion: "42"}
 }
 
+func withOwners(m metav1.ObjectMeta, owners []metav1.OwnerReference) metav1.ObjectMeta {
+	m.OwnerReferences = owners
+	return m
+}
+
 func withLabels(m metav1.ObjectMeta, labels map[string]string) metav1.ObjectMeta {
 	m.Labels = labels
 	return m
@@ -49,6 +54,10 @@ func TestStripKeepsOnlyWhatTheAlgorithmReads(t *testing.T) {
 	podMeta.OwnerReferences = spreadtest.MakePod().ControlledBy("ReplicaSet", "apps/v1", "web").Obj().OwnerReferences
 	podMeta.DeletionTimestamp = &now
 	nodeMeta := full("", "n1")
+	rsOwners := []metav1.OwnerReference{
+		{APIVersion: "example.com/v1", Kind: "Rollout", Name: "web", UID: "uid-rollout"},
+		{APIVersion: "apps/v1", Kind: "Deployment", Name: "web", UID: "uid-web", Controller: new(true)},
+	}
 	taints := []v1.Taint{{Key: v1.TaintNodeUnschedulable, Effect: v1.TaintEffectNoSchedule}}
 
 	tests := []struct {
@@ -112,6 +121,12 @@ func TestStripKeepsOnlyWhatTheAlgorithmReads(t *testing.T) {
 				Selector: selector, Template: v1.PodTemplateSpec{Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c"}}}},
 			}, Status: appsv1.ReplicaSetStatus{Replicas: 3}},
 			want: &appsv1.ReplicaSet{ObjectMeta: kept("shop", "web"), Spec: appsv1.ReplicaSetSpec{Selector: selector}},
+		},
+		{
+			name:      "replica set of a Deployment -> identity, selector and the Deployment's controllerRef, no other owner",
+			transform: StripReplicaSet,
+			in:        &appsv1.ReplicaSet{ObjectMeta: withOwners(full("shop", "web-7d"), rsOwners), Spec: appsv1.ReplicaSetSpec{Selector: selector}},
+			want:      &appsv1.ReplicaSet{ObjectMeta: withOwners(kept("shop", "web-7d"), rsOwners[1:]), Spec: appsv1.ReplicaSetSpec{Selector: selector}},
 		},
 		{
 			name:      "stateful set -> identity and selector",

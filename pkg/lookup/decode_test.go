@@ -207,9 +207,9 @@ func TestDecodeErrors(t *testing.T) {
 		want string
 	}{
 		{
-			name: "a Deployment in document 3 -> unknown kind with the list of kinds",
-			in:   node + "---\napiVersion: v1\nkind: Namespace\nmetadata: {name: shop}\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\n",
-			want: `cluster.yaml: document 3: unknown kind "Deployment" (want one of Node, Pod, Service, ReplicationController, ReplicaSet, StatefulSet, Namespace, SpreadPolicy, ClusterSpreadPolicy, NodeTemplate, NodePool, or a v1 List)`,
+			name: "a DaemonSet in document 3 -> unknown kind with the list of kinds",
+			in:   node + "---\napiVersion: v1\nkind: Namespace\nmetadata: {name: shop}\n---\napiVersion: apps/v1\nkind: DaemonSet\nmetadata: {name: web}\n",
+			want: `cluster.yaml: document 3: unknown kind "DaemonSet" (want one of Node, Pod, Service, ReplicationController, ReplicaSet, StatefulSet, Namespace, SpreadPolicy, ClusterSpreadPolicy, NodeTemplate, NodePool, Deployment, or a v1 List)`,
 		},
 		{
 			name: "a missing colon on line 4 of document 2 -> the YAML error with its line",
@@ -273,9 +273,9 @@ func TestDecodeErrors(t *testing.T) {
 			want: `cluster.yaml: document 2: want an object with apiVersion and kind, got a string "hello"`,
 		},
 		{
-			name: "a Deployment as the second item of a List -> the item named",
-			in:   "apiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: Node, metadata: {name: n1}}\n- {apiVersion: apps/v1, kind: Deployment, metadata: {name: d}}\n",
-			want: `cluster.yaml: document 1: items[1]: unknown kind "Deployment" (want one of Node, Pod, Service, ReplicationController, ReplicaSet, StatefulSet, Namespace, SpreadPolicy, ClusterSpreadPolicy, NodeTemplate, NodePool, or a v1 List)`,
+			name: "a DaemonSet as the second item of a List -> the item named",
+			in:   "apiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: Node, metadata: {name: n1}}\n- {apiVersion: apps/v1, kind: DaemonSet, metadata: {name: d}}\n",
+			want: `cluster.yaml: document 1: items[1]: unknown kind "DaemonSet" (want one of Node, Pod, Service, ReplicationController, ReplicaSet, StatefulSet, Namespace, SpreadPolicy, ClusterSpreadPolicy, NodeTemplate, NodePool, Deployment, or a v1 List)`,
 		},
 		{
 			name: "a List inside a List -> refused",
@@ -321,7 +321,7 @@ func TestLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	bad := filepath.Join(dir, "bad.yaml")
-	if err := os.WriteFile(bad, []byte("apiVersion: apps/v1\nkind: Deployment\n"), 0o600); err != nil {
+	if err := os.WriteFile(bad, []byte("apiVersion: apps/v1\nkind: DaemonSet\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 
@@ -438,9 +438,9 @@ func TestNew(t *testing.T) {
 			t.Errorf("New() error = %v, want %q", err, want)
 		}
 	})
-	t.Run("a Deployment -> unsupported type", func(t *testing.T) {
-		_, err := lookup.NewStore(&appsv1.Deployment{})
-		want := "object 1: unsupported object type *v1.Deployment (want one of Node, Pod, Service, ReplicationController, ReplicaSet, StatefulSet, Namespace, SpreadPolicy, ClusterSpreadPolicy, NodeTemplate, NodePool, or a v1 List)"
+	t.Run("a DaemonSet -> unsupported type", func(t *testing.T) {
+		_, err := lookup.NewStore(&appsv1.DaemonSet{})
+		want := "object 1: unsupported object type *v1.DaemonSet (want one of Node, Pod, Service, ReplicationController, ReplicaSet, StatefulSet, Namespace, SpreadPolicy, ClusterSpreadPolicy, NodeTemplate, NodePool, Deployment, or a v1 List)"
 		if err == nil || err.Error() != want {
 			t.Errorf("New() error = %v, want %q", err, want)
 		}

@@ -79,7 +79,7 @@ func TestStoreReadsAsAClientReader(t *testing.T) {
 		}
 	})
 	t.Run("Get of a kind spreadguard does not read -> an error naming the type", func(t *testing.T) {
-		err := store.Get(t.Context(), client.ObjectKey{Namespace: "shop", Name: "web"}, &appsv1.Deployment{})
+		err := store.Get(t.Context(), client.ObjectKey{Namespace: "shop", Name: "web"}, &appsv1.DaemonSet{})
 		if err == nil || apierrors.IsNotFound(err) {
 			t.Errorf("Get() error = %v, want one that is not NotFound", err)
 		}

@@ -42,6 +42,7 @@ func TestRenderedObjects(t *testing.T) {
 		"MutatingWebhookConfiguration/" + fullname,
 		"ServiceAccount/" + releaseNamespace + "/" + fullname,
 		"ValidatingWebhookConfiguration/" + fullname,
+		"ValidatingWebhookConfiguration/" + fullname + "-workloads",
 		"ClusterRole/" + fullname + "-metrics-auth",
 		"ClusterRole/" + fullname + "-metrics-reader",
 		"ClusterRoleBinding/" + fullname + "-metrics-auth",

@@ -190,22 +190,7 @@ func rollingUpdateKeepsRevisionsSpread(t *testing.T) {
 
 func cordonedZone(t *testing.T) {
 	f := newFramework(t)
-	zone := cluster.zones[len(cluster.zones)-1]
-	for _, node := range cluster.nodesByZone[zone] {
-		// Registered before the cordon, so that a failure halfway through
-		// still leaves every node schedulable for the next scenario.
-		t.Cleanup(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			if err := setCordon(ctx, node, false); err != nil {
-				t.Errorf("uncordon %s: %v", node, err)
-			}
-		})
-		if err := setCordon(t.Context(), node, true); err != nil {
-			t.Fatal(err)
-		}
-	}
-	t.Logf("cordoned zone %s: %s", zone, strings.Join(cluster.nodesByZone[zone], ", "))
+	zone := cordonZone(t)
 
 	policy := hardZonePolicy(v1alpha1.ActionDeny)
 	f.create(policy)

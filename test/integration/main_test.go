@@ -306,6 +306,19 @@ func webhookConfigurations() ([]*admissionregistrationv1.MutatingWebhookConfigur
 			},
 		},
 	}
+	// As the chart's: a configuration of its own, on workloads and their
+	// scale subresource.
+	workloads := &admissionregistrationv1.ValidatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: "spreadguard-workloads"},
+		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
+			Name: "workloads.forecast.spreadguard.io", AdmissionReviewVersions: []string{"v1"},
+			SideEffects: &none, MatchPolicy: &equivalent, FailurePolicy: &fail, TimeoutSeconds: &timeout,
+			ClientConfig: clientConfig(app.PathForecastWorkload),
+			Rules: append(rule("apps", "v1", "deployments", namespaced, create, update)[0:1:1],
+				append(rule("apps", "v1", "deployments/scale", namespaced, create, update),
+					rule("apps", "v1", "replicasets", namespaced, create, update)...)...),
+		}},
+	}
 	return []*admissionregistrationv1.MutatingWebhookConfiguration{mutating},
-		[]*admissionregistrationv1.ValidatingWebhookConfiguration{validating}
+		[]*admissionregistrationv1.ValidatingWebhookConfiguration{validating, workloads}
 }

@@ -54,6 +54,9 @@ const (
 	PathValidatePod                 = "/validate-v1-pod"
 	PathValidateSpreadPolicy        = "/validate-spreadguard-io-v1alpha1-spreadpolicy"
 	PathValidateClusterSpreadPolicy = "/validate-spreadguard-io-v1alpha1-clusterspreadpolicy"
+	// PathForecastWorkload answers Deployments, StatefulSets, ReplicaSets
+	// and ReplicationControllers (and their scale) with forecast warnings.
+	PathForecastWorkload = "/forecast-workload"
 )
 
 // Option changes how Run builds the server. Production passes none; tests
@@ -285,6 +288,10 @@ func Run(ctx context.Context, cfg *Config, opts ...Option) error {
 		},
 		PathValidateSpreadPolicy:        admission.NewSpreadPolicyValidator(decoder, metrics),
 		PathValidateClusterSpreadPolicy: admission.NewClusterSpreadPolicyValidator(decoder, metrics),
+		// A scale carries no template: the workload is read from the API
+		// server, so no Deployment is cached.
+		PathForecastWorkload: &admission.WorkloadForecaster{Sources: sourcesFor, Config: engineCfg, Cluster: ix,
+			Synced: synced, Workloads: mgr.GetAPIReader(), Metrics: metrics},
 	}
 	server := mgr.GetWebhookServer()
 	for path, h := range handlers {

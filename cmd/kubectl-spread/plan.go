@@ -1,0 +1,390 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+	appsv1 "k8s.io/api/apps/v1"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/spreadguard/spreadguard/pkg/engine"
+	"github.com/spreadguard/spreadguard/pkg/forecast"
+	"github.com/spreadguard/spreadguard/pkg/lookup"
+	"github.com/spreadguard/spreadguard/pkg/spread"
+)
+
+type planOptions struct {
+	engineFlags
+	file       string
+	cluster    string
+	replicas   int32
+	namespace  string
+	kubeconfig string
+	context    string
+}
+
+func newPlanCommand(code *int, connect connectFunc) *cobra.Command {
+	o := &planOptions{replicas: -1}
+	cmd := &cobra.Command{
+		Use:   "plan (-f WORKLOAD.yaml | TYPE/NAME) [--replicas N] [--cluster CLUSTER.yaml] [-o json]",
+		Short: "Forecast where a workload's replicas go, and the first one refused",
+		Long: `plan runs the forecast of the webhook's workload warnings: it builds the pod the
+workload's controller creates (a Deployment's new ReplicaSet's, with its
+pod-template-hash), runs the webhook's mutation and check on it, then places
+the replicas one at a time on a feasible node of the least-loaded domains,
+the counts updated after each, from the replicas that exist to spec.replicas
+(or --replicas). It prints the counts per domain after each replica that
+raises a constraint's global minimum or adds a node, and the first replica
+no node nor node template can take, and why.
+
+The workload is the Deployment, StatefulSet, ReplicaSet or
+ReplicationController in WORKLOAD.yaml, forecast as a new revision (its
+pods start at 0), or TYPE/NAME, one that exists: its current revision's
+bound pods are the replicas that exist. The cluster is CLUSTER.yaml (as
+check reads it) or, without --cluster, the one the kubeconfig points at.
+
+Exit codes: 0 all replicas placed (or nothing to forecast), 1 a replica
+refused or left Pending, 2 bad input or an unreachable cluster.`,
+		Example: `  kubectl spread plan -f examples/deployment-api.yaml --cluster examples/cluster.yaml
+  kubectl spread plan replicaset/web-abc -n shop --replicas 8 --cluster examples/cluster.yaml
+  kubectl spread plan deployment/web -n shop --replicas 12 -o json`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if (o.file == "") == (len(args) == 0) {
+				return errors.New("plan needs -f WORKLOAD.yaml or TYPE/NAME, one of them")
+			}
+			cfg, err := o.config()
+			if err != nil {
+				return err
+			}
+			f, err := o.run(cmd.Context(), args, cfg, connect)
+			if err != nil {
+				return err
+			}
+			if f.Refused != nil {
+				*code = exitDenied
+			}
+			if o.output == "json" {
+				return writePlanJSON(cmd.OutOrStdout(), f)
+			}
+			return writePlan(cmd.OutOrStdout(), f)
+		},
+	}
+	cmd.Flags().StringVarP(&o.file, "filename", "f", "", "the file holding the one workload to forecast")
+	cmd.Flags().StringVar(&o.cluster, "cluster", "", "the cluster snapshot file (default: the live cluster of the kubeconfig)")
+	cmd.Flags().Int32Var(&o.replicas, "replicas", -1, "the replicas to forecast up to (default: the workload's spec.replicas)")
+	cmd.Flags().StringVarP(&o.namespace, "namespace", "n", "", "the workload's namespace (default: the file's, then the kubeconfig context's)")
+	cmd.Flags().StringVar(&o.kubeconfig, "kubeconfig", "", "the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)")
+	cmd.Flags().StringVar(&o.context, "context", "", "the kubeconfig context (default: the current one)")
+	o.register(cmd)
+	return cmd
+}
+
+func (o *planOptions) run(ctx context.Context, args []string, cfg engine.Config, connect connectFunc) (*forecast.Forecast, error) {
+	if o.replicas < -1 {
+		return nil, fmt.Errorf("invalid --replicas %d (want 0 or more)", o.replicas)
+	}
+	var fromFile client.Object
+	if o.file != "" {
+		var err error
+		if fromFile, err = loadWorkload(o.file); err != nil {
+			return nil, err
+		}
+	}
+	var store *lookup.Store
+	namespace := o.namespace
+	if fromFile != nil {
+		namespace = cmp.Or(namespace, fromFile.GetNamespace())
+	}
+	if o.cluster != "" {
+		var err error
+		if store, err = lookup.Load(o.cluster); err != nil {
+			return nil, err
+		}
+		namespace = cmp.Or(namespace, metav1.NamespaceDefault)
+	} else {
+		c, err := connect(o.kubeconfig, o.context)
+		if err != nil {
+			return nil, err
+		}
+		namespace = cmp.Or(namespace, c.namespace, metav1.NamespaceDefault)
+		objs, err := list(ctx, c.reader, namespace)
+		if err != nil {
+			return nil, err
+		}
+		if store, err = lookup.NewStore(objs...); err != nil {
+			return nil, fmt.Errorf("building the store of the cluster: %w", err)
+		}
+	}
+	var w *forecast.Workload
+	var err error
+	if fromFile != nil {
+		fromFile.SetNamespace(namespace)
+		w, err = forecast.Of(fromFile, 0)
+	} else {
+		w, err = existingWorkload(ctx, store, args[0], namespace)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if o.replicas >= 0 {
+		w.Replicas = o.replicas
+	}
+	index := spread.IndexFromSnapshot(store.Snapshot())
+	templates, err := lookup.Templates(ctx, store, o.templates())
+	if err != nil {
+		return nil, fmt.Errorf("deriving the nodes an autoscaler can add: %w", err)
+	}
+	index.SetTemplates(templates)
+	f, err := forecast.Run(w, lookup.NewSources(store), index, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("forecasting %s: %w", w, err)
+	}
+	return f, nil
+}
+
+// loadWorkload decodes the one workload of path.
+func loadWorkload(path string) (client.Object, error) {
+	s, err := lookup.Load(path)
+	if err != nil {
+		return nil, err
+	}
+	var found []client.Object
+	for _, obj := range s.Objects() {
+		switch o := obj.(type) {
+		case *appsv1.Deployment, *appsv1.StatefulSet, *appsv1.ReplicaSet, *v1.ReplicationController:
+			found = append(found, o.(client.Object))
+		default:
+			return nil, fmt.Errorf("%s: a %s is not a workload (want one Deployment, StatefulSet, ReplicaSet or ReplicationController)",
+				path, obj.GetObjectKind().GroupVersionKind().Kind)
+		}
+	}
+	if len(found) != 1 {
+		return nil, fmt.Errorf("%s: holds %d workloads, want exactly one", path, len(found))
+	}
+	return found[0], nil
+}
+
+// existingWorkload is the workload TYPE/NAME of store at its current
+// revision, with its bound pods of that revision as the replicas that
+// exist. A Deployment's current revision is its newest ReplicaSet's, whose
+// pod-template-hash its pods carry; one without a ReplicaSet is forecast as
+// a new revision.
+func existingWorkload(ctx context.Context, store *lookup.Store, target, namespace string) (*forecast.Workload, error) {
+	typ, name, ok := strings.Cut(target, "/")
+	if !ok || name == "" {
+		return nil, fmt.Errorf("want TYPE/NAME (deployment, statefulset, replicaset or replicationcontroller), got %q", target)
+	}
+	var obj client.Object
+	switch strings.ToLower(typ) {
+	case "deployment", "deployments", "deploy", "deployment.apps":
+		obj = &appsv1.Deployment{}
+	case "statefulset", "statefulsets", "sts", "statefulset.apps":
+		obj = &appsv1.StatefulSet{}
+	case "replicaset", "replicasets", "rs", "replicaset.apps":
+		obj = &appsv1.ReplicaSet{}
+	case "replicationcontroller", "replicationcontrollers", "rc":
+		obj = &v1.ReplicationController{}
+	default:
+		return nil, fmt.Errorf("cannot plan %q: want deployment, statefulset, replicaset or replicationcontroller", typ)
+	}
+	if err := store.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, obj); err != nil {
+		return nil, fmt.Errorf("getting %s %s/%s: %w", strings.ToLower(typ), namespace, name, err)
+	}
+	owner, selector := obj, selectorOf(obj)
+	if d, ok := obj.(*appsv1.Deployment); ok {
+		var list appsv1.ReplicaSetList
+		if err := store.List(ctx, &list, client.InNamespace(namespace)); err != nil {
+			return nil, err
+		}
+		if rs := newestReplicaSet(d, pointersTo(list.Items)); rs != nil {
+			rs = rs.DeepCopy()
+			rs.Spec.Replicas = d.Spec.Replicas
+			owner, selector = rs, rs.Spec.Selector
+		}
+	}
+	existing, err := boundPods(ctx, store, namespace, selector)
+	if err != nil {
+		return nil, err
+	}
+	w, err := forecast.Of(owner, existing)
+	if err != nil {
+		return nil, err
+	}
+	// The workload is the one named, whichever revision places its pods.
+	w.Kind, w.Name = obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName()
+	if w.Kind == "" {
+		w.Kind = strings.TrimPrefix(fmt.Sprintf("%T", obj), "*v1.")
+	}
+	return w, nil
+}
+
+func pointersTo[T any](items []T) []*T {
+	out := make([]*T, len(items))
+	for i := range items {
+		out[i] = &items[i]
+	}
+	return out
+}
+
+func selectorOf(obj client.Object) *metav1.LabelSelector {
+	switch o := obj.(type) {
+	case *appsv1.Deployment:
+		return o.Spec.Selector
+	case *appsv1.StatefulSet:
+		return o.Spec.Selector
+	case *appsv1.ReplicaSet:
+		return o.Spec.Selector
+	case *v1.ReplicationController:
+		return &metav1.LabelSelector{MatchLabels: o.Spec.Selector}
+	}
+	return nil
+}
+
+// boundPods counts the pods of namespace that selector selects, bound to a
+// node and neither terminating nor finished: the ones the index counts.
+func boundPods(ctx context.Context, store *lookup.Store, namespace string, selector *metav1.LabelSelector) (int32, error) {
+	sel, err := metav1.LabelSelectorAsSelector(selector)
+	if err != nil || selector == nil {
+		return 0, fmt.Errorf("reading the workload's selector: %w", cmp.Or(err, errors.New("none")))
+	}
+	var pods v1.PodList
+	if err := store.List(ctx, &pods, client.InNamespace(namespace)); err != nil {
+		return 0, err
+	}
+	n := int32(0)
+	for _, p := range pods.Items {
+		if p.Spec.NodeName != "" && p.DeletionTimestamp == nil && p.Status.Phase != v1.PodSucceeded &&
+			p.Status.Phase != v1.PodFailed && sel.Matches(labels.Set(p.Labels)) {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// writePlan prints the forecast for a person.
+func writePlan(out io.Writer, f *forecast.Forecast) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: replicas %d to %d", f.Workload, f.From+1, f.To)
+	if f.Policy != "" {
+		fmt.Fprintf(&b, ", policy %s (%s)", f.Policy, f.Action)
+	}
+	b.WriteString("\n")
+	switch {
+	case f.To <= f.From:
+		fmt.Fprintf(&b, "Nothing to place: %d replicas exist.\n", f.From)
+	case f.Skipped != "":
+		fmt.Fprintf(&b, "Not forecast: %s.\n", f.Skipped)
+	default:
+		for _, line := range pictureChanges(f) {
+			b.WriteString("  " + line + "\n")
+		}
+		if f.Truncated && f.Refused == nil {
+			fmt.Fprintf(&b, "The first %d replicas placed; a forecast places no more.\n", len(f.Placements))
+		} else if f.Refused == nil {
+			fmt.Fprintf(&b, "All %d replicas placed.\n", f.To-f.From)
+		} else {
+			fmt.Fprintf(&b, "%s\n", f.Warning())
+		}
+	}
+	_, err := io.WriteString(out, b.String())
+	return err
+}
+
+// pictureChanges replays the placements on the counts and returns a line
+// with every constraint's counts after each replica that raises a global
+// minimum, adds a node, or is the last placed.
+func pictureChanges(f *forecast.Forecast) []string {
+	counts := make([]map[string]int, len(f.Constraints))
+	for i, c := range f.Constraints {
+		counts[i] = map[string]int{}
+		for d, n := range c.Domains {
+			counts[i][d] = n
+		}
+	}
+	mins := make([]int, len(counts))
+	for i := range counts {
+		mins[i] = globalMin(f.Constraints[i], counts[i])
+	}
+	var lines []string
+	for k, p := range f.Placements {
+		raised := false
+		for i, c := range f.Constraints {
+			if _, ok := counts[i][p.Domains[i]]; !ok {
+				counts[i][p.Domains[i]] = 0
+			}
+			counts[i][p.Domains[i]] += c.SelfMatch
+			if m := globalMin(c, counts[i]); m != mins[i] {
+				mins[i], raised = m, true
+			}
+		}
+		if !raised && !p.NewNode && k != len(f.Placements)-1 {
+			continue
+		}
+		line := fmt.Sprintf("after replica %d", p.Replica)
+		if p.NewNode {
+			line += fmt.Sprintf(" (on a new node of %s)", p.Template)
+		}
+		for i, c := range f.Constraints {
+			line += "  " + domainCounts(c.TopologyKey, counts[i])
+		}
+		lines = append(lines, line)
+	}
+	return lines
+}
+
+func globalMin(c forecast.Counts, counts map[string]int) int {
+	if len(counts) < int(c.MinDomains) || len(counts) == 0 {
+		return 0
+	}
+	m := -1
+	for _, n := range counts {
+		if m < 0 || n < m {
+			m = n
+		}
+	}
+	return m
+}
+
+// maxDomainsShown keeps a line of hostname counts readable.
+const maxDomainsShown = 12
+
+func domainCounts(key string, counts map[string]int) string {
+	names := make([]string, 0, len(counts))
+	for d := range counts {
+		names = append(names, d)
+	}
+	slices.Sort(names)
+	short := key[strings.LastIndexByte(key, '/')+1:]
+	parts := []string{short + ":"}
+	for i, d := range names {
+		if i == maxDomainsShown {
+			parts = append(parts, fmt.Sprintf("(+%d more)", len(names)-i))
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%s=%d", d, counts[d]))
+	}
+	return strings.Join(parts, " ")
+}
+
+// planJSON is what plan -o json prints: the forecast and its warning.
+type planJSON struct {
+	*forecast.Forecast
+	Warning string `json:"warning"`
+}
+
+func writePlanJSON(out io.Writer, f *forecast.Forecast) error {
+	enc := json.NewEncoder(out)
+	enc.SetIndent("", "  ")
+	return enc.Encode(planJSON{Forecast: f, Warning: f.Warning()})
+}

@@ -1,0 +1,197 @@
+package admission
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/spreadguard/spreadguard/pkg/engine"
+	"github.com/spreadguard/spreadguard/pkg/forecast"
+)
+
+// WebhookForecastWorkload is the "webhook" label of the workload
+// forecasts.
+const WebhookForecastWorkload = "forecast-workload"
+
+// whatForecast completes WarningFault for a workload.
+const whatForecast = "forecast where this workload's replicas can be placed"
+
+var _ admission.Handler = (*WorkloadForecaster)(nil)
+
+// WorkloadForecaster answers the CREATE and UPDATE of a Deployment,
+// StatefulSet, ReplicaSet or ReplicationController, and of their scale
+// subresource, with the forecast's warning when some replica would be
+// refused or left Pending (see pkg/forecast). It never denies and never
+// mutates a workload: the pods stay the place where constraints are
+// written and enforced. A fault of its own admits the workload with a
+// warning, whatever the configuration's failurePolicy.
+type WorkloadForecaster struct {
+	Sources SourcesFunc
+	Config  engine.Config
+	// Cluster holds the counts the pod webhook checks against.
+	Cluster forecast.Cluster
+	// Synced reports whether the caches behind Cluster and Sources are
+	// complete; before, nothing is forecast.
+	Synced func() bool
+	// Workloads reads the workload a scale request names, whose Scale
+	// carries no pod template: the API server directly, so that no
+	// Deployment is cached.
+	Workloads client.Reader
+	Metrics   *Metrics
+}
+
+// Handle answers one request to /forecast-workload.
+func (h *WorkloadForecaster) Handle(ctx context.Context, req admission.Request) admission.Response {
+	f := faults{policy: "Ignore", webhook: WebhookForecastWorkload, what: whatForecast, metrics: h.Metrics}
+	return f.serve(ctx, req, h.handle)
+}
+
+func (h *WorkloadForecaster) handle(ctx context.Context, req admission.Request, f faults) (admission.Response, string) {
+	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
+		return admission.Allowed("only CREATE and UPDATE are forecast"), ResultSkipped
+	}
+	if h.Synced != nil && !h.Synced() {
+		return admission.Allowed("caches not synced; nothing forecast"), ResultUnsynced
+	}
+	w, err := h.workload(ctx, req)
+	if errors.Is(err, errReadWorkload) {
+		return f.answer(ctx, FaultLookup, err), ResultErrored
+	}
+	if err != nil {
+		return admission.Errored(http.StatusBadRequest, err), ResultInvalid
+	}
+	if w == nil {
+		return admission.Allowed("not a workload"), ResultSkipped
+	}
+	fc, err := forecast.Run(w, h.Sources(ctx), h.Cluster, h.Config)
+	if err != nil {
+		return f.answer(ctx, faultReason(err), err), ResultErrored
+	}
+	warning := fc.Warning()
+	if warning == "" {
+		return admission.Allowed(""), ResultAllowed
+	}
+	logf.FromContext(ctx).V(1).Info("forecast: a replica cannot be placed", "workload", fc.Workload, "warning", warning)
+	return admission.Allowed("").WithWarnings(warning), ResultWarned
+}
+
+// errReadWorkload marks a failed read of the workload a scale names: a
+// fault of spreadguard's, not a malformed request.
+var errReadWorkload = errors.New("reading the workload being scaled")
+
+// workloadResources are the kinds reviewed, by resource.
+var workloadResources = map[metav1.GroupVersionResource]func() client.Object{
+	{Group: "apps", Version: "v1", Resource: "deployments"}:        func() client.Object { return &appsv1.Deployment{} },
+	{Group: "apps", Version: "v1", Resource: "statefulsets"}:       func() client.Object { return &appsv1.StatefulSet{} },
+	{Group: "apps", Version: "v1", Resource: "replicasets"}:        func() client.Object { return &appsv1.ReplicaSet{} },
+	{Group: "", Version: "v1", Resource: "replicationcontrollers"}: func() client.Object { return &v1.ReplicationController{} },
+}
+
+// workload decodes the workload under review and how many of the pods the
+// forecast places exist already: none on CREATE; on UPDATE, the old
+// replicas, unless a Deployment's or StatefulSet's pod template changed
+// (its new revision starts with no pods). A scale request carries a Scale:
+// the workload is read, with the Scale's replicas.
+func (h *WorkloadForecaster) workload(ctx context.Context, req admission.Request) (*forecast.Workload, error) {
+	newObject, ok := workloadResources[req.Resource]
+	if !ok {
+		return nil, nil
+	}
+	if req.SubResource == "scale" {
+		return h.scaled(ctx, req, newObject())
+	}
+	if req.SubResource != "" {
+		return nil, nil
+	}
+	obj := newObject()
+	if err := json.Unmarshal(req.Object.Raw, obj); err != nil {
+		return nil, fmt.Errorf("decoding the %s: %w", req.Resource.Resource, err)
+	}
+	if obj.GetNamespace() == "" {
+		obj.SetNamespace(req.Namespace)
+	}
+	existing := int32(0)
+	if req.Operation == admissionv1.Update && len(req.OldObject.Raw) > 0 {
+		old := newObject()
+		if err := json.Unmarshal(req.OldObject.Raw, old); err != nil {
+			return nil, fmt.Errorf("decoding the old %s: %w", req.Resource.Resource, err)
+		}
+		existing = sameRevisionReplicas(old, obj)
+	}
+	return forecast.Of(obj, existing)
+}
+
+// sameRevisionReplicas is how many replicas of cur's pods old had: its
+// replicas, or 0 when a Deployment's or StatefulSet's template changed.
+func sameRevisionReplicas(old, cur client.Object) int32 {
+	switch o := old.(type) {
+	case *appsv1.Deployment:
+		if !equality.Semantic.DeepEqual(o.Spec.Template, cur.(*appsv1.Deployment).Spec.Template) {
+			return 0
+		}
+		return replicasOf(o.Spec.Replicas)
+	case *appsv1.StatefulSet:
+		if !equality.Semantic.DeepEqual(o.Spec.Template, cur.(*appsv1.StatefulSet).Spec.Template) {
+			return 0
+		}
+		return replicasOf(o.Spec.Replicas)
+	case *appsv1.ReplicaSet:
+		return replicasOf(o.Spec.Replicas)
+	case *v1.ReplicationController:
+		return replicasOf(o.Spec.Replicas)
+	}
+	return 0
+}
+
+func replicasOf(r *int32) int32 {
+	if r == nil {
+		return 1
+	}
+	return *r
+}
+
+// scaled reads the workload a scale request names and sets its replicas
+// to the Scale's.
+func (h *WorkloadForecaster) scaled(ctx context.Context, req admission.Request, obj client.Object) (*forecast.Workload, error) {
+	var scale, old autoscalingv1.Scale
+	if err := json.Unmarshal(req.Object.Raw, &scale); err != nil {
+		return nil, fmt.Errorf("decoding the scale: %w", err)
+	}
+	if h.Workloads == nil {
+		return nil, nil
+	}
+	if err := h.Workloads.Get(ctx, client.ObjectKey{Namespace: req.Namespace, Name: req.Name}, obj); err != nil {
+		return nil, fmt.Errorf("%w: %s %s/%s: %w", errReadWorkload, req.Resource.Resource, req.Namespace, req.Name, err)
+	}
+	existing := int32(0)
+	if len(req.OldObject.Raw) > 0 {
+		if err := json.Unmarshal(req.OldObject.Raw, &old); err != nil {
+			return nil, fmt.Errorf("decoding the old scale: %w", err)
+		}
+		existing = old.Spec.Replicas
+	}
+	replicas := scale.Spec.Replicas
+	switch o := obj.(type) {
+	case *appsv1.Deployment:
+		o.Spec.Replicas = &replicas
+	case *appsv1.StatefulSet:
+		o.Spec.Replicas = &replicas
+	case *appsv1.ReplicaSet:
+		o.Spec.Replicas = &replicas
+	case *v1.ReplicationController:
+		o.Spec.Replicas = &replicas
+	}
+	return forecast.Of(obj, existing)
+}

@@ -1,0 +1,632 @@
+// Package forecast answers, before a workload's pods exist, whether its
+// controller's pods will all be admitted and placed: it builds the pod the
+// controller creates, runs the pod webhook's mutation and check on it, then
+// places the replicas one at a time where the spread is best, the counts
+// updated after each, and reports the first replica that no node (nor node
+// template) can take.
+//
+// The package is pure: lookups come in through engine.Sources and counts
+// through a Cluster (the webhook's spread.Index), which a forecast only
+// reads.
+package forecast
+
+import (
+	"cmp"
+	"encoding/binary"
+	"fmt"
+	"slices"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
+	"github.com/spreadguard/spreadguard/pkg/engine"
+	"github.com/spreadguard/spreadguard/pkg/policy"
+	"github.com/spreadguard/spreadguard/pkg/spread"
+)
+
+// Cluster is what a forecast reads of the cluster: the pod webhook's
+// check, the labels of the nodes it names, and the node templates.
+// *spread.Index implements it.
+type Cluster interface {
+	spread.Checker
+	NodeLabels(name string) (map[string]string, bool)
+	Templates() []spread.Template
+}
+
+var _ Cluster = (*spread.Index)(nil)
+
+// Forecast is the outcome of Run.
+type Forecast struct {
+	// Workload names the workload, as "Deployment shop/web".
+	Workload string `json:"workload"`
+	// From and To bound the replicas placed: From+1 to To, by number.
+	From int32 `json:"from"`
+	To   int32 `json:"to"`
+	// Pod is the pod the controller creates, as it would be stored
+	// (mutated).
+	Pod *v1.Pod `json:"pod,omitempty"`
+	// Policy is the policy that applies to the pod (ns/name), if any.
+	Policy string `json:"policy,omitempty"`
+	// Action is what the pod webhook does about a replica no node takes.
+	Action v1alpha1.ValidationAction `json:"action,omitempty"`
+	// Skipped says why no replica was placed: the pod path does not check
+	// the pod, or its hard constraints cannot be the reason it stays
+	// Pending.
+	Skipped string `json:"skipped,omitempty"`
+	// Constraints are the pod's hard constraints with their counts before
+	// the first placement.
+	Constraints []Counts `json:"constraints,omitempty"`
+	// Placements are the replicas placed, in order.
+	Placements []Placement `json:"placements,omitempty"`
+	// Refused is the first replica that cannot be placed, nil when all
+	// are.
+	Refused *Refusal `json:"refused,omitempty"`
+	// Truncated is set when more than MaxPlacements replicas were asked
+	// for: only the first MaxPlacements were placed.
+	Truncated bool `json:"truncated,omitempty"`
+}
+
+// MaxPlacements bounds the replicas one forecast places, so that a
+// workload of a million replicas costs an admission request what one of
+// 10,000 does; past it the forecast says nothing of the rest.
+const MaxPlacements = 10000
+
+// Counts is one hard constraint and its matching pods per domain.
+type Counts struct {
+	TopologyKey string `json:"topologyKey"`
+	MaxSkew     int32  `json:"maxSkew"`
+	MinDomains  int32  `json:"minDomains"`
+	// SelfMatch is 1 when the workload's pods match the constraint's
+	// selector: only then does a placed replica add to its counts.
+	SelfMatch int            `json:"selfMatch"`
+	Domains   map[string]int `json:"domains"`
+}
+
+// Placement is where one replica goes.
+type Placement struct {
+	Replica int32  `json:"replica"`
+	Node    string `json:"node"`
+	// Template names the node template whose new node Node is.
+	Template string `json:"template,omitempty"`
+	// NewNode is set on the replica that no existing node takes and that
+	// makes an autoscaler add Node: the pod path admits it with a warning.
+	NewNode bool `json:"newNode,omitempty"`
+	// Domains are the node's values of the constraints' topology keys, in
+	// the order of Forecast.Constraints.
+	Domains []string `json:"domains"`
+}
+
+// Refusal is the first replica that no node nor template can take.
+type Refusal struct {
+	Replica int32 `json:"replica"`
+	// Reason says why, in a phrase with the domain: "zone-c has no
+	// schedulable node".
+	Reason string `json:"reason"`
+	// Constraint is the position in Forecast.Constraints of the
+	// constraint that refuses the replica.
+	Constraint int `json:"constraint"`
+	// Domains are that constraint's counts when the replica is refused.
+	Domains   map[string]int `json:"domains"`
+	GlobalMin int            `json:"globalMin"`
+}
+
+// NoHardConstraints is why nothing is forecast for a pod without a hard
+// constraint that was not mutated for a reason of its own.
+const NoHardConstraints = "the pod has no hard topology spread constraint"
+
+// Run forecasts the placement of w's replicas Existing+1 to Replicas on c:
+// the pod is mutated and checked as the pod webhook would (same Sources,
+// same Config), then each replica goes to a feasible node of a least-loaded
+// domain. A replica placed is a pod bound to its node in a scratch copy of
+// the counts of the pod's constraints (see placement); c is never changed.
+func Run(w *Workload, src engine.Sources, c Cluster, cfg engine.Config) (*Forecast, error) {
+	f := &Forecast{Workload: w.String(), From: w.Existing, To: w.Replicas}
+	if w.Replicas <= w.Existing {
+		return f, nil
+	}
+	src = withOwner(src, w.owner)
+	m, err := engine.Mutate(w.Pod, src, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("mutating the pod of %s: %w", w, err)
+	}
+	f.Pod = w.Pod
+	if m.Pod != nil {
+		f.Pod = m.Pod
+	}
+	v, err := engine.Validate(f.Pod, src, c, cfg, true)
+	if err != nil {
+		return nil, fmt.Errorf("checking the pod of %s: %w", w, err)
+	}
+	switch {
+	case v.Skipped != "":
+		f.Skipped = v.Skipped
+		return f, nil
+	case v.Result.Verdict == spread.VerdictNoHardConstraints:
+		// Say why nothing was injected when that is the reason.
+		f.Skipped = cmp.Or(m.Skipped, NoHardConstraints)
+		return f, nil
+	case v.Result.Verdict == spread.VerdictNoCandidateNodes:
+		f.Skipped = engine.NoCandidateNodesWarning
+		return f, nil
+	}
+	applied := v.Policy
+	if applied == nil {
+		if applied, err = policy.Resolve(f.Pod, src); err != nil {
+			return nil, fmt.Errorf("resolving the policy of the pod of %s: %w", w, err)
+		}
+	}
+	f.Action = cfg.DefaultAction
+	if applied != nil {
+		f.Policy = applied.Name
+		if applied.Action != "" {
+			f.Action = applied.Action
+		}
+	}
+	if f.Action == "" {
+		f.Action = v1alpha1.ActionDeny
+	}
+	p := newPlacement(v.Result, c)
+	f.Constraints = p.counts()
+	last := w.Replicas
+	if last-w.Existing > MaxPlacements {
+		last, f.Truncated = w.Existing+MaxPlacements, true
+	}
+	for r := w.Existing + 1; r <= last; r++ {
+		placed, ok := p.place(r)
+		if !ok {
+			f.Refused = p.refusal(r)
+			break
+		}
+		f.Placements = append(f.Placements, placed)
+	}
+	return f, nil
+}
+
+// placement is the scratch state of a forecast: a copy of the counts of
+// the pod's hard constraints, per domain, and the nodes that pass the pod's
+// filters grouped by their domains. It is a cheap copy rather than an
+// overlay of the index: every replica is the same pod, so a placed replica
+// changes only its node's domain counts (by SelfMatch), and a node's
+// feasibility depends on nothing else. The node set is fixed by the first
+// check: a placed pod changes no label, taint or affinity.
+//
+// CAVEAT: replicas differ only in labels no selector derived by
+// DefaultSelector reads (a StatefulSet's pod-name and pod-index), so one
+// SelfMatch per constraint holds for all of them.
+type placement struct {
+	constraints []*constraintState
+	// slots are the candidate nodes grouped by their tuple of domains, in
+	// the order of their first node (see newPlacement): nodes of one slot
+	// are interchangeable for the spread.
+	slots     []slot
+	templates []spread.Template
+	// next is where the search for the next replica's slot starts: the one
+	// after the last chosen, so that replicas of equal load take turns.
+	next int
+	// newNodes counts the nodes added from templates, to name them.
+	newNodes int
+}
+
+type slot struct {
+	node     string
+	template string
+	// domains are the slot's domain per constraint, as indices into the
+	// constraint's names and counts.
+	domains []int32
+}
+
+// constraintState is one constraint's counts, by domain index, so that
+// a placement costs no string hashing.
+type constraintState struct {
+	key                 string
+	maxSkew, minDomains int32
+	selfMatch           int
+	names               []string
+	index               map[string]int32
+	counts              []int
+	// hist is how many domains hold each count, so that the smallest
+	// count follows an increment in O(1).
+	hist     map[int]int
+	smallest int
+}
+
+func newConstraintState(r *spread.ConstraintResult) *constraintState {
+	c := &constraintState{
+		key: r.TopologyKey, maxSkew: r.MaxSkew, minDomains: max(r.MinDomains, 1), selfMatch: r.SelfMatch,
+		index: make(map[string]int32, len(r.Domains)), hist: map[int]int{},
+	}
+	// The order of the indices is the map's: nothing reads it.
+	for d, n := range r.Domains {
+		c.set(c.add(d), n)
+	}
+	return c
+}
+
+// add counts a new domain with no pod, and returns its index.
+func (c *constraintState) add(d string) int32 {
+	if i, ok := c.index[d]; ok {
+		return i
+	}
+	i := int32(len(c.names))
+	c.index[d] = i
+	c.names = append(c.names, d)
+	c.counts = append(c.counts, 0)
+	c.hist[0]++
+	c.smallest = 0
+	return i
+}
+
+// set changes the count of domain i to n.
+func (c *constraintState) set(i int32, n int) {
+	c.hist[c.counts[i]]--
+	c.counts[i] = n
+	c.hist[n]++
+	if n < c.smallest {
+		c.smallest = n
+	}
+	for c.hist[c.smallest] == 0 && c.smallest < n {
+		c.smallest++
+	}
+}
+
+// globalMin is the smallest domain count, or 0 with fewer domains than
+// minDomains.
+func (c *constraintState) globalMin() int {
+	if len(c.names) < int(c.minDomains) {
+		return 0
+	}
+	return c.smallest
+}
+
+// fits reports whether a replica on a node of domain i meets the
+// constraint: 'existing matching num' + 'if self-match (1 or 0)' - 'global
+// minimum' <= 'maxSkew'.
+func (c *constraintState) fits(i int32) bool {
+	return c.counts[i]+c.selfMatch-c.globalMin() <= int(c.maxSkew)
+}
+
+// fitsNew is fits for a domain that only a new node adds: it counts 0 and,
+// being counted, makes the global minimum 0.
+func (c *constraintState) fitsNew() bool { return c.selfMatch <= int(c.maxSkew) }
+
+// bind counts a replica bound to a node of domain i.
+func (c *constraintState) bind(i int32) {
+	if c.selfMatch == 1 {
+		c.set(i, c.counts[i]+1)
+	}
+}
+
+func (c *constraintState) domains() map[string]int {
+	out := make(map[string]int, len(c.names))
+	for i, d := range c.names {
+		out[d] = c.counts[i]
+	}
+	return out
+}
+
+func newPlacement(res *spread.Result, c Cluster) *placement {
+	p := &placement{}
+	for i := range res.Constraints {
+		p.constraints = append(p.constraints, newConstraintState(&res.Constraints[i]))
+	}
+	// The feasible nodes by name, then those only the skew excludes (in
+	// the check's order, by name too): an order that is the same on every
+	// run, which is all the tie-break between equal loads needs.
+	candidates := res.FeasibleNodes
+	for _, e := range res.Excluded {
+		if e.Reason == spread.ReasonSkew {
+			if len(candidates) == len(res.FeasibleNodes) {
+				candidates = slices.Clone(res.FeasibleNodes)
+			}
+			candidates = append(candidates, e.Name)
+		}
+	}
+	seen := newTupleSet(len(p.constraints))
+	p.slots = make([]slot, 0, len(candidates))
+	backing := make([]int32, 0, len(candidates)*len(p.constraints))
+	for _, name := range candidates {
+		ls, ok := c.NodeLabels(name)
+		if !ok {
+			continue // deleted since the check
+		}
+		domains, known := p.appendDomains(backing, ls, false)
+		if !known {
+			continue // not counted: the check saw other labels
+		}
+		tuple := domains[len(backing):]
+		if seen.add(tuple) {
+			backing = domains
+			p.slots = append(p.slots, slot{node: name, domains: tuple[:len(tuple):len(tuple)]})
+		}
+	}
+	usable := map[string]bool{}
+	for _, name := range res.FeasibleTemplates {
+		usable[name] = true
+	}
+	for _, e := range res.ExcludedTemplates {
+		if e.Reason == spread.ReasonSkew {
+			usable[e.Name] = true
+		}
+	}
+	for _, t := range c.Templates() {
+		if usable[t.Name] {
+			p.templates = append(p.templates, t)
+		}
+	}
+	return p
+}
+
+// appendDomains appends to buf the domain indices of a node labelled ls,
+// adding the domains it would add when add is set; known is false when a
+// domain is not counted and add is not set.
+func (p *placement) appendDomains(buf []int32, ls map[string]string, add bool) (domains []int32, known bool) {
+	for _, c := range p.constraints {
+		d, ok := c.index[ls[c.key]]
+		switch {
+		case ok:
+		case add:
+			d = c.add(ls[c.key])
+		default:
+			return buf, false
+		}
+		buf = append(buf, d)
+	}
+	return buf, true
+}
+
+// tupleSet is a set of domain tuples: packed into a uint64 for up to two
+// constraints, the common case, so that 5,000 nodes cost no allocation
+// each; as bytes beyond.
+type tupleSet struct {
+	packed map[uint64]struct{}
+	long   map[string]struct{}
+	key    []byte
+}
+
+func newTupleSet(n int) *tupleSet {
+	if n <= 2 {
+		return &tupleSet{packed: map[uint64]struct{}{}}
+	}
+	return &tupleSet{long: map[string]struct{}{}}
+}
+
+// add adds t and reports whether it was new.
+func (s *tupleSet) add(t []int32) bool {
+	if s.packed != nil {
+		var k uint64
+		for _, d := range t {
+			k = k<<32 | uint64(uint32(d))
+		}
+		if _, ok := s.packed[k]; ok {
+			return false
+		}
+		s.packed[k] = struct{}{}
+		return true
+	}
+	s.key = s.key[:0]
+	for _, d := range t {
+		s.key = binary.LittleEndian.AppendUint32(s.key, uint32(d))
+	}
+	if _, ok := s.long[string(s.key)]; ok {
+		return false
+	}
+	s.long[string(s.key)] = struct{}{}
+	return true
+}
+
+// counts copies the current counts.
+func (p *placement) counts() []Counts {
+	out := make([]Counts, len(p.constraints))
+	for i, c := range p.constraints {
+		out[i] = Counts{TopologyKey: c.key, MaxSkew: c.maxSkew, MinDomains: c.minDomains, SelfMatch: c.selfMatch, Domains: c.domains()}
+	}
+	return out
+}
+
+// place binds replica r to a feasible node of the least-loaded domains
+// (the smallest sum of its domains' counts; among equals, the first from
+// the one after the last chosen), or, when no node is feasible, to a new
+// node of the first feasible template.
+//
+// CAVEAT: a slot's load is at least the sum of the smallest counts, so a
+// feasible slot with that load ends the search: with replicas of equal load
+// taking turns, a placement looks at few slots, not all of them.
+func (p *placement) place(r int32) (Placement, bool) {
+	floor := 0
+	for _, c := range p.constraints {
+		floor += c.smallest
+	}
+	best, bestLoad := -1, 0
+	for k := range p.slots {
+		i := (p.next + k) % len(p.slots)
+		load, ok := p.load(p.slots[i].domains)
+		if ok && (best < 0 || load < bestLoad) {
+			best, bestLoad = i, load
+			if load == floor {
+				break
+			}
+		}
+	}
+	added := false
+	if best < 0 {
+		best = p.addFromTemplate()
+		added = true
+	}
+	if best < 0 {
+		return Placement{}, false
+	}
+	p.next = (best + 1) % len(p.slots)
+	s := &p.slots[best]
+	names := make([]string, len(p.constraints))
+	for i, c := range p.constraints {
+		c.bind(s.domains[i])
+		names[i] = c.names[s.domains[i]]
+	}
+	return Placement{Replica: r, Node: s.node, Template: s.template, NewNode: added, Domains: names}, true
+}
+
+// load is the sum of the counts of a node's domains, and whether a
+// replica there meets every constraint.
+func (p *placement) load(domains []int32) (int, bool) {
+	load := 0
+	for i, c := range p.constraints {
+		if !c.fits(domains[i]) {
+			return 0, false
+		}
+		load += c.counts[domains[i]]
+	}
+	return load, true
+}
+
+// addFromTemplate adds the new node of the first template whose node is
+// feasible, each template evaluated alone as cluster-autoscaler does, and
+// returns its slot, or -1.
+func (p *placement) addFromTemplate() int {
+	for _, t := range p.templates {
+		name := fmt.Sprintf("new-%s-%d", t.Name, p.newNodes+1)
+		ls := map[string]string{v1.LabelHostname: name}
+		for k, v := range t.Labels {
+			ls[k] = v
+		}
+		ok := true
+		for _, c := range p.constraints {
+			if d, known := c.index[ls[c.key]]; known {
+				ok = ok && c.fits(d)
+			} else {
+				ok = ok && c.fitsNew()
+			}
+		}
+		if !ok {
+			continue
+		}
+		p.newNodes++
+		domains, _ := p.appendDomains(nil, ls, true)
+		p.slots = append(p.slots, slot{node: name, template: t.Name, domains: domains})
+		return len(p.slots) - 1
+	}
+	return -1
+}
+
+// refusal explains why replica r cannot be placed: the first constraint
+// that every candidate node fails (else the first the least-loaded node
+// fails), and the domains at its global minimum that no node the pod can
+// use is in.
+func (p *placement) refusal(r int32) *Refusal {
+	blocking := -1
+	for i, c := range p.constraints {
+		all := true
+		for _, s := range p.slots {
+			all = all && !c.fits(s.domains[i])
+		}
+		if all {
+			blocking = i
+			break
+		}
+	}
+	if blocking < 0 {
+		blocking = 0
+		for i, c := range p.constraints {
+			if len(p.slots) > 0 && !c.fits(p.slots[0].domains[i]) {
+				blocking = i
+				break
+			}
+		}
+	}
+	c := p.constraints[blocking]
+	ref := &Refusal{Replica: r, Constraint: blocking, GlobalMin: c.globalMin(), Domains: c.domains()}
+	ref.Reason = p.reason(blocking)
+	return ref
+}
+
+func (p *placement) reason(i int) string {
+	c := p.constraints[i]
+	if len(c.names) < int(c.minDomains) {
+		return fmt.Sprintf("only %d %s domains of minDomains %d have a node, so the global minimum is 0",
+			len(c.names), shortKey(c.key), c.minDomains)
+	}
+	usable := map[int32]bool{}
+	for _, s := range p.slots {
+		usable[s.domains[i]] = true
+	}
+	var empty []string
+	for d, n := range c.counts {
+		if n == c.globalMin() && !usable[int32(d)] {
+			empty = append(empty, c.names[d])
+		}
+	}
+	slices.Sort(empty)
+	switch len(empty) {
+	case 0:
+		return fmt.Sprintf("every %s the pod can use is %d above the global minimum %d", shortKey(c.key), c.maxSkew, c.globalMin())
+	case 1:
+		return empty[0] + " has no schedulable node"
+	}
+	return fmt.Sprintf("%s and %d more have no schedulable node", empty[0], len(empty)-1)
+}
+
+// shortKey is the last segment of a topology key: zone, hostname, rack.
+func shortKey(key string) string {
+	if i := strings.LastIndexByte(key, '/'); i >= 0 {
+		return key[i+1:]
+	}
+	return key
+}
+
+// MaxWarning is the longest warning Warning returns, in bytes.
+const MaxWarning = 250
+
+// Warning is the admission warning of the forecast: empty when every
+// replica is placed, else one line of at most MaxWarning bytes that names
+// the first replica no node takes, why, the counts and the policy.
+//
+//	spreadguard: replica 7 of 9 would be refused: zone-c has no schedulable node; zone: zone-a=3 zone-b=3 zone-c=0, maxSkew 1 (policy shop/zones)
+func (f *Forecast) Warning() string {
+	r := f.Refused
+	if r == nil {
+		return ""
+	}
+	outcome := "would be refused"
+	if f.Action != v1alpha1.ActionDeny {
+		outcome = "would be admitted but stay Pending"
+	}
+	head := fmt.Sprintf("spreadguard: replica %d of %d %s: %s; ", r.Replica, f.To, outcome, r.Reason)
+	c := f.Constraints[r.Constraint]
+	tail := fmt.Sprintf(", maxSkew %d", c.MaxSkew)
+	if f.Policy != "" {
+		tail += " (policy " + f.Policy + ")"
+	}
+	w := head + domainList(shortKey(c.TopologyKey), r.Domains, MaxWarning-len(head)-len(tail)) + tail
+	if len(w) > MaxWarning {
+		w = w[:MaxWarning-len("...")] + "..."
+	}
+	return w
+}
+
+// domainList is "zone: zone-a=3 zone-b=3 zone-c=0" in at most budget
+// bytes: the smallest counts first when not all fit, then "+N more".
+func domainList(key string, domains map[string]int, budget int) string {
+	names := make([]string, 0, len(domains))
+	for d := range domains {
+		names = append(names, d)
+	}
+	slices.Sort(names)
+	all := key + ":"
+	for _, d := range names {
+		all += fmt.Sprintf(" %s=%d", d, domains[d])
+	}
+	if len(all) <= budget {
+		return all
+	}
+	slices.SortStableFunc(names, func(a, b string) int { return cmp.Compare(domains[a], domains[b]) })
+	out := key + ":"
+	for i, d := range names {
+		item := fmt.Sprintf(" %s=%d", d, domains[d])
+		more := fmt.Sprintf(" +%d more", len(names)-i)
+		if len(out)+len(item)+len(" +999999 more") > budget {
+			return out + more
+		}
+		out += item
+	}
+	return out
+}

@@ -1,0 +1,201 @@
+package forecast
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/fnv"
+	"strconv"
+
+	appsv1 "k8s.io/api/apps/v1"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/utils/dump"
+)
+
+// Workload is a controller of pods as the forecast reads it: the pod its
+// controller creates next, how many of its pods exist, how many it wants.
+type Workload struct {
+	// Kind is Deployment, StatefulSet, ReplicaSet or ReplicationController.
+	Kind      string
+	Namespace string
+	Name      string
+	// Replicas is spec.replicas: the forecast places replicas
+	// Existing+1 to Replicas.
+	Replicas int32
+	// Existing is how many of the pods the forecast places exist already
+	// (they are counted by the index): 0 for a new workload, and for a
+	// Deployment whose pod template changed, since its new ReplicaSet
+	// starts with no pods.
+	Existing int32
+	// Pod is the pod the controller creates: the template's labels,
+	// annotations and spec, the namespace, and the controllerRef.
+	Pod *v1.Pod
+	// owner is what the pod's controllerRef names, for DefaultSelector:
+	// for a Deployment, the ReplicaSet the deployment controller creates.
+	owner any
+}
+
+// String names the workload as "Deployment shop/web".
+func (w *Workload) String() string { return w.Kind + " " + w.Namespace + "/" + w.Name }
+
+// Of returns the workload of obj, a Deployment, StatefulSet, ReplicaSet or
+// ReplicationController as stored (defaults applied), whose pods that exist
+// already number existing.
+func Of(obj any, existing int32) (*Workload, error) {
+	var w *Workload
+	switch o := obj.(type) {
+	case *appsv1.Deployment:
+		w = deploymentWorkload(o)
+	case *appsv1.StatefulSet:
+		w = statefulSetWorkload(o)
+	case *appsv1.ReplicaSet:
+		w = &Workload{Kind: "ReplicaSet", Namespace: o.Namespace, Name: o.Name, Replicas: replicas(o.Spec.Replicas), owner: o,
+			Pod: ReplicaSetPod(o)}
+	case *v1.ReplicationController:
+		if o.Spec.Template == nil {
+			return nil, fmt.Errorf("replication controller %s/%s has no pod template", o.Namespace, o.Name)
+		}
+		w = &Workload{Kind: "ReplicationController", Namespace: o.Namespace, Name: o.Name, Replicas: replicas(o.Spec.Replicas), owner: o,
+			Pod: podFromTemplate(o.Spec.Template, o.Namespace, metav1.OwnerReference{
+				APIVersion: "v1", Kind: "ReplicationController", Name: o.Name, UID: o.UID,
+				Controller: new(true), BlockOwnerDeletion: new(true),
+			})}
+		w.Pod.GenerateName = o.Name + "-"
+	default:
+		return nil, fmt.Errorf("a %T is not a workload the forecast reads", obj)
+	}
+	// Existing may exceed Replicas (a scale down): nothing is placed.
+	w.Existing = max(existing, 0)
+	return w, nil
+}
+
+// replicas is spec.replicas with the API's default of 1.
+func replicas(r *int32) int32 {
+	if r == nil {
+		return 1
+	}
+	return *r
+}
+
+func controllerRef(m *metav1.ObjectMeta, kind string) metav1.OwnerReference {
+	return metav1.OwnerReference{
+		APIVersion: appsv1.SchemeGroupVersion.String(), Kind: kind, Name: m.Name, UID: m.UID,
+		Controller: new(true), BlockOwnerDeletion: new(true),
+	}
+}
+
+// deploymentWorkload is the Deployment's new ReplicaSet, as the deployment
+// controller builds it (getNewReplicaSet in
+// https://github.com/kubernetes/kubernetes/blob/v1.37.1/pkg/controller/deployment/sync.go):
+// named <deployment>-<hash>, its template and selector labelled
+// pod-template-hash.
+func deploymentWorkload(d *appsv1.Deployment) *Workload {
+	hash := PodTemplateHash(&d.Spec.Template, d.Status.CollisionCount)
+	rs := &appsv1.ReplicaSet{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: d.Namespace, Name: d.Name + "-" + hash,
+			// A stand-in: the ReplicaSet has no uid before it exists.
+			UID:             types.UID("forecast/" + string(d.UID) + "/" + hash),
+			OwnerReferences: []metav1.OwnerReference{controllerRef(&d.ObjectMeta, "Deployment")},
+		},
+		Spec: appsv1.ReplicaSetSpec{Replicas: d.Spec.Replicas, Template: *d.Spec.Template.DeepCopy()},
+	}
+	rs.Spec.Selector = d.Spec.Selector.DeepCopy()
+	if rs.Spec.Selector == nil {
+		rs.Spec.Selector = &metav1.LabelSelector{}
+	}
+	rs.Spec.Selector.MatchLabels = withLabel(rs.Spec.Selector.MatchLabels, appsv1.DefaultDeploymentUniqueLabelKey, hash)
+	rs.Spec.Template.Labels = withLabel(rs.Spec.Template.Labels, appsv1.DefaultDeploymentUniqueLabelKey, hash)
+	return &Workload{Kind: "Deployment", Namespace: d.Namespace, Name: d.Name, Replicas: replicas(d.Spec.Replicas),
+		Pod: ReplicaSetPod(rs), owner: rs}
+}
+
+func withLabel(m map[string]string, k, v string) map[string]string {
+	out := make(map[string]string, len(m)+1)
+	for key, val := range m {
+		out[key] = val
+	}
+	out[k] = v
+	return out
+}
+
+// PodTemplateHash is the pod-template-hash label the deployment controller
+// gives the ReplicaSet of template, mirroring ComputeHash of
+// https://github.com/kubernetes/kubernetes/blob/v1.37.1/pkg/controller/controller_utils.go
+// (with DeepHashObject of pkg/util/hash/hash.go): FNV-32a over the
+// template printed by k8s.io/utils/dump.ForHash, then the collision
+// count, then SafeEncodeString of the decimal sum.
+func PodTemplateHash(template *v1.PodTemplateSpec, collisionCount *int32) string {
+	h := fnv.New32a()
+	fmt.Fprintf(h, "%v", dump.ForHash(*template))
+	if collisionCount != nil {
+		b := make([]byte, 8)
+		binary.LittleEndian.PutUint32(b, uint32(*collisionCount))
+		h.Write(b)
+	}
+	return rand.SafeEncodeString(fmt.Sprint(h.Sum32()))
+}
+
+// statefulSetWorkload is the StatefulSet's pod at its next ordinal, with
+// the labels the StatefulSet controller adds. The ordinal labels differ
+// from pod to pod; a selector does not read them (DefaultSelector takes
+// the StatefulSet's own), so one pod stands for all.
+func statefulSetWorkload(s *appsv1.StatefulSet) *Workload {
+	return &Workload{Kind: "StatefulSet", Namespace: s.Namespace, Name: s.Name, Replicas: replicas(s.Spec.Replicas), owner: s,
+		Pod: StatefulSetPod(s, nil)}
+}
+
+// StatefulSetPod is the StatefulSet's pod at its lowest ordinal missing
+// from pods, or at the next ordinal when all exist (a scale-up by one),
+// with the labels the StatefulSet controller adds.
+func StatefulSetPod(s *appsv1.StatefulSet, pods []*v1.Pod) *v1.Pod {
+	start := int32(0)
+	if s.Spec.Ordinals != nil {
+		start = s.Spec.Ordinals.Start
+	}
+	existing := map[string]bool{}
+	for _, p := range pods {
+		if ref := metav1.GetControllerOf(p); ref != nil && ref.UID == s.UID {
+			existing[p.Name] = true
+		}
+	}
+	ordinal := start
+	for existing[fmt.Sprintf("%s-%d", s.Name, ordinal)] {
+		ordinal++
+	}
+	pod := podFromTemplate(&s.Spec.Template, s.Namespace, controllerRef(&s.ObjectMeta, "StatefulSet"))
+	pod.Name = fmt.Sprintf("%s-%d", s.Name, ordinal)
+	pod.Labels[appsv1.StatefulSetPodNameLabel] = pod.Name
+	pod.Labels[appsv1.PodIndexLabel] = strconv.Itoa(int(ordinal))
+	if s.Status.UpdateRevision != "" {
+		pod.Labels[appsv1.ControllerRevisionHashLabelKey] = s.Status.UpdateRevision
+	}
+	return pod
+}
+
+// ReplicaSetPod is the pod the ReplicaSet controller stamps out of rs.
+func ReplicaSetPod(rs *appsv1.ReplicaSet) *v1.Pod {
+	pod := podFromTemplate(&rs.Spec.Template, rs.Namespace, controllerRef(&rs.ObjectMeta, "ReplicaSet"))
+	// As the ReplicaSet controller names its pods.
+	pod.GenerateName = rs.Name + "-"
+	return pod
+}
+
+func podFromTemplate(t *v1.PodTemplateSpec, namespace string, owner metav1.OwnerReference) *v1.Pod {
+	pod := &v1.Pod{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace:       namespace,
+			Labels:          map[string]string{},
+			Annotations:     t.Annotations,
+			OwnerReferences: []metav1.OwnerReference{owner},
+		},
+		Spec: *t.Spec.DeepCopy(),
+	}
+	for k, v := range t.Labels {
+		pod.Labels[k] = v
+	}
+	return pod
+}
