@@ -47,7 +47,9 @@ type Metrics struct {
 	Latency *prometheus.HistogramVec
 	// Injected counts the constraints written into pods.
 	Injected prometheus.Counter
-	// Denials counts refused requests by reason.
+	// Denials counts refused requests by reason and the namespace of the
+	// refused object. Namespaces are bounded by the cluster's, as the
+	// namespace label of NewNodes is.
 	Denials *prometheus.CounterVec
 	// Audits counts unsatisfiable pods admitted under the Audit action.
 	Audits prometheus.Counter
@@ -82,7 +84,8 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		}, []string{"webhook"}),
 		Injected: counter("spreadguard_injected_constraints_total",
 			"Topology spread constraints injected into pods."),
-		Denials: counterVec("spreadguard_denials_total", "Admission requests denied, by reason.", "reason"),
+		Denials: counterVec("spreadguard_denials_total",
+			"Admission requests denied, by reason and namespace (empty for a ClusterSpreadPolicy).", "reason", "namespace"),
 		Audits: counter("spreadguard_audited_pods_total",
 			"Pods whose hard spread constraints cannot be met, admitted under the Audit action."),
 		NewNodes: counterVec("spreadguard_admitted_for_new_node_total",
@@ -163,8 +166,8 @@ func (m *Metrics) skipped(webhook, reason string) {
 	m.Skips.WithLabelValues(webhook, label).Inc()
 }
 
-func (m *Metrics) denied(reason string) {
+func (m *Metrics) denied(reason, namespace string) {
 	if m != nil {
-		m.Denials.WithLabelValues(reason).Inc()
+		m.Denials.WithLabelValues(reason, namespace).Inc()
 	}
 }

@@ -215,7 +215,7 @@ func (h *PodValidator) handle(ctx context.Context, req admission.Request, f faul
 	v, err := engine.Validate(pod, h.Sources(ctx), syncGate{h.Checker, h.Synced}, h.Config, false)
 	switch {
 	case errors.Is(err, errNotSynced) && h.RefuseUntilSynced && !lifted:
-		h.Metrics.denied(DenialNotSynced)
+		h.Metrics.denied(DenialNotSynced, req.Namespace)
 		return admission.Denied(MessageNotSynced), ResultDenied
 	case errors.Is(err, errNotSynced):
 		return admission.Allowed("").WithWarnings(WarningNotSynced), ResultUnsynced
@@ -246,7 +246,7 @@ func (h *PodValidator) handle(ctx context.Context, req admission.Request, f faul
 		h.recordOnOwners(ctx, pod, v.Message)
 	}
 	if !v.Allowed {
-		h.Metrics.denied(DenialUnsatisfiable)
+		h.Metrics.denied(DenialUnsatisfiable, pod.Namespace)
 		log.Info("denied pod: hard topology spread constraints cannot be met", "policy", v.Policy.String())
 		return admission.Denied(v.Message), ResultDenied
 	}

@@ -226,8 +226,9 @@ func TestPodValidator(t *testing.T) {
 				t.Errorf("requests{result=%q} = %v, want 1", tt.wantResult, got)
 			}
 			if tt.wantDenial != "" {
-				if got := testutil.ToFloat64(m.Denials.WithLabelValues(tt.wantDenial)); got != 1 {
-					t.Errorf("denials{reason=%q} = %v, want 1", tt.wantDenial, got)
+				ns := tt.req.Namespace
+				if got := testutil.ToFloat64(m.Denials.WithLabelValues(tt.wantDenial, ns)); got != 1 {
+					t.Errorf("denials{reason=%q,namespace=%q} = %v, want 1", tt.wantDenial, ns, got)
 				}
 			} else if got := testutil.CollectAndCount(m.Denials); got != 0 {
 				t.Errorf("%d denial series recorded, want none", got)

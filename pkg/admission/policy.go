@@ -91,6 +91,6 @@ func (h *PolicyValidator[T]) handle(ctx context.Context, req admission.Request) 
 		name = req.Namespace + "/" + req.Name
 	}
 	logf.FromContext(ctx).V(1).Info("refused an invalid policy", "kind", h.kind, "errors", errs.ToAggregate().Error())
-	h.metrics.denied(DenialInvalidPolicy)
+	h.metrics.denied(DenialInvalidPolicy, req.Namespace)
 	return admission.Denied(fmt.Sprintf("%s %s is invalid: %s", h.kind, name, errs.ToAggregate().Error())), ResultDenied
 }

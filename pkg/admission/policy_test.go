@@ -93,7 +93,7 @@ func TestPolicyValidatorCountsDenials(t *testing.T) {
 	h := NewSpreadPolicyValidator(testDecoder, m)
 	bad := policytest.MakeSpreadPolicy().Namespace(shop).Name("empty").Obj() // no constraints
 	h.Handle(t.Context(), makeRequest().SpreadPolicy(bad).Obj())
-	if got := testutil.ToFloat64(m.Denials.WithLabelValues(DenialInvalidPolicy)); got != 1 {
+	if got := testutil.ToFloat64(m.Denials.WithLabelValues(DenialInvalidPolicy, shop)); got != 1 {
 		t.Errorf("denials{reason=invalid_policy} = %v, want 1", got)
 	}
 	if got := testutil.ToFloat64(m.Requests.WithLabelValues(WebhookValidateSpreadPolicy, ResultDenied)); got != 1 {

@@ -10,14 +10,18 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/spreadguard/spreadguard/pkg/audit"
 	"helm.sh/helm/v3/pkg/releaseutil"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -243,6 +247,65 @@ func TestManifestsAcceptedByAPIServer(t *testing.T) {
 			t.Errorf("a pod without a container securityContext is admitted: Pod Security admission is not enforcing")
 		}
 		w.take()
+	})
+
+	t.Run("reports.installCRD: the Report CRD is established and stores Reports whole", func(t *testing.T) {
+		r := render(t, valuesYAML(t, "reports: {installCRD: true}"))
+		var crd *unstructured.Unstructured
+		for _, u := range unstructuredDocs(t, r.manifest) {
+			if u.GetKind() == "CustomResourceDefinition" && u.GetName() == "reports.openreports.io" {
+				crd = u
+			}
+		}
+		if crd == nil {
+			t.Fatal("no CustomResourceDefinition reports.openreports.io rendered")
+		}
+		if err := c.Create(t.Context(), crd.DeepCopy()); err != nil {
+			t.Fatalf("creating the CRD: %v", err)
+		}
+		// A Report as the audit writes it, plus what another producer (a
+		// policy engine) adds: both must come back as they were written.
+		rep, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&audit.Report{
+			Source:  audit.ReportSource,
+			Summary: audit.ReportSummary{Pass: 1, Fail: 1},
+			Results: []audit.ReportResult{{
+				Policy: "shop/zones", Rule: "topology.kubernetes.io/zone DoNotSchedule", Result: "fail", Message: "skew 2 > maxSkew 1",
+				Properties: map[string]string{"domains": "a=3,b=1", "skew": "2"},
+				Resources:  []corev1.ObjectReference{{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "payments", Name: "web"}},
+			}},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep["scope"] = map[string]any{"kind": "Deployment", "name": "web"}
+		rep["results"].([]any)[0].(map[string]any)["severity"] = "high"
+		want := &unstructured.Unstructured{Object: rep}
+		want.SetAPIVersion("openreports.io/v1alpha1")
+		want.SetKind("Report")
+		want.SetNamespace("payments")
+		want.SetName("spreadguard")
+		var created error
+		for range 100 {
+			if created = c.Create(t.Context(), want.DeepCopy()); created == nil || !meta.IsNoMatchError(created) {
+				break
+			}
+			// The client's mapper discovers the new kind once the CRD
+			// is established.
+			time.Sleep(100 * time.Millisecond)
+		}
+		if created != nil {
+			t.Fatalf("creating a Report: %v", created)
+		}
+		got := &unstructured.Unstructured{}
+		got.SetGroupVersionKind(want.GroupVersionKind())
+		if err := c.Get(t.Context(), client.ObjectKey{Namespace: "payments", Name: "spreadguard"}, got); err != nil {
+			t.Fatal(err)
+		}
+		for _, field := range []string{"source", "summary", "results", "scope"} {
+			if diff := cmp.Diff(want.Object[field], got.Object[field]); diff != "" {
+				t.Errorf("%s of the stored Report (-written +stored):\n%s", field, diff)
+			}
+		}
 	})
 
 	t.Run("plain cert-manager manifests of certs/", func(t *testing.T) {

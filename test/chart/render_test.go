@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+
 	cmapi "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
 	"github.com/google/go-cmp/cmp"
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
@@ -94,7 +96,7 @@ func TestEveryCIFileIsCovered(t *testing.T) {
 var scheme = func() *runtime.Scheme {
 	s := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{
-		clientgoscheme.AddToScheme, cmapi.AddToScheme, monitoringv1.AddToScheme, v1alpha1.AddToScheme,
+		clientgoscheme.AddToScheme, cmapi.AddToScheme, monitoringv1.AddToScheme, v1alpha1.AddToScheme, apiextensionsv1.AddToScheme,
 	} {
 		if err := add(s); err != nil {
 			panic(err)

@@ -5,8 +5,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -76,25 +74,21 @@ func TestSpreadHealth(t *testing.T) {
 	})
 }
 
-// kubectl runs kubectl (bin/kubectl of this checkout, else the one on
-// PATH) against the suite's cluster.
-func kubectl(ctx context.Context, args ...string) (string, error) {
-	path := filepath.Join("..", "..", "bin", "kubectl")
-	if _, err := os.Stat(path); err != nil {
-		path = "kubectl"
-	}
-	out, err := exec.CommandContext(ctx, path, args...).CombinedOutput()
+// kubectlOut runs kubectl against the suite's cluster and returns its
+// output, with its standard error in the error when it fails.
+func kubectlOut(ctx context.Context, args ...string) (string, error) {
+	out, stderr, err := kubectl(ctx, nil, args...)
 	if err != nil {
-		return "", fmt.Errorf("kubectl %s: %w: %s", strings.Join(args, " "), err, out)
+		return "", fmt.Errorf("kubectl %s: %w: %s", strings.Join(args, " "), err, stderr)
 	}
-	return string(out), nil
+	return out, nil
 }
 
 // wantPolicyRow checks the row of policy "zones" in `kubectl get
 // spreadpolicies`: the printer columns Ready, Workloads, Skewed and
 // Uncovered.
 func wantPolicyRow(ctx context.Context, ns string, ready, workloads, skewed, uncovered string) error {
-	out, err := kubectl(ctx, "get", "spreadpolicies", "-n", ns)
+	out, err := kubectlOut(ctx, "get", "spreadpolicies", "-n", ns)
 	if err != nil {
 		return err
 	}
@@ -116,7 +110,7 @@ func wantPolicyRow(ctx context.Context, ns string, ready, workloads, skewed, unc
 // wantReportResults checks the results of the namespace's Report, one
 // "Kind/name result" per line.
 func wantReportResults(ctx context.Context, ns string, want ...string) error {
-	out, err := kubectl(ctx, "get", "reports.openreports.io", "spreadguard", "-n", ns, "-o",
+	out, err := kubectlOut(ctx, "get", "reports.openreports.io", "spreadguard", "-n", ns, "-o",
 		`jsonpath={range .results[*]}{.resources[0].kind}/{.resources[0].name} {.result}{"\n"}{end}`)
 	if err != nil {
 		return err

@@ -413,7 +413,7 @@ func TestServer(t *testing.T) {
 			"spreadguard_cache_synced 1",
 			`spreadguard_admission_requests_total{result="skipped",webhook="mutate-pod"}`,
 			`spreadguard_admission_requests_total{result="denied",webhook="validate-spreadpolicy"}`,
-			`spreadguard_denials_total{reason="invalid_policy"}`,
+			`spreadguard_denials_total{namespace="` + ns + `",reason="invalid_policy"}`,
 			"spreadguard_injected_constraints_total",
 			`spreadguard_admission_decision_duration_seconds_bucket{webhook="validate-pod",le="0.001"}`,
 		} {
