@@ -47,7 +47,9 @@ func summarize(path string) error {
 // round's p99.9 (and its p99, on the tenth) is mostly noise, while five
 // rounds pooled rest the p99.9 on five creates. The rounds run the modes
 // one after the other, so a change of the machine's load over the run
-// weighs on every mode alike.
+// weighs on every mode alike. The additions of p50 and p99 are also printed
+// round by round (each burst minus the none burst of its round), so that
+// one can see whether the rounds agree on their sign.
 func writeSummary(w io.Writer, results []burstResult) {
 	byTag := map[string][]burstResult{}
 	var tags []string
@@ -118,6 +120,29 @@ func writeSummary(w io.Writer, results []burstResult) {
 		}
 		fmt.Fprintf(w, "  %-20s %7d %8.2f %8.2f %8.2f %10s %10s %12s  %s\n",
 			tag, len(pool(byTag[tag])), p[0], p[1], p[2], added[0], added[1], added[2], cmp.Or(handshakes(byTag[tag]), "-"))
+	}
+	// The same additions taken round by round, to show how much of them
+	// the rounds agree on.
+	fmt.Fprintf(w, "added in each round (the round's figure minus its %s burst's), ms:\n", tagNone)
+	for _, tag := range tags {
+		if tag == tagNone {
+			continue
+		}
+		for _, f := range []struct {
+			name string
+			get  func(burstResult) float64
+		}{{"p50", func(r burstResult) float64 { return r.P50 }}, {"p99", func(r burstResult) float64 { return r.P99 }}} {
+			d := pairedAdded(byTag[tag], byTag[tagNone], f.get)
+			if len(d) == 0 {
+				continue
+			}
+			var b strings.Builder
+			for _, v := range d {
+				fmt.Fprintf(&b, " %+.1f", v)
+			}
+			sorted := slices.Sorted(slices.Values(d))
+			fmt.Fprintf(w, "  %-20s %-5s median %+7.2f, rounds:%s\n", tag, f.name, median(sorted), b.String())
+		}
 	}
 	_, hasNoop := byTag[tagNoop]
 	_, hasSpreadguard := byTag[tagSpreadguard]
@@ -198,4 +223,14 @@ func handshakes(rs []burstResult) string {
 		return ""
 	}
 	return b.String()
+}
+
+// pairedAdded is, for each round that both have, get of the mode's burst
+// minus get of the none burst of the same round (the i-th of each tag).
+func pairedAdded(mode, none []burstResult, get func(burstResult) float64) []float64 {
+	d := make([]float64, min(len(mode), len(none)))
+	for i := range d {
+		d[i] = get(mode[i]) - get(none[i])
+	}
+	return d
 }

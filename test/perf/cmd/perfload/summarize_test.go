@@ -95,6 +95,9 @@ func TestWriteSummary(t *testing.T) {
 				"  webhook=noop               8     4.00    14.00    14.00      +2.00      +4.00        +4.00  2 0",
 				"  webhook=spreadguard        8     6.00    24.00    24.00      +4.00     +14.00       +14.00  3 1",
 				"spreadguard / no-op, of the added latency (pooled):  p50 2.00x  p99 3.50x  p99.9 3.50x",
+				"  webhook=noop         p50   median   +2.00, rounds: +2.0 +2.0",
+				"  webhook=noop         p99   median   +3.00, rounds: +2.0 +4.0",
+				"  webhook=spreadguard  p99   median   +9.00, rounds: +4.0 +14.0",
 			},
 		},
 		{
@@ -116,12 +119,8 @@ func TestWriteSummary(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			results := make([]burstResult, len(tt.rounds))
-			for i, r := range tt.rounds {
-				results[i] = r.r
-			}
 			var out strings.Builder
-			writeSummary(&out, results)
+			writeSummary(&out, results(tt.rounds))
 			lines := strings.Split(out.String(), "\n")
 			for _, want := range tt.want {
 				if !containsLine(lines, want) {
@@ -173,4 +172,47 @@ noopwebhook_tls_handshakes_total_other 3
 			}
 		})
 	}
+}
+
+func TestPairedAdded(t *testing.T) {
+	p50 := func(r burstResult) float64 { return r.P50 }
+	tests := []struct {
+		name       string
+		mode, none []*round
+		want       []float64
+	}{
+		{
+			name: "each round's burst is set against the none burst of the same round",
+			mode: []*round{aRound(tagNoop, 5), aRound(tagNoop, 3)},
+			none: []*round{aRound(tagNone, 2), aRound(tagNone, 4)},
+			want: []float64{3, -1},
+		},
+		{
+			name: "a round cut short before its none burst is left out",
+			mode: []*round{aRound(tagNoop, 5), aRound(tagNoop, 3)},
+			none: []*round{aRound(tagNone, 2)},
+			want: []float64{3},
+		},
+		{
+			name: "no none burst at all leaves nothing to set against",
+			mode: []*round{aRound(tagNoop, 5)},
+			want: []float64{},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := pairedAdded(results(tt.mode), results(tt.none), p50)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("pairedAdded (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func results(rounds []*round) []burstResult {
+	rs := make([]burstResult, len(rounds))
+	for i, r := range rounds {
+		rs[i] = r.r
+	}
+	return rs
 }
