@@ -59,10 +59,7 @@ func writeSummary(w io.Writer, results []burstResult) {
 		}
 		byTag[r.Tag] = append(byTag[r.Tag], r)
 	}
-	figures := []struct {
-		name string
-		get  func(burstResult) float64
-	}{
+	figures := []figure{
 		{"p50 ms", func(r burstResult) float64 { return r.P50 }},
 		{"p90 ms", func(r burstResult) float64 { return r.P90 }},
 		{"p99 ms", func(r burstResult) float64 { return r.P99 }},
@@ -95,11 +92,14 @@ func writeSummary(w io.Writer, results []burstResult) {
 		return
 	}
 	qs := []float64{0.5, 0.99, 0.999}
+	pooled := map[string][]float64{}
+	for _, tag := range tags {
+		pooled[tag] = pool(byTag[tag])
+	}
 	at := func(tag string) []float64 {
-		all := pool(byTag[tag])
 		p := make([]float64, len(qs))
 		for i, q := range qs {
-			p[i] = percentile(all, q)
+			p[i] = percentile(pooled[tag], q)
 		}
 		return p
 	}
@@ -108,7 +108,7 @@ func writeSummary(w io.Writer, results []burstResult) {
 	fmt.Fprintf(w, "  %-20s %7s %8s %8s %8s %10s %10s %12s  %s\n",
 		"mode", "creates", "p50", "p99", "p99.9", "added p50", "added p99", "added p99.9", "handshakes per round")
 	for _, tag := range tags {
-		if len(pool(byTag[tag])) == 0 {
+		if len(pooled[tag]) == 0 {
 			continue
 		}
 		p := at(tag)
@@ -119,7 +119,7 @@ func writeSummary(w io.Writer, results []burstResult) {
 			}
 		}
 		fmt.Fprintf(w, "  %-20s %7d %8.2f %8.2f %8.2f %10s %10s %12s  %s\n",
-			tag, len(pool(byTag[tag])), p[0], p[1], p[2], added[0], added[1], added[2], cmp.Or(handshakes(byTag[tag]), "-"))
+			tag, len(pooled[tag]), p[0], p[1], p[2], added[0], added[1], added[2], cmp.Or(handshakes(byTag[tag]), "-"))
 	}
 	// The same additions taken round by round, to show how much of them
 	// the rounds agree on.
@@ -128,10 +128,7 @@ func writeSummary(w io.Writer, results []burstResult) {
 		if tag == tagNone {
 			continue
 		}
-		for _, f := range []struct {
-			name string
-			get  func(burstResult) float64
-		}{{"p50", func(r burstResult) float64 { return r.P50 }}, {"p99", func(r burstResult) float64 { return r.P99 }}} {
+		for _, f := range []figure{figures[0], figures[2]} {
 			d := pairedAdded(byTag[tag], byTag[tagNone], f.get)
 			if len(d) == 0 {
 				continue
@@ -141,7 +138,7 @@ func writeSummary(w io.Writer, results []burstResult) {
 				fmt.Fprintf(&b, " %+.1f", v)
 			}
 			sorted := slices.Sorted(slices.Values(d))
-			fmt.Fprintf(w, "  %-20s %-5s median %+7.2f, rounds:%s\n", tag, f.name, median(sorted), b.String())
+			fmt.Fprintf(w, "  %-20s %-5s median %+7.2f, rounds:%s\n", tag, strings.TrimSuffix(f.name, " ms"), median(sorted), b.String())
 		}
 	}
 	_, hasNoop := byTag[tagNoop]
@@ -160,6 +157,12 @@ func writeSummary(w io.Writer, results []burstResult) {
 		fmt.Fprintf(w, "  %s %.2fx", name, r)
 	}
 	fmt.Fprintln(w)
+}
+
+// figure is one number of a burst, by name.
+type figure struct {
+	name string
+	get  func(burstResult) float64
 }
 
 // median is the median of sorted, which is not empty.
