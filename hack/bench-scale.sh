@@ -8,12 +8,20 @@
 # of test/perf/fixture (BENCH_SCALE_NODES kwok nodes in 3 zones, 30 bound pods
 # per node in 30-replica workloads, one Service and one ReplicationController
 # per workload, a ClusterSpreadPolicy with hard zone and hostname spread),
-# starts bin/spreadguard-webhook as a process and waits until its caches have
-# synced. Then it measures bursts of pod creations (BENCH_SCALE_BURST pods from
-# BENCH_SCALE_PARALLEL clients) with the chart's webhook configurations
-# registered and removed, alternately, BENCH_SCALE_ROUNDS times each: the
-# latency of a create call, p50/p90/p99, and what the webhook adds. Last, the
-# webhook's resident memory (VmRSS, VmHWM) and its own decision-time metric.
+# starts spreadguard-webhook and test/perf/cmd/noopwebhook (a webhook that
+# allows every review at once, with spreadguard's TLS setup and serving
+# certificate) as processes and waits until spreadguard's caches have synced.
+# Then it measures bursts of pod creations (BENCH_SCALE_BURST pods from
+# BENCH_SCALE_PARALLEL clients) BENCH_SCALE_ROUNDS times in each of three
+# modes: no webhook registered (webhook=none), the chart's two webhook
+# configurations pointing at the no-op webhook (webhook=noop), and the same
+# pointing at spreadguard (webhook=spreadguard). Each round runs the three
+# modes in a rotated order, so that a drift of the machine's load weighs on
+# each alike. It reports the latency of a create call (p50/p90/p99/p99.9),
+# the TLS handshakes each webhook began per burst, and, over all rounds
+# pooled, what each webhook adds to webhook=none and the ratio of
+# spreadguard's addition to the no-op's. Last, the webhook's resident memory
+# (VmRSS, VmHWM) and its own decision-time metric.
 #
 # The bursts are dry-run creates (dryRun=All) by default: they pass through
 # every admission plugin and webhook but are not stored, so that neither the
@@ -61,6 +69,7 @@ DIR=
 COMMIT=
 CLUSTER_PID=
 WEBHOOK_PID=
+NOOP_PID=
 
 cleanup() {
   local rc=$?
@@ -70,6 +79,10 @@ cleanup() {
     kill -TERM "$WEBHOOK_PID" 2>/dev/null || true
     wait "$WEBHOOK_PID" 2>/dev/null || true
   fi
+  if [[ -n $NOOP_PID ]] && kill -0 "$NOOP_PID" 2>/dev/null; then
+    kill -TERM "$NOOP_PID" 2>/dev/null || true
+    wait "$NOOP_PID" 2>/dev/null || true
+  fi
   if [[ -n $CLUSTER_PID ]] && kill -0 "$CLUSTER_PID" 2>/dev/null; then
     log "stopping the local cluster"
     kill -TERM "$CLUSTER_PID" 2>/dev/null || true
@@ -77,6 +90,7 @@ cleanup() {
   fi
   if [[ -n $DIR ]]; then
     [[ -f $DIR/webhook.log ]] && cp "$DIR/webhook.log" "$OUT/" 2>/dev/null || true
+    [[ -f $DIR/noopwebhook.log ]] && cp "$DIR/noopwebhook.log" "$OUT/" 2>/dev/null || true
     [[ -f $DIR/cluster.log ]] && cp "$DIR/cluster.log" "$OUT/" 2>/dev/null || true
     rm -rf "$DIR"
   fi
@@ -98,6 +112,7 @@ build() {
   log "building perfload and spreadguard-webhook at $COMMIT"
   (cd "$ROOT" && go build -o "$DIR/perfload" ./test/perf/cmd/perfload)
   (cd "$ROOT" && CGO_ENABLED=0 go build -o "$DIR/spreadguard-webhook" ./cmd/webhook)
+  (cd "$ROOT" && CGO_ENABLED=0 go build -o "$DIR/noopwebhook" ./test/perf/cmd/noopwebhook)
   (cd "$ROOT" && go run ./hack/certs -dir "$DIR/certs" >/dev/null)
 }
 
@@ -120,11 +135,11 @@ start_cluster() {
   k wait --for condition=established --timeout=120s -f "$ROOT/charts/spreadguard/crds" >/dev/null
 }
 
-# webhook_configurations prints the chart's two webhook configurations, in
-# external-URL mode, pointing at the local process.
+# webhook_configurations PORT prints the chart's two webhook configurations,
+# in external-URL mode, pointing at the local process serving on PORT.
 webhook_configurations() {
   "$BIN/helm" template "$RELEASE" "$ROOT/charts/spreadguard" --namespace "$RELEASE_NAMESPACE" \
-    --set webhook.url="https://127.0.0.1:$WEBHOOK_PORT" \
+    --set webhook.url="https://127.0.0.1:$1" \
     --set webhook.caBundle="$(base64 <"$DIR/certs/ca.crt" | tr -d '\n')" \
     --show-only templates/webhook-mutatingwebhookconfiguration.yaml \
     --show-only templates/webhook-validatingwebhookconfiguration.yaml
@@ -144,17 +159,46 @@ spec:
 EOF
 }
 
-webhook_called() { [[ $(probe) == *denied* ]]; }
-webhook_not_called() { ! webhook_called; }
+# counter URL NAME prints the value of the counter NAME at the /metrics URL.
+counter() {
+  [[ $1 =~ ^([a-z]+://[^/]+)(/.*)$ ]] || die "counter: $1 is not scheme://host:port/path"
+  k --server="${BASH_REMATCH[1]}" get --raw "${BASH_REMATCH[2]}" | awk -v name="$2" '$1 == name { print $2; found = 1 } END { exit !found }'
+}
+
+# probe_calls PROBE prints what the API server answers to a probe, then how
+# many reviews the no-op webhook answered meanwhile.
+probe_calls() {
+  local before answer after
+  before=$(counter "$NOOP_METRICS_URL" noopwebhook_admission_requests_total)
+  answer=$(probe)
+  after=$(counter "$NOOP_METRICS_URL" noopwebhook_admission_requests_total)
+  echo "$answer"
+  echo "noop reviews: $((after - before))"
+}
+
+# called MODE succeeds when the API server calls the webhooks of MODE (none,
+# noop, spreadguard) for a pod create, and no other: spreadguard denies the
+# probe, the no-op counts a mutating and a validating review of it.
+called() {
+  local out
+  out=$(probe_calls)
+  case $1 in
+    none) [[ $out != *denied* && $out == *"noop reviews: 0" ]] ;;
+    noop) [[ $out != *denied* && $out == *"noop reviews: 2" ]] ;;
+    spreadguard) [[ $out == *denied* && $out == *"noop reviews: 0" ]] ;;
+  esac
+}
 
 register() {
-  webhook_configurations | k apply -f - >/dev/null
-  wait_until 120 webhook_called || die "the API server does not call the webhook 120s after registering it"
+  local port=$WEBHOOK_PORT
+  [[ $1 == noop ]] && port=$NOOP_PORT
+  webhook_configurations "$port" | k apply -f - >/dev/null
+  wait_until 120 called "$1" || die "the API server does not call only the $1 webhook 120s after registering it"
 }
 
 unregister() {
   k delete mutatingwebhookconfiguration,validatingwebhookconfiguration "$RELEASE" --ignore-not-found >/dev/null
-  wait_until 120 webhook_not_called || die "the API server still calls the webhook 120s after removing it"
+  wait_until 120 called none || die "the API server still calls a webhook 120s after removing it"
 }
 
 start_webhook() {
@@ -173,6 +217,17 @@ start_webhook() {
   WEBHOOK_READY_SECONDS=$((SECONDS - start))
 }
 
+start_noop() {
+  local metrics
+  free_port NOOP_PORT
+  free_port metrics
+  NOOP_METRICS_URL=http://127.0.0.1:$metrics/metrics
+  "$DIR/noopwebhook" --port "$NOOP_PORT" --cert-dir "$DIR/certs" --metrics-bind-address "127.0.0.1:$metrics" \
+    >"$DIR/noopwebhook.log" 2>&1 </dev/null &
+  NOOP_PID=$!
+  wait_url "$NOOP_METRICS_URL" 60 noopwebhook "$NOOP_PID" "$DIR/noopwebhook.log"
+}
+
 # memory prints the webhook's resident set and its high-water mark, in MiB.
 memory() {
   awk '/^VmRSS:/ { rss = $2 } /^VmHWM:/ { hwm = $2 } END { printf "VmRSS %.0f MiB, VmHWM %.0f MiB", rss / 1024, hwm / 1024 }' \
@@ -187,11 +242,21 @@ decisions() {
     END { for (w in n) if (n[w] > 0) printf "  %s: %d decisions, mean %.3f ms\n", w, n[w], 1000 * sum[w] / n[w] }'
 }
 
+# burst MODE measures one burst with the webhooks of MODE registered.
 burst() {
-  local tag=$1 expect=$2
-  local args=(--nodes "$NODES" --pods-per-node "$PODS_PER_NODE" --pods "$BURST" --parallel "$PARALLEL" --tag "$tag" --expect-mutated "$expect")
+  local mode=$1 expect=none
+  local args=(--nodes "$NODES" --pods-per-node "$PODS_PER_NODE" --pods "$BURST" --parallel "$PARALLEL" --tag "webhook=$mode")
+  case $mode in
+    noop) args+=(--metrics-url "$NOOP_METRICS_URL" --handshakes-metric noopwebhook_tls_handshakes_total) ;;
+    spreadguard)
+      expect=all
+      args+=(--metrics-url "http://$METRICS_ADDRESS/metrics" --handshakes-metric spreadguard_webhook_tls_handshakes_total)
+      ;;
+  esac
+  args+=(--expect-mutated "$expect")
   [[ $DRY_RUN == 1 ]] && args+=(--dry-run)
-  "$DIR/perfload" burst "${args[@]}" | tee -a "$OUT/bursts.jsonl" >&2
+  # Every latency goes to the file; the console gets the line without them.
+  "$DIR/perfload" burst "${args[@]}" | tee -a "$OUT/bursts.jsonl" | sed 's/,"latenciesMs":\[[^]]*\]//' >&2
   if [[ $DRY_RUN != 1 ]]; then
     # Real pods: remove them, and wait, so that every burst meets the same cluster.
     k delete pods -A -l spreadguard.io/perf-burst=1 --wait=true --timeout=10m >/dev/null
@@ -223,20 +288,24 @@ main() {
   local ready_nodes
   ready_nodes=$(k get nodes --no-headers | awk '$2 == "Ready"' | wc -l)
 
-  log "starting spreadguard-webhook"
+  log "starting spreadguard-webhook and noopwebhook"
+  start_noop
   start_webhook
   log "webhook ready after ${WEBHOOK_READY_SECONDS}s: $(memory)"
   sleep 30
   local rss_idle
   rss_idle=$(memory)
 
+  local modes=(none noop spreadguard) loads=()
   for r in $(seq 1 "$ROUNDS"); do
-    log "round $r/$ROUNDS: $BURST creates, $PARALLEL parallel, webhook removed"
-    unregister
-    burst webhook=off none
-    log "round $r/$ROUNDS: $BURST creates, $PARALLEL parallel, webhook registered"
-    register
-    burst webhook=on all
+    for i in 0 1 2; do
+      local mode=${modes[(r - 1 + i) % 3]}
+      log "round $r/$ROUNDS: $BURST creates, $PARALLEL parallel, webhook=$mode"
+      unregister
+      if [[ $mode != none ]]; then register "$mode"; fi
+      burst "$mode"
+    done
+    loads+=("$(cut -d' ' -f1 /proc/loadavg)")
   done
   unregister
   local rss_after
@@ -248,7 +317,7 @@ main() {
     echo "cluster: $NODES nodes ($ready_nodes Ready), $((NODES * PODS_PER_NODE)) pods + the local cluster's own; filled in ${fill_seconds}s, kwok settled: $settled (${settle_seconds}s)"
     echo "webhook: ready (caches synced) ${WEBHOOK_READY_SECONDS}s after start"
     echo "webhook memory: idle after sync: $rss_idle; after the bursts: $rss_after"
-    echo "bursts: dry-run=$([[ $DRY_RUN == 1 ]] && echo yes || echo no)"
+    echo "bursts: dry-run=$([[ $DRY_RUN == 1 ]] && echo yes || echo no); 1-minute load average after each round: ${loads[*]}"
     "$DIR/perfload" summarize "$OUT/bursts.jsonl"
     echo "webhook's own decision time (spreadguard_admission_decision_duration_seconds):"
     decisions

@@ -155,7 +155,11 @@ func Run(ctx context.Context, cfg *Config, opts ...Option) error {
 	// The admission endpoints and the secure metrics present the same
 	// certificate, reloaded from disk.
 	servingTLS := []func(*tls.Config){secureTLS, func(c *tls.Config) { c.GetCertificate = certs.GetCertificate }}
-	webhookTLS := slices.Clone(servingTLS)
+	handshakes, err := countHandshakes(o.registry)
+	if err != nil {
+		return err
+	}
+	webhookTLS := append(slices.Clone(servingTLS), handshakes)
 	if cfg.ClientCAFile != "" {
 		pool, err := loadClientCAs(cfg.ClientCAFile)
 		if err != nil {

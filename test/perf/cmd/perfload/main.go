@@ -3,7 +3,8 @@
 // hack/bench-scale.sh runs it; it is not part of the webhook.
 //
 //	perfload fill  --nodes 5000 --pods-per-node 30 [--workers 32] [--qps 2000]
-//	perfload burst --pods 1000 --parallel 8 [--dry-run] [--tag webhook=on]
+//	perfload burst --pods 1000 --parallel 8 [--dry-run] [--tag webhook=noop]
+//	               [--metrics-url URL --handshakes-metric NAME]
 //	perfload wait-running [--timeout 30m]
 //	perfload summarize bursts.jsonl
 //
@@ -17,11 +18,14 @@
 //
 // burst creates new replicas of the workloads (spread over the namespaces
 // the way the in-process benchmark spreads them) from several clients at
-// once and prints one JSON line: count, errors, p50/p90/p99/max latency of
-// a create call in milliseconds, and the creates per second. summarize reads
-// those lines and prints, per tag, the median of each figure over the
-// rounds with its range, and the difference between the tags webhook=on and
-// webhook=off.
+// once and prints one JSON line: count, errors, p50/p90/p99/p99.9/max
+// latency of a create call in milliseconds, every latency, the creates per
+// second and, with --metrics-url, how many TLS handshakes the webhook under
+// test began meanwhile. summarize reads those lines and prints, per tag, the
+// median of each figure over the rounds with its range; then, over all
+// rounds pooled, the p50/p99/p99.9 of the tags webhook=none, webhook=noop
+// and webhook=spreadguard, what the two webhooks add to webhook=none, and
+// the ratio of spreadguard's addition to the no-op's.
 package main
 
 import (
@@ -30,10 +34,13 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"math"
+	"net/http"
 	"os"
 	"os/signal"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -136,6 +143,8 @@ func run(ctx context.Context, args []string) error {
 		fs.StringVar(&b.label, "label", "spreadguard.io/perf-burst=1", "key=value label on every burst pod, to delete them later")
 		fs.StringVar(&b.tag, "tag", "", "copied into the result line, to tell runs apart")
 		fs.StringVar(&b.expectMutated, "expect-mutated", "", `"all" or "none": fail unless every pod, or none, came back with injected constraints`)
+		fs.StringVar(&b.metricsURL, "metrics-url", "", "a webhook's /metrics in the Prometheus text format, read before and after the burst")
+		fs.StringVar(&b.handshakesMetric, "handshakes-metric", "", "the counter of TLS handshakes at --metrics-url; its increase is the burst's handshakes")
 		if err := fs.Parse(args[1:]); err != nil {
 			return err
 		}
@@ -357,6 +366,9 @@ type burstOptions struct {
 	tag      string
 	// expectMutated is "all", "none" or "" (no check).
 	expectMutated string
+	// metricsURL and handshakesMetric name the counter of TLS handshakes of
+	// the webhook under test; none when empty.
+	metricsURL, handshakesMetric string
 }
 
 // burstResult is what burst prints.
@@ -371,8 +383,16 @@ type burstResult struct {
 	P50        float64 `json:"p50Ms"`
 	P90        float64 `json:"p90Ms"`
 	P99        float64 `json:"p99Ms"`
+	P999       float64 `json:"p999Ms"`
 	Max        float64 `json:"maxMs"`
 	PerSecond  float64 `json:"createsPerSecond"`
+	// Handshakes is how many TLS handshakes the webhook under test began
+	// during the burst: about as many as its connections when the API server
+	// keeps them alive, one per review when it does not.
+	Handshakes *int64 `json:"handshakes,omitempty"`
+	// LatenciesMs are every create's latency, in milliseconds, sorted: what
+	// summarize pools over the rounds.
+	LatenciesMs []float64 `json:"latenciesMs,omitempty"`
 }
 
 func burst(ctx context.Context, o *options, b *burstOptions) error {
@@ -412,6 +432,12 @@ func burst(ctx context.Context, o *options, b *burstOptions) error {
 	}); err != nil {
 		return err
 	}
+	var handshakes *float64
+	if b.metricsURL != "" {
+		if handshakes, err = readCounter(ctx, b.metricsURL, b.handshakesMetric); err != nil {
+			return err
+		}
+	}
 	latencies := make([]time.Duration, b.pods)
 	var errs, mutated atomic.Int64
 	var firstErr atomic.Value
@@ -432,13 +458,23 @@ func burst(ctx context.Context, o *options, b *burstOptions) error {
 		return nil
 	})
 	elapsed := time.Since(start)
-	slices.Sort(latencies)
-	ms := func(q float64) float64 {
-		i := max(0, min(int(math.Ceil(q*float64(len(latencies))))-1, len(latencies)-1))
-		return float64(latencies[i]) / float64(time.Millisecond)
+	ms := make([]float64, len(latencies))
+	for i, l := range latencies {
+		// Microseconds are enough, and keep the line short.
+		ms[i] = math.Round(float64(l)/float64(time.Microsecond)) / 1000
 	}
+	slices.Sort(ms)
 	res := burstResult{Tag: b.tag, Pods: b.pods, Parallel: b.parallel, DryRun: b.dryRun, Errors: int(errs.Load()), Mutated: int(mutated.Load()),
-		P50: ms(0.5), P90: ms(0.9), P99: ms(0.99), Max: ms(1), PerSecond: float64(b.pods) / elapsed.Seconds()}
+		P50: percentile(ms, 0.5), P90: percentile(ms, 0.9), P99: percentile(ms, 0.99), P999: percentile(ms, 0.999), Max: percentile(ms, 1),
+		PerSecond: float64(b.pods) / elapsed.Seconds(), LatenciesMs: ms}
+	if handshakes != nil {
+		after, err := readCounter(ctx, b.metricsURL, b.handshakesMetric)
+		if err != nil {
+			return err
+		}
+		n := int64(*after - *handshakes)
+		res.Handshakes = &n
+	}
 	if e, ok := firstErr.Load().(string); ok {
 		res.FirstError = e
 	}
@@ -456,69 +492,43 @@ func burst(ctx context.Context, o *options, b *burstOptions) error {
 	return nil
 }
 
-// summarize prints the median and range of each figure per tag, and what
-// the webhook adds: webhook=on minus webhook=off, median against median.
-func summarize(path string) error {
-	data, err := os.ReadFile(path)
+// readCounter reads the counter name, without labels, from the Prometheus
+// text at url.
+func readCounter(ctx context.Context, url, name string) (*float64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return err
+		return nil, fmt.Errorf("reading %s: %w", url, err)
 	}
-	byTag := map[string][]burstResult{}
-	var tags []string
-	for line := range strings.Lines(string(data)) {
-		var r burstResult
-		if err := json.Unmarshal([]byte(line), &r); err != nil {
-			return fmt.Errorf("reading %s: %w", path, err)
-		}
-		if _, ok := byTag[r.Tag]; !ok {
-			tags = append(tags, r.Tag)
-		}
-		byTag[r.Tag] = append(byTag[r.Tag], r)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", url, err)
 	}
-	figures := []struct {
-		name string
-		get  func(burstResult) float64
-	}{
-		{"p50 ms", func(r burstResult) float64 { return r.P50 }},
-		{"p90 ms", func(r burstResult) float64 { return r.P90 }},
-		{"p99 ms", func(r burstResult) float64 { return r.P99 }},
-		{"max ms", func(r burstResult) float64 { return r.Max }},
-		{"creates/s", func(r burstResult) float64 { return r.PerSecond }},
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", url, err)
 	}
-	median := func(rs []burstResult, get func(burstResult) float64) (med, lo, hi float64) {
-		v := make([]float64, len(rs))
-		for i, r := range rs {
-			v[i] = get(r)
-		}
-		slices.Sort(v)
-		n := len(v)
-		med = v[n/2]
-		if n%2 == 0 {
-			med = (v[n/2-1] + v[n/2]) / 2
-		}
-		return med, v[0], v[n-1]
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("reading %s: %s", url, resp.Status)
 	}
-	for _, tag := range tags {
-		rs := byTag[tag]
-		errs := 0
-		for _, r := range rs {
-			errs += r.Errors
-		}
-		fmt.Printf("%s: %d rounds of %d creates, %d parallel, dry-run %t, %d errors\n",
-			tag, len(rs), rs[0].Pods, rs[0].Parallel, rs[0].DryRun, errs)
-		for _, f := range figures {
-			med, lo, hi := median(rs, f.get)
-			fmt.Printf("  %-10s %9.2f  (%.2f .. %.2f)\n", f.name, med, lo, hi)
+	v, err := counterValue(string(body), name)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", url, err)
+	}
+	return &v, nil
+}
+
+// counterValue finds the sample of name, without labels, in Prometheus text.
+func counterValue(text, name string) (float64, error) {
+	for line := range strings.Lines(text) {
+		f := strings.Fields(line)
+		if len(f) >= 2 && f[0] == name {
+			v, err := strconv.ParseFloat(f[1], 64)
+			if err != nil {
+				return 0, fmt.Errorf("the sample of %s: %w", name, err)
+			}
+			return v, nil
 		}
 	}
-	on, off := byTag["webhook=on"], byTag["webhook=off"]
-	if len(on) > 0 && len(off) > 0 {
-		fmt.Println("added by the webhook (median on - median off):")
-		for _, f := range figures[:4] {
-			a, _, _ := median(on, f.get)
-			b, _, _ := median(off, f.get)
-			fmt.Printf("  %-10s %+9.2f\n", f.name, a-b)
-		}
-	}
-	return nil
+	return 0, fmt.Errorf("no sample of %s", name)
 }

@@ -1,0 +1,239 @@
+package main
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// The tags of hack/bench-scale.sh's three modes: no webhook, the no-op
+// webhook of test/perf/cmd/noopwebhook, and spreadguard.
+const (
+	tagNone        = "webhook=none"
+	tagNoop        = "webhook=noop"
+	tagSpreadguard = "webhook=spreadguard"
+)
+
+func summarize(path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var results []burstResult
+	for line := range strings.Lines(string(data)) {
+		var r burstResult
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			return fmt.Errorf("reading %s: %w", path, err)
+		}
+		results = append(results, r)
+	}
+	writeSummary(os.Stdout, results)
+	return nil
+}
+
+// writeSummary prints, per tag, the median and range over the rounds of each
+// figure and the TLS handshakes of each round; then the create latency of
+// each tag over all its rounds pooled, what each adds to webhook=none's, and
+// the ratio of spreadguard's addition to the no-op webhook's.
+//
+// The additions are taken from pooled percentiles, not round by round: a
+// round of 1,000 creates puts its p99.9 on the second slowest create, so a
+// round's p99.9 (and its p99, on the tenth) is mostly noise, while five
+// rounds pooled rest the p99.9 on five creates. The rounds run the modes
+// one after the other, so a change of the machine's load over the run
+// weighs on every mode alike. The additions of p50 and p99 are also printed
+// round by round (each burst minus the none burst of its round), so that
+// one can see whether the rounds agree on their sign.
+func writeSummary(w io.Writer, results []burstResult) {
+	byTag := map[string][]burstResult{}
+	var tags []string
+	for _, r := range results {
+		if _, ok := byTag[r.Tag]; !ok {
+			tags = append(tags, r.Tag)
+		}
+		byTag[r.Tag] = append(byTag[r.Tag], r)
+	}
+	figures := []figure{
+		{"p50 ms", func(r burstResult) float64 { return r.P50 }},
+		{"p90 ms", func(r burstResult) float64 { return r.P90 }},
+		{"p99 ms", func(r burstResult) float64 { return r.P99 }},
+		{"p99.9 ms", func(r burstResult) float64 { return r.P999 }},
+		{"max ms", func(r burstResult) float64 { return r.Max }},
+		{"creates/s", func(r burstResult) float64 { return r.PerSecond }},
+	}
+	for _, tag := range tags {
+		rs := byTag[tag]
+		errs := 0
+		for _, r := range rs {
+			errs += r.Errors
+		}
+		fmt.Fprintf(w, "%s: %d rounds of %d creates, %d parallel, dry-run %t, %d errors\n",
+			tag, len(rs), rs[0].Pods, rs[0].Parallel, rs[0].DryRun, errs)
+		for _, f := range figures {
+			v := make([]float64, len(rs))
+			for i, r := range rs {
+				v[i] = f.get(r)
+			}
+			slices.Sort(v)
+			fmt.Fprintf(w, "  %-10s %9.2f  (%.2f .. %.2f)\n", f.name, median(v), v[0], v[len(v)-1])
+		}
+		if h := handshakes(rs); h != "" {
+			fmt.Fprintf(w, "  %-10s %s (per round)\n", "handshakes", h)
+		}
+	}
+
+	if _, ok := byTag[tagNone]; !ok {
+		return
+	}
+	qs := []float64{0.5, 0.99, 0.999}
+	pooled := map[string][]float64{}
+	for _, tag := range tags {
+		pooled[tag] = pool(byTag[tag])
+	}
+	at := func(tag string) []float64 {
+		p := make([]float64, len(qs))
+		for i, q := range qs {
+			p[i] = percentile(pooled[tag], q)
+		}
+		return p
+	}
+	base := at(tagNone)
+	fmt.Fprintf(w, "create latency, all rounds pooled, ms (added: minus %s's):\n", tagNone)
+	fmt.Fprintf(w, "  %-20s %7s %8s %8s %8s %10s %10s %12s  %s\n",
+		"mode", "creates", "p50", "p99", "p99.9", "added p50", "added p99", "added p99.9", "handshakes per round")
+	for _, tag := range tags {
+		if len(pooled[tag]) == 0 {
+			continue
+		}
+		p := at(tag)
+		added := [3]string{"-", "-", "-"}
+		if tag != tagNone {
+			for i := range qs {
+				added[i] = fmt.Sprintf("%+.2f", p[i]-base[i])
+			}
+		}
+		fmt.Fprintf(w, "  %-20s %7d %8.2f %8.2f %8.2f %10s %10s %12s  %s\n",
+			tag, len(pooled[tag]), p[0], p[1], p[2], added[0], added[1], added[2], cmp.Or(handshakes(byTag[tag]), "-"))
+	}
+	// The same additions taken round by round, to show how much of them
+	// the rounds agree on.
+	fmt.Fprintf(w, "added in each round (the round's figure minus its %s burst's), ms:\n", tagNone)
+	for _, tag := range tags {
+		if tag == tagNone {
+			continue
+		}
+		for _, f := range []figure{figures[0], figures[2]} {
+			d := pairedAdded(byTag[tag], byTag[tagNone], f.get)
+			if len(d) == 0 {
+				continue
+			}
+			var b strings.Builder
+			for _, v := range d {
+				fmt.Fprintf(&b, " %+.1f", v)
+			}
+			sorted := slices.Sorted(slices.Values(d))
+			fmt.Fprintf(w, "  %-20s %-5s median %+7.2f, rounds:%s\n", tag, strings.TrimSuffix(f.name, " ms"), median(sorted), b.String())
+		}
+	}
+	_, hasNoop := byTag[tagNoop]
+	_, hasSpreadguard := byTag[tagSpreadguard]
+	if !hasNoop || !hasSpreadguard {
+		return
+	}
+	noop, sg := at(tagNoop), at(tagSpreadguard)
+	fmt.Fprint(w, "spreadguard / no-op, of the added latency (pooled):")
+	for i, name := range []string{"p50", "p99", "p99.9"} {
+		r, ok := addedRatio(sg[i], noop[i], base[i])
+		if !ok {
+			fmt.Fprintf(w, "  %s n/a (the no-op adds %+.2f ms)", name, noop[i]-base[i])
+			continue
+		}
+		fmt.Fprintf(w, "  %s %.2fx", name, r)
+	}
+	fmt.Fprintln(w)
+}
+
+// figure is one number of a burst, by name.
+type figure struct {
+	name string
+	get  func(burstResult) float64
+}
+
+// median is the median of sorted, which is not empty.
+func median(sorted []float64) float64 {
+	n := len(sorted)
+	if n%2 == 0 {
+		return (sorted[n/2-1] + sorted[n/2]) / 2
+	}
+	return sorted[n/2]
+}
+
+// percentile is the nearest-rank q-quantile of sorted: the smallest value
+// that at least q of the values do not exceed. It is 0 for no values.
+func percentile(sorted []float64, q float64) float64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	// The tolerance keeps 0.99 × 1000 (989.99999... in floating point) at
+	// rank 990.
+	rank := int(math.Ceil(q*float64(len(sorted)) - 1e-9))
+	return sorted[max(0, min(rank-1, len(sorted)-1))]
+}
+
+// pool is every create latency of rs, sorted.
+func pool(rs []burstResult) []float64 {
+	var all []float64
+	for _, r := range rs {
+		all = append(all, r.LatenciesMs...)
+	}
+	slices.Sort(all)
+	return all
+}
+
+// addedRatio is (mode - none) / (noop - none): how many times the no-op
+// webhook's added latency a mode adds. It is not defined (false) when the
+// no-op adds nothing measurable.
+func addedRatio(mode, noop, none float64) (float64, bool) {
+	if noop <= none {
+		return 0, false
+	}
+	return (mode - none) / (noop - none), true
+}
+
+// handshakes lists the TLS handshakes of each round, or "" when no round
+// counted them.
+func handshakes(rs []burstResult) string {
+	var b strings.Builder
+	counted := false
+	for i, r := range rs {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		if r.Handshakes == nil {
+			b.WriteByte('-')
+			continue
+		}
+		counted = true
+		b.WriteString(strconv.FormatInt(*r.Handshakes, 10))
+	}
+	if !counted {
+		return ""
+	}
+	return b.String()
+}
+
+// pairedAdded is, for each round that both have, get of the mode's burst
+// minus get of the none burst of the same round (the i-th of each tag).
+func pairedAdded(mode, none []burstResult, get func(burstResult) float64) []float64 {
+	d := make([]float64, min(len(mode), len(none)))
+	for i := range d {
+		d[i] = get(mode[i]) - get(none[i])
+	}
+	return d
+}

@@ -1,0 +1,218 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestPercentile(t *testing.T) {
+	thousand := make([]float64, 1000)
+	for i := range thousand {
+		thousand[i] = float64(i + 1)
+	}
+	tests := []struct {
+		name   string
+		sorted []float64
+		q      float64
+		want   float64
+	}{
+		{name: "the median of an odd count is the middle value", sorted: []float64{1, 2, 3}, q: 0.5, want: 2},
+		{name: "the median of an even count is the lower middle value (nearest rank)", sorted: []float64{1, 2, 3, 4}, q: 0.5, want: 2},
+		{name: "p99 of 1,000 creates is the 990th, not the 991st", sorted: thousand, q: 0.99, want: 990},
+		{name: "p99.9 of 1,000 creates is the second slowest", sorted: thousand, q: 0.999, want: 999},
+		{name: "p100 is the slowest", sorted: thousand, q: 1, want: 1000},
+		{name: "p0 is the fastest", sorted: thousand, q: 0, want: 1},
+		{name: "one create is every percentile", sorted: []float64{7}, q: 0.999, want: 7},
+		{name: "no creates at all is 0", sorted: nil, q: 0.99, want: 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := percentile(tt.sorted, tt.q); got != tt.want {
+				t.Errorf("percentile(%v) = %v, want %v", tt.q, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestAddedRatio(t *testing.T) {
+	tests := []struct {
+		name             string
+		mode, noop, none float64
+		want             float64
+		wantOK           bool
+	}{
+		{name: "spreadguard adding twice what the no-op adds is 2x", mode: 30, noop: 20, none: 10, want: 2, wantOK: true},
+		{name: "spreadguard adding what the no-op adds is 1x", mode: 20, noop: 20, none: 10, want: 1, wantOK: true},
+		{name: "spreadguard faster than no webhook at all is a negative ratio", mode: 5, noop: 20, none: 10, want: -0.5, wantOK: true},
+		{name: "a no-op adding nothing leaves the ratio undefined", mode: 30, noop: 10, none: 10, wantOK: false},
+		{name: "a no-op faster than no webhook leaves the ratio undefined", mode: 30, noop: 8, none: 10, wantOK: false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := addedRatio(tt.mode, tt.noop, tt.none)
+			if ok != tt.wantOK || got != tt.want {
+				t.Errorf("addedRatio(%v, %v, %v) = %v, %t; want %v, %t", tt.mode, tt.noop, tt.none, got, ok, tt.want, tt.wantOK)
+			}
+		})
+	}
+}
+
+// round builds a burst result, as perfload burst prints it, from its
+// latencies; option methods set the rest.
+type round struct{ r burstResult }
+
+func aRound(tag string, latencies ...float64) *round {
+	return &round{burstResult{Tag: tag, Pods: len(latencies), Parallel: 8, DryRun: true, LatenciesMs: latencies,
+		P50: percentile(latencies, 0.5), P90: percentile(latencies, 0.9), P99: percentile(latencies, 0.99),
+		P999: percentile(latencies, 0.999), Max: percentile(latencies, 1), PerSecond: 100}}
+}
+
+func (b *round) handshakes(n int64) *round { b.r.Handshakes = &n; return b }
+
+func TestWriteSummary(t *testing.T) {
+	tests := []struct {
+		name   string
+		rounds []*round
+		// want are lines the summary must hold.
+		want []string
+	}{
+		{
+			name: "three modes over two rounds: percentiles pooled over the rounds, additions and the ratio",
+			rounds: []*round{
+				aRound(tagNone, 1, 2, 3, 4),
+				aRound(tagNoop, 3, 4, 5, 6).handshakes(2),
+				aRound(tagSpreadguard, 5, 6, 7, 8).handshakes(3),
+				aRound(tagNoop, 3, 4, 5, 14).handshakes(0),
+				aRound(tagSpreadguard, 5, 6, 7, 24).handshakes(1),
+				aRound(tagNone, 1, 2, 3, 10),
+			},
+			want: []string{
+				"webhook=noop: 2 rounds of 4 creates, 8 parallel, dry-run true, 0 errors",
+				"  handshakes 2 0 (per round)",
+				"  webhook=none               8     2.00    10.00    10.00          -          -            -  -",
+				"  webhook=noop               8     4.00    14.00    14.00      +2.00      +4.00        +4.00  2 0",
+				"  webhook=spreadguard        8     6.00    24.00    24.00      +4.00     +14.00       +14.00  3 1",
+				"spreadguard / no-op, of the added latency (pooled):  p50 2.00x  p99 3.50x  p99.9 3.50x",
+				"  webhook=noop         p50   median   +2.00, rounds: +2.0 +2.0",
+				"  webhook=noop         p99   median   +3.00, rounds: +2.0 +4.0",
+				"  webhook=spreadguard  p99   median   +9.00, rounds: +4.0 +14.0",
+			},
+		},
+		{
+			name: "a no-op that adds nothing leaves its ratio undefined and says so",
+			rounds: []*round{
+				aRound(tagNone, 1, 2, 3, 4),
+				aRound(tagNoop, 1, 2, 3, 4),
+				aRound(tagSpreadguard, 1, 3, 3, 5),
+			},
+			want: []string{
+				"spreadguard / no-op, of the added latency (pooled):  p50 n/a (the no-op adds +0.00 ms)  p99 n/a (the no-op adds +0.00 ms)  p99.9 n/a (the no-op adds +0.00 ms)",
+			},
+		},
+		{
+			name:   "without the none mode there is no addition to print",
+			rounds: []*round{aRound(tagSpreadguard, 1, 2)},
+			want:   []string{"webhook=spreadguard: 1 rounds of 2 creates, 8 parallel, dry-run true, 0 errors"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out strings.Builder
+			writeSummary(&out, results(tt.rounds))
+			lines := strings.Split(out.String(), "\n")
+			for _, want := range tt.want {
+				if !containsLine(lines, want) {
+					t.Errorf("the summary has no line %q:\n%s", want, out.String())
+				}
+			}
+		})
+	}
+}
+
+func containsLine(lines []string, want string) bool {
+	for _, l := range lines {
+		if l == want {
+			return true
+		}
+	}
+	return false
+}
+
+func TestCounterValue(t *testing.T) {
+	text := `# HELP spreadguard_webhook_tls_handshakes_total TLS handshakes.
+# TYPE spreadguard_webhook_tls_handshakes_total counter
+spreadguard_webhook_tls_handshakes_total 17
+spreadguard_admission_requests_total{webhook="mutate"} 4
+noopwebhook_tls_handshakes_total_other 3
+`
+	tests := []struct {
+		name    string
+		metric  string
+		want    float64
+		wantErr string
+	}{
+		{name: "a counter without labels is read", metric: "spreadguard_webhook_tls_handshakes_total", want: 17},
+		{name: "a name that is only a prefix of another is not found", metric: "noopwebhook_tls_handshakes_total", wantErr: "no sample of noopwebhook_tls_handshakes_total"},
+		{name: "a counter that only has labelled samples is not found", metric: "spreadguard_admission_requests_total", wantErr: "no sample of spreadguard_admission_requests_total"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := counterValue(text, tt.metric)
+			gotErr := ""
+			if err != nil {
+				gotErr = err.Error()
+			}
+			if diff := cmp.Diff(tt.wantErr, gotErr); diff != "" {
+				t.Errorf("error (-want +got):\n%s", diff)
+			}
+			if got != tt.want {
+				t.Errorf("counterValue = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestPairedAdded(t *testing.T) {
+	p50 := func(r burstResult) float64 { return r.P50 }
+	tests := []struct {
+		name       string
+		mode, none []*round
+		want       []float64
+	}{
+		{
+			name: "each round's burst is set against the none burst of the same round",
+			mode: []*round{aRound(tagNoop, 5), aRound(tagNoop, 3)},
+			none: []*round{aRound(tagNone, 2), aRound(tagNone, 4)},
+			want: []float64{3, -1},
+		},
+		{
+			name: "a round cut short before its none burst is left out",
+			mode: []*round{aRound(tagNoop, 5), aRound(tagNoop, 3)},
+			none: []*round{aRound(tagNone, 2)},
+			want: []float64{3},
+		},
+		{
+			name: "no none burst at all leaves nothing to set against",
+			mode: []*round{aRound(tagNoop, 5)},
+			want: []float64{},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := pairedAdded(results(tt.mode), results(tt.none), p50)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("pairedAdded (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func results(rounds []*round) []burstResult {
+	rs := make([]burstResult, len(rounds))
+	for i, r := range rounds {
+		rs[i] = r.r
+	}
+	return rs
+}
