@@ -797,7 +797,7 @@ func TestServerConfigFile(t *testing.T) {
 			"defaultAction": action, "excludedNamespaces": excluded,
 			"refuseUntilSynced": refuse, "failurePolicy": "Ignore", "messageDetail": "domains", "logLevel": logLevel,
 			"autoscalerKarpenter": "auto",
-			"audit": true,
+			"audit":               true,
 		}
 	}
 	// failing sets the failurePolicy the server answers its own faults by.
