@@ -5,6 +5,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -19,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	sigsyaml "sigs.k8s.io/yaml"
 
+	"github.com/spreadguard/spreadguard/pkg/forecast"
 	"github.com/spreadguard/spreadguard/pkg/policy/policytest"
 )
 
@@ -112,6 +114,50 @@ func forecastOnApply(t *testing.T) {
 	t.Logf("kubectl apply of 5 printed: %s", stderr)
 	if want := "of 5 would be refused: " + zone + " has no schedulable node"; !strings.Contains(stderr, want) {
 		t.Errorf("kubectl apply of 5 printed %q, want the forecast (%q)", stderr, want)
+	}
+
+	// kubectl spread plan against the live cluster gives the same answer:
+	// with 2 replicas running in zones a and b, the third is refused.
+	plan := func(want int, args ...string) *forecast.Forecast {
+		t.Helper()
+		cmd := exec.CommandContext(t.Context(), kubectlSpread(t), append([]string{"plan", "-n", f.ns, "-o", "json"}, args...)...)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		code := 0
+		if exit, ok := err.(*exec.ExitError); ok {
+			code = exit.ExitCode()
+		} else if err != nil {
+			t.Fatalf("kubectl-spread plan %v: %v", args, err)
+		}
+		if code != want {
+			t.Fatalf("kubectl-spread plan %v exited %d, want %d; stderr %q", args, code, want, stderr.String())
+		}
+		var got forecast.Forecast
+		if err := json.Unmarshal(stdout.Bytes(), &got); err != nil {
+			t.Fatalf("kubectl-spread plan %v -o json: %v\n%s", args, err, stdout.String())
+		}
+		return &got
+	}
+	if got := plan(1, "deployment/web", "--replicas", "4"); got.Refused == nil || got.Refused.Replica != 3 {
+		t.Errorf("kubectl-spread plan deployment/web --replicas 4: refused %+v, want replica 3", got.Refused)
+	} else {
+		t.Logf("kubectl-spread plan deployment/web --replicas 4 (live): %s", got.Warning())
+	}
+	file := filepath.Join(t.TempDir(), "api.yaml")
+	api := makeDeployment("api").Replicas(2).Obj()
+	api.Namespace = f.ns
+	api.APIVersion, api.Kind = "apps/v1", "Deployment"
+	data, err := sigsyaml.Marshal(api)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := plan(0, "-f", file); got.Refused != nil || len(got.Placements) != 2 {
+		t.Errorf("kubectl-spread plan -f api.yaml (2 replicas, zones a and b free): refused %+v, %d placements; want none refused, 2 placed",
+			got.Refused, len(got.Placements))
 	}
 }
 
