@@ -18,6 +18,9 @@ ETCD_VERSION ?= v3.7.0
 KWOK_VERSION ?= v0.8.0
 HELM_VERSION ?= v3.22.0
 export KUBE_VERSION ETCD_VERSION KWOK_VERSION HELM_VERSION
+# cert-manager of the kind e2e's cert-manager mode (hack/build-binaries.sh cert-manager).
+CERT_MANAGER_VERSION ?= v1.21.2
+export CERT_MANAGER_VERSION
 
 # Pinned Go tools.
 CONTROLLER_GEN_VERSION ?= v0.23.0
