@@ -13,6 +13,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -484,10 +485,15 @@ func renewedUnderLoad(t *testing.T, what string, keys func(pki) []client.ObjectK
 		}
 		renewed <- nil
 	}()
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	switched := make(chan string, 1)
+	go func() { switched <- p.switchover(watchCtx, oldCA, before) }()
 	r := f.createStream(ctx, renewLoadRate, renewLoadDuration, time.Second)
+	stopWatch()
 	if err := <-renewed; err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("seconds after the load started: %s", <-switched)
 	t.Logf("%s under %d creates/s for %s with failurePolicy Fail: %d creates, %d failed, %d admitted without the webhook, %d slower than 1s",
 		what, renewLoadRate, renewLoadDuration, r.sent, r.failed, r.unmutated, r.slow)
 	if r.failed != 0 || r.unmutated != 0 {
@@ -530,6 +536,44 @@ func renewedUnderLoad(t *testing.T, what string, keys func(pki) []client.ObjectK
 	if len(restartsAfter) != len(restartsBefore) {
 		t.Errorf("webhook pods before the renewal %v, after %v: want the same pods", restartsBefore, restartsAfter)
 	}
+}
+
+// switchover polls, until ctx ends, when the caBundle of the first pod
+// webhook stops being oldCA and when each webhook pod stops presenting its
+// serial of before, in seconds from its start: between the two, the API
+// server's trust and the served certificate may disagree.
+func (p pki) switchover(ctx context.Context, oldCA []byte, before map[string]string) string {
+	start := time.Now()
+	seen := map[string]time.Duration{}
+	for ctx.Err() == nil {
+		var c admissionregistrationv1.MutatingWebhookConfiguration
+		if _, ok := seen["caBundle"]; !ok && k8s.Get(ctx, client.ObjectKey{Name: cluster.mutating[0].configuration}, &c) == nil &&
+			!bytes.Equal(c.Webhooks[0].ClientConfig.CABundle, oldCA) {
+			seen["caBundle"] = time.Since(start)
+		}
+		pods, _ := p.webhookPods(ctx)
+		for i := range pods {
+			if _, ok := seen[pods[i].Name]; ok {
+				continue
+			}
+			if chain, err := p.presented(ctx, &pods[i]); err == nil && chain[0].SerialNumber.String() != before[pods[i].Name] {
+				seen[pods[i].Name] = time.Since(start)
+			}
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+	if _, ok := seen["caBundle"]; !ok {
+		seen["caBundle unchanged until"] = time.Since(start)
+	}
+	var out []string
+	for what, d := range seen {
+		out = append(out, fmt.Sprintf("%s %.1fs", what, d.Seconds()))
+	}
+	sort.Strings(out)
+	return strings.Join(out, ", ")
 }
 
 func servingRenewedByCertManager(t *testing.T) {
