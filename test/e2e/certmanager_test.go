@@ -25,6 +25,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/tools/portforward"
 	"k8s.io/client-go/transport/spdy"
@@ -391,32 +392,21 @@ func certManagerChain(t *testing.T) {
 func (f *framework) failOnError() {
 	t := f.t
 	t.Helper()
+	// A strategic merge patch finds the webhook by name (its merge key) in
+	// either kind of configuration.
 	setPolicy := func(ctx context.Context, fail bool) error {
+		patch := func(conf client.Object, nw namedWebhook) error {
+			body := fmt.Sprintf(`{"webhooks":[{"name":%q,"failurePolicy":%q}]}`, nw.name, *policyOf(fail, nw.failurePolicy))
+			conf.SetName(nw.configuration)
+			return k8s.Patch(ctx, conf, client.RawPatch(types.StrategicMergePatchType, []byte(body)))
+		}
 		for _, nw := range cluster.mutating {
-			var c admissionregistrationv1.MutatingWebhookConfiguration
-			if err := k8s.Get(ctx, client.ObjectKey{Name: nw.configuration}, &c); err != nil {
-				return err
-			}
-			for i := range c.Webhooks {
-				if c.Webhooks[i].Name == nw.name {
-					c.Webhooks[i].FailurePolicy = policyOf(fail, nw.failurePolicy)
-				}
-			}
-			if err := k8s.Update(ctx, &c); err != nil {
+			if err := patch(&admissionregistrationv1.MutatingWebhookConfiguration{}, nw); err != nil {
 				return err
 			}
 		}
 		for _, nw := range cluster.validating {
-			var c admissionregistrationv1.ValidatingWebhookConfiguration
-			if err := k8s.Get(ctx, client.ObjectKey{Name: nw.configuration}, &c); err != nil {
-				return err
-			}
-			for i := range c.Webhooks {
-				if c.Webhooks[i].Name == nw.name {
-					c.Webhooks[i].FailurePolicy = policyOf(fail, nw.failurePolicy)
-				}
-			}
-			if err := k8s.Update(ctx, &c); err != nil {
+			if err := patch(&admissionregistrationv1.ValidatingWebhookConfiguration{}, nw); err != nil {
 				return err
 			}
 		}
