@@ -143,6 +143,23 @@ func secretPEM(ctx context.Context, crt client.ObjectKey, key string) ([]byte, e
 	return s.Data[key], nil
 }
 
+// publicKey is the DER public key of the certificate in crt's Secret.
+func publicKey(ctx context.Context, crt client.ObjectKey) ([]byte, error) {
+	data, err := secretPEM(ctx, crt, "tls.crt")
+	if err != nil {
+		return nil, err
+	}
+	b, _ := pem.Decode(data)
+	if b == nil {
+		return nil, fmt.Errorf("certificate %s: no PEM block in tls.crt", crt)
+	}
+	c, err := x509.ParseCertificate(b.Bytes)
+	if err != nil {
+		return nil, err
+	}
+	return x509.MarshalPKIXPublicKey(c.PublicKey)
+}
+
 // leafSerial is the serial number of the first certificate in data.
 func leafSerial(data []byte) (string, error) {
 	b, _ := pem.Decode(data)
@@ -463,15 +480,27 @@ func renewedUnderLoad(t *testing.T, what string, keys func(pki) []client.ObjectK
 		time.Sleep(renewAfter)
 		for _, key := range keys(p) {
 			start := time.Now()
-			revision, err := renew(ctx, key)
+			oldKey, err := publicKey(ctx, key)
+			var revision int
+			if err == nil {
+				revision, err = renew(ctx, key)
+			}
 			if err == nil {
 				err = poll(ctx, time.Minute, func(ctx context.Context) error { return issued(ctx, key, revision) })
+			}
+			var newKey []byte
+			if err == nil {
+				newKey, err = publicKey(ctx, key)
 			}
 			if err != nil {
 				renewed <- err
 				return
 			}
 			t.Logf("%s reissued (revision %d) in %v", key, revision, time.Since(start).Round(time.Millisecond))
+			// Both Certificates rotate their key (rotationPolicy Always, cert-manager's default).
+			if bytes.Equal(oldKey, newKey) {
+				t.Errorf("%s was reissued with the same key, want a new one", key)
+			}
 		}
 		renewed <- nil
 	}()
