@@ -173,18 +173,19 @@ func leafSerial(data []byte) (string, error) {
 	return c.SerialNumber.String(), nil
 }
 
-// caBundles checks that every spreadguard pod webhook carries want as its
-// caBundle.
-func caBundles(ctx context.Context, want []byte) error {
+// caBundles checks that the caBundle of every spreadguard pod webhook holds
+// each CA certificate of cas. cainjector merges a new CA into the bundle
+// (cert-manager's CAInjectorMerging, on by default) and drops a CA only
+// once it has expired, so the bundle may hold more.
+func caBundles(ctx context.Context, cas ...[]byte) error {
+	var bundles []namedBundle
 	for _, nw := range cluster.mutating {
 		var c admissionregistrationv1.MutatingWebhookConfiguration
 		if err := k8s.Get(ctx, client.ObjectKey{Name: nw.configuration}, &c); err != nil {
 			return err
 		}
 		for _, w := range c.Webhooks {
-			if !bytes.Equal(w.ClientConfig.CABundle, want) {
-				return fmt.Errorf("webhook %s of %s: caBundle is not the CA of the serving certificate", w.Name, c.Name)
-			}
+			bundles = append(bundles, namedBundle{c.Name + "/" + w.Name, w.ClientConfig.CABundle})
 		}
 	}
 	for _, nw := range cluster.validating {
@@ -193,12 +194,40 @@ func caBundles(ctx context.Context, want []byte) error {
 			return err
 		}
 		for _, w := range c.Webhooks {
-			if !bytes.Equal(w.ClientConfig.CABundle, want) {
-				return fmt.Errorf("webhook %s of %s: caBundle is not the CA of the serving certificate", w.Name, c.Name)
+			bundles = append(bundles, namedBundle{c.Name + "/" + w.Name, w.ClientConfig.CABundle})
+		}
+	}
+	for _, b := range bundles {
+		have := certsDER(b.bundle)
+		for _, ca := range cas {
+			for der := range certsDER(ca) {
+				if !have[der] {
+					return fmt.Errorf("webhook %s: the caBundle (%d certificates) lacks a CA certificate it should carry", b.name, len(have))
+				}
 			}
 		}
 	}
 	return nil
+}
+
+type namedBundle struct {
+	name   string
+	bundle []byte
+}
+
+// certsDER is the set of the DER certificates of the PEM data.
+func certsDER(data []byte) map[string]bool {
+	out := map[string]bool{}
+	for {
+		var b *pem.Block
+		b, data = pem.Decode(data)
+		if b == nil {
+			return out
+		}
+		if b.Type == "CERTIFICATE" {
+			out[string(b.Bytes)] = true
+		}
+	}
 }
 
 // webhookPods lists the Running pods behind the webhook's Service.
@@ -530,6 +559,13 @@ func renewedUnderLoad(t *testing.T, what string, keys func(pki) []client.ObjectK
 	newCA, err := secretPEM(ctx, p.serving, "ca.crt")
 	if err != nil {
 		t.Fatal(err)
+	}
+	// With a new CA, the old one must stay trusted until every replica
+	// presents a certificate of the new one: cainjector keeps both.
+	if !bytes.Equal(oldCA, newCA) {
+		if err := caBundles(ctx, oldCA, newCA); err != nil {
+			t.Errorf("after the CA renewal: %v", err)
+		}
 	}
 	f.eventually(2*time.Minute, "every webhook pod presents the new serial "+want+", chaining to the new caBundle", func(ctx context.Context) error {
 		served, err := p.verifyServed(ctx, newCA)
