@@ -20,6 +20,9 @@ HELM_VERSION ?= v3.22.0
 # Karpenter's kwok cloud provider, the node autoscaler of the local e2e.
 KARPENTER_VERSION ?= v1.15.0
 export KUBE_VERSION ETCD_VERSION KWOK_VERSION HELM_VERSION KARPENTER_VERSION
+# cert-manager of the kind e2e's cert-manager mode (hack/build-binaries.sh cert-manager).
+CERT_MANAGER_VERSION ?= v1.21.2
+export CERT_MANAGER_VERSION
 
 # Pinned Go tools.
 CONTROLLER_GEN_VERSION ?= v0.23.0

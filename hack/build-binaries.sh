@@ -6,10 +6,11 @@
 #   hack/build-binaries.sh [NAME...]
 #
 # NAME is any of: etcd kube-apiserver kube-scheduler kube-controller-manager
-# kubectl kwok helm karpenter (default: all), and kubelet kubeadm kube-proxy for
-# the kind node image (hack/kind). karpenter is Karpenter's kwok cloud provider,
-# bin/karpenter-kwok, with its CRDs copied from the same module into
-# bin/karpenter-crds. A binary whose version stamp exists in
+# kubectl kwok helm karpenter (default: all), kubelet kubeadm kube-proxy for
+# the kind node image (hack/kind), and cert-manager (its controller, cainjector
+# and webhook, for the kind e2e's cert-manager mode). karpenter is Karpenter's
+# kwok cloud provider, bin/karpenter-kwok, with its CRDs copied from the same
+# module into bin/karpenter-crds. A binary whose version stamp exists in
 # bin/.stamps is not rebuilt, so a second run is a no-op.
 #
 # Why from source: no prebuilt binary can be downloaded on the machines this
@@ -33,6 +34,7 @@ KARPENTER_VERSION=${KARPENTER_VERSION:-v1.15.0}
 # Karpenter's go.mod asks for a newer Go than the project's; the go command
 # fetches this toolchain through the module proxy for that build alone.
 KARPENTER_GOTOOLCHAIN=${KARPENTER_GOTOOLCHAIN:-go1.27.3}
+CERT_MANAGER_VERSION=${CERT_MANAGER_VERSION:-v1.21.2}
 
 STAMPS=$BIN/.stamps
 WORK=$BIN/.build
@@ -178,15 +180,52 @@ build_karpenter() {
   mark karpenter-kwok "$KARPENTER_VERSION"
 }
 
+# build_cert_manager builds cert-manager's controller, cainjector and webhook
+# with the mains in hack/cert-manager. cert-manager's own cmd/* modules and
+# Venafi's client are not served by the module proxy, and the mains import
+# internal/ packages, which Go allows only inside the module: so they are
+# copied into a copy of github.com/cert-manager/cert-manager and built with
+# its go.mod, away from the project's. The stamp carries a hash of the mains,
+# so editing them rebuilds.
+build_cert_manager() {
+  local v=$CERT_MANAGER_VERSION src=$ROOT/hack/cert-manager
+  local stamp="$v-$(cat "$src"/*/main.go | sha256sum | cut -c1-12)" name
+  if done_already cert-manager-controller "$stamp" && done_already cert-manager-cainjector "$stamp" &&
+    done_already cert-manager-webhook "$stamp"; then
+    log "cert-manager $v already built"
+    return
+  fi
+  local dir=$WORK/cert-manager-$v
+  if [[ ! -f $dir/.ready ]]; then
+    local moddir
+    moddir=$(go mod download -json "github.com/cert-manager/cert-manager@$v" | sed -n 's/.*"Dir": "\(.*\)",/\1/p')
+    rm -rf "$dir" && cp -r "$moddir" "$dir" && chmod -R u+w "$dir"
+    touch "$dir/.ready"
+  fi
+  log "building cert-manager $v (about 10 minutes when cold)"
+  for name in controller cainjector webhook; do
+    mkdir -p "$dir/spreadguard/$name"
+    cp "$src/$name/main.go" "$dir/spreadguard/$name/main.go"
+    (
+      cd "$dir"
+      run_logged "$LOGS/cert-manager-$name-build.log" "go build cert-manager $name" \
+        env CGO_ENABLED=0 go build -trimpath -o "$BIN/cert-manager-$name" \
+        -ldflags "-s -w -X github.com/cert-manager/cert-manager/pkg/util.AppVersion=$v" "./spreadguard/$name"
+    )
+    mark "cert-manager-$name" "$stamp"
+  done
+}
+
 build_one() {
   case $1 in
     etcd) build_etcd ;;
     kube-apiserver|kube-scheduler|kube-controller-manager|kubectl|kubelet|kubeadm|kube-proxy)
       build_k8s "$1" "k8s.io/kubernetes/cmd/$1" ;;
     kwok) go_install kwok sigs.k8s.io/kwok/cmd/kwok "$KWOK_VERSION" ;;
+    cert-manager) build_cert_manager ;;
     helm) go_install helm "helm.sh/helm/v${HELM_VERSION:1:1}/cmd/helm" "$HELM_VERSION" "$(helm_ldflags)" ;;
     karpenter|karpenter-kwok) build_karpenter ;;
-    *) echo "build-binaries: unknown binary \"$1\" (want etcd, kube-apiserver, kube-scheduler, kube-controller-manager, kubectl, kubelet, kubeadm, kube-proxy, kwok, helm or karpenter)" >&2; exit 2 ;;
+    *) echo "build-binaries: unknown binary \"$1\" (want etcd, kube-apiserver, kube-scheduler, kube-controller-manager, kubectl, kubelet, kubeadm, kube-proxy, kwok, helm, karpenter or cert-manager)" >&2; exit 2 ;;
   esac
 }
 

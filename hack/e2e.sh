@@ -186,6 +186,8 @@ EOF
   export SPREADGUARD_E2E_STOP_CMD="$kc scale $deploy --replicas=0 && $kc wait --for=delete pod -l app.kubernetes.io/instance=$RELEASE --timeout=2m"
   export SPREADGUARD_E2E_START_CMD="$kc scale $deploy --replicas=$replicas && $kc rollout status $deploy --timeout=2m"
   export SPREADGUARD_E2E_ARTIFACTS=$ARTIFACTS
+  # The suite's cert-manager scenarios (certmanager_test.go) run in this mode.
+  export SPREADGUARD_E2E_CERT_MODE=cert-manager
   (cd "$ROOT" && go build -o "$BIN/kubectl-spread" ./cmd/kubectl-spread)
   export SPREADGUARD_E2E_KUBECTL_SPREAD=$BIN/kubectl-spread
 

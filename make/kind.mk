@@ -8,8 +8,9 @@
 
 KIND_NODE_IMAGE ?= spreadguard.local/kind-node:$(KUBE_VERSION)
 KIND_CLUSTER ?= spreadguard-e2e
-# auto: cert-manager mode when github.com answers (the manifest is fetched
-# from its releases), the chart's self-signed mode otherwise; or force
+# auto: cert-manager mode when the module proxy serves cert-manager's module
+# (its controller, cainjector and webhook are built from it, see
+# hack/kind/cert-manager.sh), the chart's self-signed mode otherwise; or force
 # cert-manager / self-signed.
 KIND_CERT_MODE ?= auto
 export KIND_NODE_IMAGE KIND_CLUSTER KIND_CERT_MODE KIND_VERSION
@@ -31,15 +32,14 @@ e2e-kind-local: $(KIND_BIN) $(BIN)/.stamps/kubectl-$(KUBE_VERSION) $(HELM_BINARY
 	KIND=$(KIND_BIN) bash -c "$$E2E_KIND_LOCAL"
 
 # The run of e2e-kind-local. It does what `hack/e2e.sh kind` does, with the
-# node image built here, the docker shim on PATH and the chart's self-signed
-# mode when cert-manager cannot be fetched; the suite is run the same way
+# node image built here, the docker shim on PATH and cert-manager built from
+# source (or the chart's self-signed mode); the suite is run the same way
 # (same environment, same go test line). Steps print their wall time.
 define E2E_KIND_LOCAL
 set -euo pipefail
 ROOT=$$PWD BIN=$$PWD/bin
 ARTIFACTS=$$ROOT/test/e2e/_artifacts
 RELEASE=$${RELEASE:-spreadguard} NS=$${RELEASE_NAMESPACE:-spreadguard-system}
-CERT_MANAGER_VERSION=$${CERT_MANAGER_VERSION:-v1.21.2}
 log() { printf '[e2e-kind-local] %s\n' "$$*" >&2; }
 t=$$SECONDS
 lap() { log "$$1: $$((SECONDS - t))s"; t=$$SECONDS; }
@@ -90,24 +90,17 @@ k() { "$$BIN/kubectl" "$$@"; }
 mode=$$KIND_CERT_MODE
 if [[ $$mode == auto ]]; then
   mode=self-signed
-  curl -fsSIL --max-time 10 -o /dev/null "https://github.com/cert-manager/cert-manager/releases/download/$$CERT_MANAGER_VERSION/cert-manager.yaml" && mode=cert-manager
+  hack/kind/cert-manager.sh available && mode=cert-manager
 fi
 set_cert=(--set certManager.enabled=false)
 if [[ $$mode == cert-manager ]]; then
-  log "installing cert-manager $$CERT_MANAGER_VERSION"
-  k apply -f "https://github.com/cert-manager/cert-manager/releases/download/$$CERT_MANAGER_VERSION/cert-manager.yaml" >/dev/null
-  k -n cert-manager wait --for=condition=Available deployment --all --timeout=5m
-  deadline=$$((SECONDS + 180))
-  until printf '%s\n' 'apiVersion: cert-manager.io/v1' 'kind: Issuer' 'metadata: {name: probe, namespace: default}' 'spec: {selfSigned: {}}' |
-    k apply --dry-run=server -f - >/dev/null 2>&1; do
-    ((SECONDS < deadline)) || { log "cert-manager's webhook does not answer 3 minutes after its install"; exit 1; }
-    sleep 2
-  done
+  hack/kind/cert-manager.sh install
   set_cert=(--set certManager.enabled=true)
   lap "cert-manager"
 else
-  log "cert-manager cannot be fetched here: the chart's self-signed mode"
+  log "the chart's self-signed mode"
 fi
+export SPREADGUARD_E2E_CERT_MODE=$$mode
 
 log "installing the chart ($$mode mode, image $$image)"
 "$$BIN/helm" install "$$RELEASE" charts/spreadguard --namespace "$$NS" --create-namespace \
