@@ -86,35 +86,31 @@ func (ix *Index) Spreads(pod *v1.Pod) ([]Spread, error) {
 }
 
 func (ix *Index) spreads(pod *v1.Pod, cs []constraint) []Spread {
-	q := ix.scratch.Get().(*query)
-	defer ix.scratch.Put(q)
-	defer q.finish()
-	ix.mu.RLock()
-	defer ix.mu.RUnlock()
-	q.start(ix, pod, cs)
-	ev := q.evaluate()
 	out := make([]Spread, len(cs))
-	for i := range cs {
-		s := Spread{
-			TopologyKey: cs[i].topologyKey,
-			MaxSkew:     cs[i].maxSkew,
-			Domains:     ev.domains[i],
-			DomainCount: ev.domainCount[i],
-			Min:         ev.globalMin[i],
-		}
-		for _, n := range s.Domains {
-			s.Max = max(s.Max, n)
-		}
-		s.Skew = s.Max - s.Min
-		if ki := ix.keys[cs[i].topologyKey]; ki != nil && len(ki.values) <= 64 {
-			for v, vi := range ki.values {
-				if _, ok := s.Domains[v]; !ok && vi.nodes.intersects(q.eligible[i]) {
-					s.Domains[v] = 0
+	ix.withQuery(pod, cs, func(q *query) {
+		ev := q.evaluate()
+		for i := range cs {
+			s := Spread{
+				TopologyKey: cs[i].topologyKey,
+				MaxSkew:     cs[i].maxSkew,
+				Domains:     ev.domains[i],
+				DomainCount: ev.domainCount[i],
+				Min:         ev.globalMin[i],
+			}
+			for _, n := range s.Domains {
+				s.Max = max(s.Max, n)
+			}
+			s.Skew = s.Max - s.Min
+			if ki := ix.keys[cs[i].topologyKey]; ki != nil && len(ki.values) <= 64 {
+				for v, vi := range ki.values {
+					if _, ok := s.Domains[v]; !ok && vi.nodes.intersects(q.eligible[i]) {
+						s.Domains[v] = 0
+					}
 				}
 			}
+			out[i] = s
 		}
-		out[i] = s
-	}
+	})
 	return out
 }
 

@@ -23,22 +23,34 @@ func (ix *Index) Check(pod *v1.Pod, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	var res *Result
+	// A denial's facts read the query: the Result is assembled before the
+	// query goes back to the pool.
+	ix.withQuery(pod, cs, func(q *query) {
+		ev := q.evaluate()
+		if len(ix.templates) > 0 && (opts.Explain || ev.feasible == 0) {
+			ev.checkTemplates(ix.templates, pod, q)
+		}
+		if opts.Explain {
+			q.detail(ev)
+		} else if ev.verdict() == VerdictUnsatisfiable {
+			ev.facts = newIndexFacts(q, ev)
+		}
+		res, err = assemble(ev, opts)
+	})
+	return res, err
+}
+
+// withQuery runs fn with a pooled query started for pod's constraints cs,
+// under the read lock; the query is only valid inside fn.
+func (ix *Index) withQuery(pod *v1.Pod, cs []constraint, fn func(q *query)) {
 	q := ix.scratch.Get().(*query)
 	defer ix.scratch.Put(q)
 	defer q.finish()
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
 	q.start(ix, pod, cs)
-	ev := q.evaluate()
-	if len(ix.templates) > 0 && (opts.Explain || ev.feasible == 0) {
-		ev.checkTemplates(ix.templates, pod, q)
-	}
-	if opts.Explain {
-		q.detail(ev)
-	} else if ev.verdict() == VerdictUnsatisfiable {
-		ev.facts = newIndexFacts(q, ev)
-	}
-	return assemble(ev, opts)
+	fn(q)
 }
 
 // query is one Check's work on the index, under the read lock. Queries are
