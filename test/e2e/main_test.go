@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
+
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -24,6 +26,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	karpenterv1 "github.com/spreadguard/spreadguard/pkg/apis/karpenter/v1"
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
@@ -103,6 +106,10 @@ func TestMain(m *testing.M) {
 }
 
 func setUp() error {
+	// The suite's client hears the API server's warnings (the forecast of a
+	// scale, say) through controller-runtime's logger; the scenarios that
+	// care read them with their own handlers.
+	ctrllog.SetLogger(logr.Discard())
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return err
 	}
