@@ -12,12 +12,13 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/spreadguard/spreadguard/pkg/cache"
 	"github.com/spreadguard/spreadguard/pkg/forecast"
 )
 
 // revisionAnnotation is the deployment controller's revision number on
 // each ReplicaSet; the highest is the one it creates new pods from.
-const revisionAnnotation = "deployment.kubernetes.io/revision"
+const revisionAnnotation = cache.RevisionAnnotation
 
 // nextDeploymentPod is the pod the Deployment's newest ReplicaSet creates
 // next: the deployment controller scales up the ReplicaSet with the highest

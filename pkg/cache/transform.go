@@ -54,45 +54,81 @@ var StripService toolscache.TransformFunc = func(obj any) (any, error) {
 	return &v1.Service{ObjectMeta: meta(&s.ObjectMeta), Spec: v1.ServiceSpec{Selector: s.Spec.Selector}}, nil
 }
 
-// StripReplicationController keeps the selector.
+// The owners' transforms keep what DefaultSelector reads (the selector),
+// the controllerRef that names the Deployment a refused pod's event is also
+// recorded on, and what the leader's audit reads of a workload (pkg/audit):
+// the Deployment revision, and of the pod template what places its pods
+// (placement). One cache serves admission and the audit.
+
+// RevisionAnnotation is the revision the Deployment controller writes on
+// each of a Deployment's ReplicaSets; the highest is the one it scales up.
+const RevisionAnnotation = "deployment.kubernetes.io/revision"
+
+// ownerMeta is meta plus the controllerRef and the Deployment revision.
+func ownerMeta(obj metav1.Object, m *metav1.ObjectMeta) metav1.ObjectMeta {
+	out := meta(m)
+	if ref := metav1.GetControllerOfNoCopy(obj); ref != nil {
+		out.OwnerReferences = []metav1.OwnerReference{*ref}
+	}
+	if r, ok := m.Annotations[RevisionAnnotation]; ok {
+		out.Annotations = map[string]string{RevisionAnnotation: r}
+	}
+	return out
+}
+
+// placement keeps of a pod template what places its pods and what the
+// audit counts them by: labels, nodeSelector, affinity, tolerations and
+// topology spread constraints.
+func placement(t *v1.PodTemplateSpec) v1.PodTemplateSpec {
+	return v1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: t.Labels},
+		Spec: v1.PodSpec{
+			NodeSelector:              t.Spec.NodeSelector,
+			Affinity:                  t.Spec.Affinity,
+			Tolerations:               t.Spec.Tolerations,
+			TopologySpreadConstraints: t.Spec.TopologySpreadConstraints,
+		},
+	}
+}
+
+// StripReplicationController keeps the owner's fields and its template's
+// placement.
 var StripReplicationController toolscache.TransformFunc = func(obj any) (any, error) {
 	rc, ok := obj.(*v1.ReplicationController)
 	if !ok {
 		return obj, nil
 	}
-	return &v1.ReplicationController{
-		ObjectMeta: meta(&rc.ObjectMeta),
-		Spec:       v1.ReplicationControllerSpec{Selector: rc.Spec.Selector},
-	}, nil
+	out := &v1.ReplicationController{ObjectMeta: ownerMeta(rc, &rc.ObjectMeta), Spec: v1.ReplicationControllerSpec{Selector: rc.Spec.Selector}}
+	if rc.Spec.Template != nil {
+		t := placement(rc.Spec.Template)
+		out.Spec.Template = &t
+	}
+	return out, nil
 }
 
-// StripReplicaSet keeps the selector, and the controllerRef that names
-// the Deployment a refused pod's event is also recorded on.
+// StripReplicaSet keeps the owner's fields and its template's placement,
+// except for a ReplicaSet scaled to zero with no pod left: a Deployment's
+// old revisions are most ReplicaSets of a cluster, and none has pods.
 var StripReplicaSet toolscache.TransformFunc = func(obj any) (any, error) {
 	rs, ok := obj.(*appsv1.ReplicaSet)
 	if !ok {
 		return obj, nil
 	}
-	m := meta(&rs.ObjectMeta)
-	if ref := metav1.GetControllerOfNoCopy(rs); ref != nil {
-		m.OwnerReferences = []metav1.OwnerReference{*ref}
+	out := &appsv1.ReplicaSet{ObjectMeta: ownerMeta(rs, &rs.ObjectMeta), Spec: appsv1.ReplicaSetSpec{Selector: rs.Spec.Selector}}
+	if rs.Spec.Replicas == nil || *rs.Spec.Replicas > 0 || rs.Status.Replicas > 0 {
+		out.Spec.Template = placement(&rs.Spec.Template)
 	}
-	return &appsv1.ReplicaSet{
-		ObjectMeta: m,
-		Spec:       appsv1.ReplicaSetSpec{Selector: rs.Spec.Selector},
-	}, nil
+	return out, nil
 }
 
-// StripStatefulSet keeps the selector.
+// StripStatefulSet keeps the owner's fields and its template's placement.
 var StripStatefulSet toolscache.TransformFunc = func(obj any) (any, error) {
 	ss, ok := obj.(*appsv1.StatefulSet)
 	if !ok {
 		return obj, nil
 	}
-	return &appsv1.StatefulSet{
-		ObjectMeta: meta(&ss.ObjectMeta),
-		Spec:       appsv1.StatefulSetSpec{Selector: ss.Spec.Selector},
-	}, nil
+	return &appsv1.StatefulSet{ObjectMeta: ownerMeta(ss, &ss.ObjectMeta),
+		Spec: appsv1.StatefulSetSpec{Selector: ss.Spec.Selector, Template: placement(&ss.Spec.Template)}}, nil
 }
 
 // StripNamespace keeps the labels, which namespaceSelectors match.

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
 
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
 	"github.com/spreadguard/spreadguard/pkg/spread"
@@ -107,12 +108,14 @@ func TestStripKeepsOnlyWhatTheAlgorithmReads(t *testing.T) {
 			want: &v1.Service{ObjectMeta: kept("shop", "web"), Spec: v1.ServiceSpec{Selector: map[string]string{"app": "web"}}},
 		},
 		{
-			name:      "replication controller -> identity and selector",
+			name:      "replication controller -> identity, selector and its template's placement (none here)",
 			transform: StripReplicationController,
 			in: &v1.ReplicationController{ObjectMeta: full("shop", "web"), Spec: v1.ReplicationControllerSpec{
 				Selector: map[string]string{"app": "web"}, Template: &v1.PodTemplateSpec{},
 			}},
-			want: &v1.ReplicationController{ObjectMeta: kept("shop", "web"), Spec: v1.ReplicationControllerSpec{Selector: map[string]string{"app": "web"}}},
+			want: &v1.ReplicationController{ObjectMeta: kept("shop", "web"), Spec: v1.ReplicationControllerSpec{
+				Selector: map[string]string{"app": "web"}, Template: &v1.PodTemplateSpec{},
+			}},
 		},
 		{
 			name:      "replica set -> identity and selector",
@@ -200,5 +203,72 @@ func TestOptionsStripEveryWatchedTypeButThePolicies(t *testing.T) {
 				t.Errorf("%s is cached without a transform", name)
 			}
 		}
+	}
+}
+
+func TestStripOwnersKeepWhatPlacesTheirPods(t *testing.T) {
+	zero, three := int32(0), int32(3)
+	owner := []metav1.OwnerReference{{Kind: "Deployment", Name: "web", UID: "d1", Controller: ptr.To(true)}}
+	full := v1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}, Annotations: map[string]string{"team": "shop"}},
+		Spec: v1.PodSpec{
+			NodeSelector:              map[string]string{"pool": "general"},
+			Tolerations:               []v1.Toleration{{Key: "spot", Operator: v1.TolerationOpExists}},
+			TopologySpreadConstraints: []v1.TopologySpreadConstraint{spreadtest.Constraint(1, v1.LabelTopologyZone).Obj()},
+			Containers:                []v1.Container{{Name: "web", Image: "web:1"}},
+		},
+	}
+	placed := v1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: full.Labels},
+		Spec: v1.PodSpec{
+			NodeSelector: full.Spec.NodeSelector, Tolerations: full.Spec.Tolerations,
+			TopologySpreadConstraints: full.Spec.TopologySpreadConstraints,
+		},
+	}
+	meta := metav1.ObjectMeta{Namespace: "shop", Name: "web-h1", UID: "r1", Generation: 2, OwnerReferences: owner,
+		Labels: map[string]string{"app": "web"}, Annotations: map[string]string{RevisionAnnotation: "4", "note": "x"}}
+	keptMeta := metav1.ObjectMeta{Namespace: "shop", Name: "web-h1", UID: "r1", OwnerReferences: owner,
+		Annotations: map[string]string{RevisionAnnotation: "4"}}
+	sel := &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}
+	tests := []struct {
+		name      string
+		transform toolscache.TransformFunc
+		in, want  any
+	}{
+		{
+			name:      "a running ReplicaSet keeps its controller, revision, selector and what places its pods",
+			transform: StripReplicaSet,
+			in:        &appsv1.ReplicaSet{ObjectMeta: meta, Spec: appsv1.ReplicaSetSpec{Replicas: &three, Selector: sel, Template: full}},
+			want:      &appsv1.ReplicaSet{ObjectMeta: keptMeta, Spec: appsv1.ReplicaSetSpec{Selector: sel, Template: placed}},
+		},
+		{
+			name:      "an old revision scaled to zero with no pod left keeps no template",
+			transform: StripReplicaSet,
+			in:        &appsv1.ReplicaSet{ObjectMeta: meta, Spec: appsv1.ReplicaSetSpec{Replicas: &zero, Selector: sel, Template: full}},
+			want:      &appsv1.ReplicaSet{ObjectMeta: keptMeta, Spec: appsv1.ReplicaSetSpec{Selector: sel}},
+		},
+		{
+			name:      "a StatefulSet keeps its selector and what places its pods",
+			transform: StripStatefulSet,
+			in:        &appsv1.StatefulSet{ObjectMeta: meta, Spec: appsv1.StatefulSetSpec{Replicas: &three, Selector: sel, Template: full}},
+			want:      &appsv1.StatefulSet{ObjectMeta: keptMeta, Spec: appsv1.StatefulSetSpec{Selector: sel, Template: placed}},
+		},
+		{
+			name:      "a tombstone passes unchanged",
+			transform: StripReplicaSet,
+			in:        "tombstone",
+			want:      "tombstone",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := tt.transform(tt.in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("stripped owner (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -16,14 +15,12 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
-	"k8s.io/utils/ptr"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -96,14 +93,12 @@ func WithAuditPeriods(fullPass, coalesce time.Duration) Option {
 // auditController runs the audit (pkg/audit) on the leader and writes what
 // it finds into the status of the policies and, when the API server serves
 // them, into openreports Reports (reports.go). It counts from the index the
-// webhook keeps, and reads policies and Services from the webhook's cache;
-// its own informers hold the pod templates of the workloads' owners, which
-// the webhook's cache strips.
+// webhook keeps, and reads policies, Services and the workloads' owners
+// (whose transforms keep what places their pods) from the webhook's cache.
 type auditController struct {
 	log        logr.Logger
 	leaseNS    string
 	restConfig *rest.Config
-	scheme     *runtime.Scheme
 	// cache is the webhook's informer cache; client reads through it and
 	// writes to the API server; live reads past it.
 	cache  crcache.Cache
@@ -149,7 +144,7 @@ func addAudit(mgr manager.Manager, o *options, leaseNS string, ix *spread.Index,
 	}
 	c := &auditController{
 		leaseNS: leaseNS,
-		log:     log, restConfig: mgr.GetConfig(), scheme: mgr.GetScheme(),
+		log:     log, restConfig: mgr.GetConfig(),
 		cache: mgr.GetCache(), client: mgr.GetClient(), live: mgr.GetAPIReader(),
 		ix: ix, src: src, cfg: cfg, synced: synced,
 		fullPass: defaultFullPassPeriod, coalesce: defaultCoalesceDelay,
@@ -243,10 +238,6 @@ func (c *auditController) lead(ctx context.Context) error {
 		case <-time.After(time.Second):
 		}
 	}
-	owners, err := c.startOwners(ctx)
-	if err != nil {
-		return err
-	}
 	// Pods, nodes, owners and policies changing can all change a count or
 	// a condition.
 	for _, inf := range []struct {
@@ -255,7 +246,7 @@ func (c *auditController) lead(ctx context.Context) error {
 	}{
 		{c.cache, &v1.Pod{}}, {c.cache, &v1.Node{}},
 		{c.cache, &v1alpha1.SpreadPolicy{}}, {c.cache, &v1alpha1.ClusterSpreadPolicy{}},
-		{owners, &appsv1.ReplicaSet{}}, {owners, &appsv1.StatefulSet{}}, {owners, &v1.ReplicationController{}},
+		{c.cache, &appsv1.ReplicaSet{}}, {c.cache, &appsv1.StatefulSet{}}, {c.cache, &v1.ReplicationController{}},
 	} {
 		i, err := inf.cache.GetInformer(ctx, inf.obj)
 		if err != nil {
@@ -278,13 +269,13 @@ func (c *auditController) lead(ctx context.Context) error {
 
 	full := time.NewTicker(c.fullPass)
 	defer full.Stop()
-	c.pass(ctx, owners, true)
+	c.pass(ctx, true)
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-full.C:
-			c.pass(ctx, owners, true)
+			c.pass(ctx, true)
 		case <-c.trigger:
 			select {
 			case <-ctx.Done():
@@ -296,7 +287,7 @@ func (c *auditController) lead(ctx context.Context) error {
 			case <-c.trigger:
 			default:
 			}
-			c.pass(ctx, owners, false)
+			c.pass(ctx, false)
 		}
 	}
 }
@@ -332,46 +323,12 @@ func (c *auditController) poke() {
 	}
 }
 
-// startOwners starts the informers of the workloads' owners, with their
-// pod templates, and waits for them. Only the leader holds them.
-func (c *auditController) startOwners(ctx context.Context) (crcache.Cache, error) {
-	byObject := map[client.Object]crcache.ByObject{}
-	for _, obj := range []client.Object{&appsv1.ReplicaSet{}, &appsv1.StatefulSet{}, &v1.ReplicationController{}} {
-		byObject[obj] = crcache.ByObject{Transform: audit.StripOwner}
-	}
-	owners, err := crcache.New(c.restConfig, crcache.Options{
-		Scheme:                       c.scheme,
-		ByObject:                     byObject,
-		ReaderFailOnMissingInformer:  true,
-		DefaultUnsafeDisableDeepCopy: ptr.To(true),
-	})
-	if err != nil {
-		return nil, fmt.Errorf("creating the audit's cache: %w", err)
-	}
-	for obj := range byObject {
-		if _, err := owners.GetInformer(ctx, obj); err != nil {
-			return nil, fmt.Errorf("getting the audit's informer for %T: %w", obj, err)
-		}
-	}
-	go func() {
-		if err := owners.Start(ctx); err != nil {
-			c.log.Error(err, "the audit's informers stopped")
-		}
-	}()
-	if !owners.WaitForCacheSync(ctx) {
-		return nil, errors.New("the audit's informers did not sync")
-	}
-	return owners, nil
-}
-
-// pass audits every workload and patches the status of every policy whose
-// status changed. A failed pass is logged; the next one starts afresh.
-func (c *auditController) pass(ctx context.Context, owners crcache.Cache, full bool) {
+func (c *auditController) pass(ctx context.Context, full bool) {
 	if full {
 		clear(c.carried)
 	}
 	report := AuditPass{}
-	if err := c.run(ctx, owners, &report); err != nil && ctx.Err() == nil {
+	if err := c.run(ctx, &report); err != nil && ctx.Err() == nil {
 		c.log.Error(err, "audit pass failed")
 	}
 	if c.observe != nil {
@@ -379,7 +336,7 @@ func (c *auditController) pass(ctx context.Context, owners crcache.Cache, full b
 	}
 }
 
-func (c *auditController) run(ctx context.Context, owners crcache.Cache, report *AuditPass) error {
+func (c *auditController) run(ctx context.Context, report *AuditPass) error {
 	var o audit.Owners
 	var (
 		replicaSets  appsv1.ReplicaSetList
@@ -387,12 +344,9 @@ func (c *auditController) run(ctx context.Context, owners crcache.Cache, report 
 		rcs          v1.ReplicationControllerList
 		services     v1.ServiceList
 	)
-	for _, l := range []struct {
-		r    client.Reader
-		list client.ObjectList
-	}{{owners, &replicaSets}, {owners, &statefulSets}, {owners, &rcs}, {c.cache, &services}} {
-		if err := l.r.List(ctx, l.list); err != nil {
-			return fmt.Errorf("listing %T: %w", l.list, err)
+	for _, list := range []client.ObjectList{&replicaSets, &statefulSets, &rcs, &services} {
+		if err := c.cache.List(ctx, list); err != nil {
+			return fmt.Errorf("listing %T: %w", list, err)
 		}
 	}
 	o.ReplicaSets = pointers(replicaSets.Items)
