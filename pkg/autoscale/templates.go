@@ -1,7 +1,6 @@
 package autoscale
 
 import (
-	"cmp"
 	"maps"
 	"slices"
 
@@ -75,7 +74,7 @@ func Templates(in Inputs) []spread.Template {
 		out = append(out, nodePoolTemplates(np, keys, seen.values)...)
 	}
 	out = append(out, nodeGroupTemplates(seen.groups)...)
-	return uniqueByName(out)
+	return spread.UniqueTemplates(out)
 }
 
 // topologyKeys are the keys a NodePool expands over, in the order their
@@ -142,17 +141,4 @@ func observe(nodes []*v1.Node, keys []string, groupLabel string) observation {
 		values[k] = slices.Sorted(maps.Keys(sets[i]))
 	}
 	return observation{values: values, groups: groups}
-}
-
-// uniqueByName sorts ts by name and keeps the last of each name.
-func uniqueByName(ts []spread.Template) []spread.Template {
-	slices.SortStableFunc(ts, func(a, b spread.Template) int { return cmp.Compare(a.Name, b.Name) })
-	out := ts[:0]
-	for i, t := range ts {
-		if i+1 < len(ts) && ts[i+1].Name == t.Name {
-			continue
-		}
-		out = append(out, t)
-	}
-	return out
 }

@@ -156,7 +156,7 @@ func IndexFromSnapshot(s Snapshot) *Index {
 // SetTemplates replaces the templates of the nodes an autoscaler can add.
 // A later template of the same name replaces an earlier one.
 func (ix *Index) SetTemplates(ts []Template) {
-	sorted := sortedTemplates(ts)
+	sorted := UniqueTemplates(ts)
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	ix.templates = sorted

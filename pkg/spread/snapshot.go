@@ -111,7 +111,7 @@ func prefilter(cs []constraint, pod *v1.Pod, nodes []*v1.Node, podsOn map[string
 // checkTemplates checks each template literally: its fresh node is added
 // to the nodes, PreFilter counts again, and the filters run on that node.
 func (s Snapshot) checkTemplates(ev *evaluation, pod *v1.Pod, nodes []*v1.Node, podsOn map[string][]*v1.Pod, required nodeaffinity.RequiredNodeAffinity) []templateReport {
-	ts := sortedTemplates(s.Templates)
+	ts := UniqueTemplates(s.Templates)
 	if len(ts) == 0 || len(ev.constraints) == 0 {
 		return nil
 	}

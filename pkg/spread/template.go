@@ -57,9 +57,10 @@ func (t *Template) node() *v1.Node {
 	return &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: freshNodeName, Labels: ls}, Spec: v1.NodeSpec{Taints: t.Taints}}
 }
 
-// sortedTemplates returns ts sorted by name, the last of duplicate names
-// kept, as an informer's store would.
-func sortedTemplates(ts []Template) []Template {
+// UniqueTemplates returns ts sorted by name, the last of duplicate names
+// kept, as an informer's store would. The checkers apply it to the
+// templates they are given, and pkg/autoscale to what it derives.
+func UniqueTemplates(ts []Template) []Template {
 	byName := make(map[string]Template, len(ts))
 	for _, t := range ts {
 		byName[t.Name] = t
