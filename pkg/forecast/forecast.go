@@ -12,7 +12,6 @@ package forecast
 
 import (
 	"cmp"
-	"encoding/binary"
 	"fmt"
 	"slices"
 	"strings"
@@ -26,12 +25,11 @@ import (
 )
 
 // Cluster is what a forecast reads of the cluster: the pod webhook's
-// check, the labels of the nodes it names, and the node templates.
+// check, and the layout of the nodes and templates the replicas can take.
 // *spread.Index implements it.
 type Cluster interface {
 	spread.Checker
-	NodeLabels(name string) (map[string]string, bool)
-	Templates() []spread.Template
+	Layout(pod *v1.Pod) (*spread.Layout, error)
 }
 
 var _ Cluster = (*spread.Index)(nil)
@@ -134,7 +132,7 @@ func Run(w *Workload, src engine.Sources, c Cluster, cfg engine.Config) (*Foreca
 	if m.Pod != nil {
 		f.Pod = m.Pod
 	}
-	v, err := engine.Validate(f.Pod, src, c, cfg, true)
+	v, err := engine.Validate(f.Pod, src, c, cfg, false)
 	if err != nil {
 		return nil, fmt.Errorf("checking the pod of %s: %w", w, err)
 	}
@@ -166,12 +164,17 @@ func Run(w *Workload, src engine.Sources, c Cluster, cfg engine.Config) (*Foreca
 	if f.Action == "" {
 		f.Action = v1alpha1.ActionDeny
 	}
-	p := newPlacement(v.Result, c)
-	f.Constraints = p.counts()
+	l, err := c.Layout(f.Pod)
+	if err != nil {
+		return nil, fmt.Errorf("laying out the nodes for the pod of %s: %w", w, err)
+	}
+	p := newPlacement(l)
+	f.Constraints = p.initialCounts()
 	last := w.Replicas
 	if last-w.Existing > MaxPlacements {
 		last, f.Truncated = w.Existing+MaxPlacements, true
 	}
+	f.Placements = make([]Placement, 0, last-w.Existing)
 	for r := w.Existing + 1; r <= last; r++ {
 		placed, ok := p.place(r)
 		if !ok {
@@ -197,23 +200,21 @@ func Run(w *Workload, src engine.Sources, c Cluster, cfg engine.Config) (*Foreca
 type placement struct {
 	constraints []*constraintState
 	// slots are the candidate nodes grouped by their tuple of domains, in
-	// the order of their first node (see newPlacement): nodes of one slot
-	// are interchangeable for the spread.
-	slots     []slot
+	// the order of spread.Layout.Nodes, then the new nodes of templates:
+	// nodes of one slot are interchangeable for the spread.
+	slots []string
+	// domains are the slots' domains, len(constraints) per slot (see
+	// slot), as positions in the constraints' names and counts.
+	domains []int32
+	// added names the template of each slot a new node made.
+	added     map[int]string
 	templates []spread.Template
+	layout    *spread.Layout
 	// next is where the search for the next replica's slot starts: the one
 	// after the last chosen, so that replicas of equal load take turns.
 	next int
 	// newNodes counts the nodes added from templates, to name them.
 	newNodes int
-}
-
-type slot struct {
-	node     string
-	template string
-	// domains are the slot's domain per constraint, as indices into the
-	// constraint's names and counts.
-	domains []int32
 }
 
 // constraintState is one constraint's counts, by domain index, so that
@@ -231,21 +232,38 @@ type constraintState struct {
 	smallest int
 }
 
-func newConstraintState(r *spread.ConstraintResult) *constraintState {
+func newConstraintState(r *spread.ConstraintResult, d spread.LayoutDomains) *constraintState {
 	c := &constraintState{
 		key: r.TopologyKey, maxSkew: r.MaxSkew, minDomains: max(r.MinDomains, 1), selfMatch: r.SelfMatch,
-		index: make(map[string]int32, len(r.Domains)), hist: map[int]int{},
+		// Clipped: a domain added appends to a copy, not to the layout.
+		names: slices.Clip(d.Names), counts: slices.Clone(d.Counts), hist: map[int]int{},
 	}
-	// The order of the indices is the map's: nothing reads it.
-	for d, n := range r.Domains {
-		c.set(c.add(d), n)
+	for i, n := range c.counts {
+		c.hist[n]++
+		if i == 0 || n < c.smallest {
+			c.smallest = n
+		}
 	}
 	return c
 }
 
+// lookup returns the index of domain d. The map of names is made at the
+// first lookup: only a template's new node needs one, and a layout of
+// thousands of hostnames is placed without it.
+func (c *constraintState) lookup(d string) (int32, bool) {
+	if c.index == nil {
+		c.index = make(map[string]int32, len(c.names))
+		for i, name := range c.names {
+			c.index[name] = int32(i)
+		}
+	}
+	i, ok := c.index[d]
+	return i, ok
+}
+
 // add counts a new domain with no pod, and returns its index.
 func (c *constraintState) add(d string) int32 {
-	if i, ok := c.index[d]; ok {
+	if i, ok := c.lookup(d); ok {
 		return i
 	}
 	i := int32(len(c.names))
@@ -305,121 +323,40 @@ func (c *constraintState) domains() map[string]int {
 	return out
 }
 
-func newPlacement(res *spread.Result, c Cluster) *placement {
-	p := &placement{}
-	for i := range res.Constraints {
-		p.constraints = append(p.constraints, newConstraintState(&res.Constraints[i]))
-	}
-	// The feasible nodes by name, then those only the skew excludes (in
-	// the check's order, by name too): an order that is the same on every
-	// run, which is all the tie-break between equal loads needs.
-	candidates := res.FeasibleNodes
-	for _, e := range res.Excluded {
-		if e.Reason == spread.ReasonSkew {
-			if len(candidates) == len(res.FeasibleNodes) {
-				candidates = slices.Clone(res.FeasibleNodes)
-			}
-			candidates = append(candidates, e.Name)
-		}
-	}
-	seen := newTupleSet(len(p.constraints))
-	p.slots = make([]slot, 0, len(candidates))
-	backing := make([]int32, 0, len(candidates)*len(p.constraints))
-	for _, name := range candidates {
-		ls, ok := c.NodeLabels(name)
-		if !ok {
-			continue // deleted since the check
-		}
-		domains, known := p.appendDomains(backing, ls, false)
-		if !known {
-			continue // not counted: the check saw other labels
-		}
-		tuple := domains[len(backing):]
-		if seen.add(tuple) {
-			backing = domains
-			p.slots = append(p.slots, slot{node: name, domains: tuple[:len(tuple):len(tuple)]})
-		}
-	}
-	usable := map[string]bool{}
-	for _, name := range res.FeasibleTemplates {
-		usable[name] = true
-	}
-	for _, e := range res.ExcludedTemplates {
-		if e.Reason == spread.ReasonSkew {
-			usable[e.Name] = true
-		}
-	}
-	for _, t := range c.Templates() {
-		if usable[t.Name] {
-			p.templates = append(p.templates, t)
-		}
+// newPlacement starts from the layout's counts and nodes; the order of
+// the nodes, the same on every run, is all the tie-break between equal
+// loads needs.
+func newPlacement(l *spread.Layout) *placement {
+	p := &placement{templates: l.Templates, layout: l, slots: slices.Clip(l.Nodes), domains: slices.Clip(l.NodeDomains), added: map[int]string{}}
+	for i := range l.Result.Constraints {
+		p.constraints = append(p.constraints, newConstraintState(&l.Result.Constraints[i], l.Domains[i]))
 	}
 	return p
 }
 
-// appendDomains appends to buf the domain indices of a node labelled ls,
-// adding the domains it would add when add is set; known is false when a
-// domain is not counted and add is not set.
-func (p *placement) appendDomains(buf []int32, ls map[string]string, add bool) (domains []int32, known bool) {
-	for _, c := range p.constraints {
-		d, ok := c.index[ls[c.key]]
-		switch {
-		case ok:
-		case add:
-			d = c.add(ls[c.key])
-		default:
-			return buf, false
-		}
-		buf = append(buf, d)
-	}
-	return buf, true
+// slot returns the domains of slot k, one per constraint.
+func (p *placement) slot(k int) []int32 {
+	n := len(p.constraints)
+	return p.domains[k*n : (k+1)*n]
 }
 
-// tupleSet is a set of domain tuples: packed into a uint64 for up to two
-// constraints, the common case, so that 5,000 nodes cost no allocation
-// each; as bytes beyond.
-type tupleSet struct {
-	packed map[uint64]struct{}
-	long   map[string]struct{}
-	key    []byte
+// domainsOf returns the domain indices of a new node labelled ls, counting
+// the domains it adds.
+func (p *placement) domainsOf(ls map[string]string) []int32 {
+	domains := make([]int32, len(p.constraints))
+	for i, c := range p.constraints {
+		domains[i] = c.add(ls[c.key])
+	}
+	return domains
 }
 
-func newTupleSet(n int) *tupleSet {
-	if n <= 2 {
-		return &tupleSet{packed: map[uint64]struct{}{}}
-	}
-	return &tupleSet{long: map[string]struct{}{}}
-}
-
-// add adds t and reports whether it was new.
-func (s *tupleSet) add(t []int32) bool {
-	if s.packed != nil {
-		var k uint64
-		for _, d := range t {
-			k = k<<32 | uint64(uint32(d))
-		}
-		if _, ok := s.packed[k]; ok {
-			return false
-		}
-		s.packed[k] = struct{}{}
-		return true
-	}
-	s.key = s.key[:0]
-	for _, d := range t {
-		s.key = binary.LittleEndian.AppendUint32(s.key, uint32(d))
-	}
-	if _, ok := s.long[string(s.key)]; ok {
-		return false
-	}
-	s.long[string(s.key)] = struct{}{}
-	return true
-}
-
-// counts copies the current counts.
-func (p *placement) counts() []Counts {
+// initialCounts are the counts before the first placement: the layout's,
+// whose maps the forecast keeps.
+func (p *placement) initialCounts() []Counts {
 	out := make([]Counts, len(p.constraints))
 	for i, c := range p.constraints {
-		out[i] = Counts{TopologyKey: c.key, MaxSkew: c.maxSkew, MinDomains: c.minDomains, SelfMatch: c.selfMatch, Domains: c.domains()}
+		out[i] = Counts{TopologyKey: c.key, MaxSkew: c.maxSkew, MinDomains: c.minDomains, SelfMatch: c.selfMatch,
+			Domains: p.layout.Result.Constraints[i].Domains}
 	}
 	return out
 }
@@ -440,7 +377,7 @@ func (p *placement) place(r int32) (Placement, bool) {
 	best, bestLoad := -1, 0
 	for k := range p.slots {
 		i := (p.next + k) % len(p.slots)
-		load, ok := p.load(p.slots[i].domains)
+		load, ok := p.load(p.slot(i))
 		if ok && (best < 0 || load < bestLoad) {
 			best, bestLoad = i, load
 			if load == floor {
@@ -457,13 +394,13 @@ func (p *placement) place(r int32) (Placement, bool) {
 		return Placement{}, false
 	}
 	p.next = (best + 1) % len(p.slots)
-	s := &p.slots[best]
+	domains := p.slot(best)
 	names := make([]string, len(p.constraints))
 	for i, c := range p.constraints {
-		c.bind(s.domains[i])
-		names[i] = c.names[s.domains[i]]
+		c.bind(domains[i])
+		names[i] = c.names[domains[i]]
 	}
-	return Placement{Replica: r, Node: s.node, Template: s.template, NewNode: added, Domains: names}, true
+	return Placement{Replica: r, Node: p.slots[best], Template: p.added[best], NewNode: added, Domains: names}, true
 }
 
 // load is the sum of the counts of a node's domains, and whether a
@@ -491,7 +428,7 @@ func (p *placement) addFromTemplate() int {
 		}
 		ok := true
 		for _, c := range p.constraints {
-			if d, known := c.index[ls[c.key]]; known {
+			if d, known := c.lookup(ls[c.key]); known {
 				ok = ok && c.fits(d)
 			} else {
 				ok = ok && c.fitsNew()
@@ -501,8 +438,9 @@ func (p *placement) addFromTemplate() int {
 			continue
 		}
 		p.newNodes++
-		domains, _ := p.appendDomains(nil, ls, true)
-		p.slots = append(p.slots, slot{node: name, template: t.Name, domains: domains})
+		p.slots = append(p.slots, name)
+		p.domains = append(p.domains, p.domainsOf(ls)...)
+		p.added[len(p.slots)-1] = t.Name
 		return len(p.slots) - 1
 	}
 	return -1
@@ -516,8 +454,8 @@ func (p *placement) refusal(r int32) *Refusal {
 	blocking := -1
 	for i, c := range p.constraints {
 		all := true
-		for _, s := range p.slots {
-			all = all && !c.fits(s.domains[i])
+		for k := range p.slots {
+			all = all && !c.fits(p.slot(k)[i])
 		}
 		if all {
 			blocking = i
@@ -527,7 +465,7 @@ func (p *placement) refusal(r int32) *Refusal {
 	if blocking < 0 {
 		blocking = 0
 		for i, c := range p.constraints {
-			if len(p.slots) > 0 && !c.fits(p.slots[0].domains[i]) {
+			if len(p.slots) > 0 && !c.fits(p.slot(0)[i]) {
 				blocking = i
 				break
 			}
@@ -546,8 +484,8 @@ func (p *placement) reason(i int) string {
 			len(c.names), shortKey(c.key), c.minDomains)
 	}
 	usable := map[int32]bool{}
-	for _, s := range p.slots {
-		usable[s.domains[i]] = true
+	for k := range p.slots {
+		usable[p.slot(k)[i]] = true
 	}
 	var empty []string
 	for d, n := range c.counts {

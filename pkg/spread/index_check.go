@@ -69,21 +69,34 @@ type query struct {
 	// cordons. keyed: live nodes carrying every hard topology key.
 	affinity, tainted, candidates, keyed bitset
 	eligible                             []bitset
+	// feasible: candidates that carry every key and meet every
+	// constraint, once evaluated.
+	feasible bitset
 	// counts holds, per constraint, the matching pods per domain with at
 	// least one, as (value, count) pairs sorted by value serial: a slice
 	// sorted and merged is cheaper than a map for the few dozen domains a
 	// Deployment's pods occupy.
 	counts  [][]valueCount
 	matched map[string][]*group
+	// position holds, per constraint and by node ID, the position of the
+	// node's domain in a Layout; valuePosition is the scratch map that
+	// assigns them.
+	position      [][]int32
+	valuePosition map[*valueIndex]int32
+	groups        []layoutGroup
 }
 
-func newQuery() any { return &query{matched: map[string][]*group{}} }
+func newQuery() any {
+	return &query{matched: map[string][]*group{}, valuePosition: map[*valueIndex]int32{}}
+}
 
 // finish drops what q points into, so that a pooled query keeps no pod or
 // group alive.
 func (q *query) finish() {
-	q.ix, q.pod, q.cs = nil, nil, nil
+	q.ix, q.pod, q.cs, q.feasible = nil, nil, nil, nil
 	clear(q.matched)
+	clear(q.valuePosition)
+	clear(q.groups[:cap(q.groups)])
 	for i := range q.counts {
 		q.counts[i] = q.counts[i][:0]
 	}
@@ -191,6 +204,7 @@ func (q *query) evaluate() *evaluation {
 	}
 	ev.candidates = q.candidates.count()
 	ev.feasible = feasible.count()
+	q.feasible = feasible
 	return ev
 }
 

@@ -224,16 +224,7 @@ func (f *indexFacts) pinned(i int, value string) (allTainted, allOutside, anyCor
 // Explain lists and from which reportFacts words a denial.
 func (q *query) detail(ev *evaluation) {
 	ix := q.ix
-	for i := range q.cs {
-		ki := ix.keys[q.cs[i].topologyKey]
-		domains := ev.domains[i]
-		q.eligible[i].each(func(id int32) {
-			if v := ki.valueOf[id].value; domains[v] == 0 {
-				// Counted domains are already there; this adds the rest.
-				domains[v] = 0
-			}
-		})
-	}
+	q.addEmptyDomains(ev)
 	tolerable := toleratesUnschedulable(q.pod.Spec.Tolerations)
 	ev.nodes = make([]nodeReport, 0, ix.live.count())
 	ix.live.each(func(id int32) {

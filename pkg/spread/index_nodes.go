@@ -194,17 +194,3 @@ func (ix *Index) unindexNode(e *nodeEntry) {
 	}
 	ix.cordoned.clear(e.id)
 }
-
-// NodeLabels returns the labels of the node called name, and false when
-// the index holds no such node. The map must not be modified. The workload
-// forecast reads it to learn the domains of the nodes a check found
-// feasible.
-func (ix *Index) NodeLabels(name string) (map[string]string, bool) {
-	ix.mu.RLock()
-	defer ix.mu.RUnlock()
-	e := ix.nodes[name]
-	if e == nil || e.id < 0 {
-		return nil, false
-	}
-	return e.labels, true
-}

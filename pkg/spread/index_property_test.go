@@ -293,7 +293,8 @@ func (w *world) incomingPod() *v1.Pod {
 	if c.intn(2) == 0 {
 		p.Label("pod-template-hash", pick(c, "h1", "h2"))
 	}
-	for range 1 + c.intn(2) {
+	// Up to three: beyond two, the index keys tuples of domains otherwise.
+	for range 1 + c.intn(3) {
 		p.SpreadConstraint(w.randomConstraint())
 	}
 	if c.intn(4) == 0 {
@@ -362,8 +363,112 @@ func checkWorld(t *testing.T, w *world, pods int, seed string) (verdicts []sprea
 				}
 			}
 		}
+		want, wantErr := layoutOf(snap, pod)
+		for name, ix := range map[string]*spread.Index{"event-fed index": w.ix, "rebuilt index": rebuilt} {
+			got, err := ix.Layout(pod)
+			if (err == nil) != (wantErr == nil) {
+				t.Fatalf("%s: incoming pod %d, %s: Index.Layout() error = %v, Snapshot.Check() error = %v", seed, i, name, err, wantErr)
+			}
+			if diff := cmp.Diff(want, named(got)); diff != "" {
+				t.Fatalf("%s: incoming pod %d, %s: Layout differs from the explained Snapshot.Check (-snapshot +index):\n%s\npod: %+v",
+					seed, i, name, diff, pod.Spec)
+			}
+		}
 	}
 	return verdicts
+}
+
+// namedLayout is a Layout with its positions replaced by the domains they
+// name, which is what the checkers can agree on: the order of a layout's
+// domains is its own.
+type namedLayout struct {
+	Result *spread.Result
+	// Domains are each constraint's counts, by domain.
+	Domains   []map[string]int
+	Nodes     []namedNode
+	Templates []spread.Template
+}
+
+type namedNode struct {
+	Name    string
+	Domains []string
+}
+
+func named(l *spread.Layout) *namedLayout {
+	if l == nil {
+		return nil
+	}
+	out := &namedLayout{Result: l.Result, Templates: l.Templates}
+	for _, d := range l.Domains {
+		counts := map[string]int{}
+		for p, name := range d.Names {
+			counts[name] = d.Counts[p]
+		}
+		out.Domains = append(out.Domains, counts)
+	}
+	for k, name := range l.Nodes {
+		node := namedNode{Name: name}
+		for i, p := range l.NodeDomainsOf(k) {
+			node.Domains = append(node.Domains, l.Domains[i].Names[p])
+		}
+		out.Nodes = append(out.Nodes, node)
+	}
+	return out
+}
+
+// layoutOf is the Layout that Index.Layout must return, named, derived
+// from Snapshot.Check's explained result: its feasible nodes, then those
+// the skew alone excludes, the first of each tuple of domains kept; its
+// templates likewise; the unexplained result with the explained domains,
+// which are also the layout's.
+func layoutOf(snap spread.Snapshot, pod *v1.Pod) (*namedLayout, error) {
+	explained, err := snap.Check(pod, spread.Options{Explain: true})
+	if err != nil {
+		return nil, err
+	}
+	res, err := snap.Check(pod, spread.Options{})
+	if err != nil {
+		return nil, err
+	}
+	l := &namedLayout{Result: res}
+	for i := range res.Constraints {
+		res.Constraints[i].Domains = explained.Constraints[i].Domains
+		l.Domains = append(l.Domains, explained.Constraints[i].Domains)
+	}
+	labels := map[string]map[string]string{}
+	for _, n := range snap.Nodes {
+		labels[n.Name] = n.Labels
+	}
+	usable := explained.FeasibleNodes
+	for _, e := range explained.Excluded {
+		if e.Reason == spread.ReasonSkew {
+			usable = append(usable, e.Name)
+		}
+	}
+	seen := map[string]bool{}
+	for _, name := range usable {
+		var domains []string
+		for _, c := range res.Constraints {
+			domains = append(domains, labels[name][c.TopologyKey])
+		}
+		if key := fmt.Sprintf("%q", domains); !seen[key] {
+			seen[key] = true
+			l.Nodes = append(l.Nodes, namedNode{Name: name, Domains: domains})
+		}
+	}
+	templates := map[string]bool{}
+	for _, name := range explained.FeasibleTemplates {
+		templates[name] = true
+	}
+	for _, e := range explained.ExcludedTemplates {
+		templates[e.Name] = templates[e.Name] || e.Reason == spread.ReasonSkew
+	}
+	for _, t := range spread.UniqueTemplates(snap.Templates) {
+		if templates[t.Name] {
+			l.Templates = append(l.Templates, t)
+		}
+	}
+	return l, nil
 }
 
 // randomRounds draws and logs a seed, and says how many rounds to run:

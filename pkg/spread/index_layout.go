@@ -1,0 +1,246 @@
+package spread
+
+import (
+	"cmp"
+	"encoding/binary"
+	"maps"
+	"slices"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+// Layout is what placing many replicas of one pod needs to know of the
+// cluster, from one check: every counted domain with its count and, among
+// the nodes and templates, those a replica could take once the counts
+// allow it. pkg/forecast places a workload's replicas on it.
+//
+// It answers what Check with Explain would, without the per-node reasons
+// that make an explained check cost milliseconds at thousands of nodes:
+// the nodes that only the skew excludes today are the nodes a later
+// placement may open, and every node of a tuple of domains is the same
+// node to the spread. Domains are positions, not names, so that a layout
+// of thousands of hostnames builds no map of them.
+type Layout struct {
+	// Result is Check's result without Explain, except that each
+	// constraint's Domains holds every counted domain, those with no
+	// matching pod too: they take part in the global minimum.
+	Result *Result
+	// Domains are, per hard constraint in the order of
+	// Result.Constraints, its counted domains; LayoutNode.Domains are
+	// positions in them.
+	Domains []LayoutDomains
+	// Nodes are the nodes that pass the pod's filters and carry every hard
+	// topology key, one per distinct tuple of domains: the first of the
+	// tuple by name. The tuples of feasible nodes come first, then those
+	// the skew alone excludes, each part in the order of its nodes' names
+	// (so the order of Check's FeasibleNodes, then its Excluded).
+	Nodes []string
+	// NodeDomains are the domains of Nodes, one per constraint and node,
+	// flat (see NodeDomainsOf): thousands of nodes cost two slices, not a
+	// slice each.
+	NodeDomains []int32
+	// Templates are the templates whose fresh node is feasible or excluded
+	// by the skew alone, by name.
+	Templates []Template
+}
+
+// LayoutDomains are one constraint's counted domains, in no particular
+// order, and their matching pods.
+type LayoutDomains struct {
+	Names  []string
+	Counts []int
+}
+
+// NodeDomainsOf returns the domains of node k of l.Nodes, per constraint
+// a position in that constraint's l.Domains.
+func (l *Layout) NodeDomainsOf(k int) []int32 {
+	n := len(l.Domains)
+	return l.NodeDomains[k*n : (k+1)*n : (k+1)*n]
+}
+
+// Layout checks pod as Check does and returns what placing its replicas
+// needs. It costs a check plus one pass over the counted and the candidate
+// nodes.
+func (ix *Index) Layout(pod *v1.Pod) (*Layout, error) {
+	cs, err := hardConstraints(pod)
+	if err != nil {
+		return nil, err
+	}
+	var l *Layout
+	ix.withQuery(pod, cs, func(q *query) {
+		ev := q.evaluate()
+		ev.checkTemplates(ix.templates, pod, q)
+		if ev.verdict() == VerdictUnsatisfiable {
+			ev.facts = newIndexFacts(q, ev)
+		}
+		var res *Result
+		if res, err = assemble(ev, Options{}); err != nil {
+			return
+		}
+		l = &Layout{Result: res, Domains: make([]LayoutDomains, len(cs))}
+		// After assemble, which would copy the domains without the empty
+		// ones.
+		for i := range cs {
+			l.Domains[i] = q.layoutDomains(i, ev)
+			res.Constraints[i].Domains = ev.domains[i]
+		}
+		l.Nodes, l.NodeDomains = q.layoutNodes()
+		for _, r := range ev.templates {
+			if r.reason == "" || r.reason == ReasonSkew {
+				l.Templates = append(l.Templates, *r.template)
+			}
+		}
+	})
+	return l, err
+}
+
+// addEmptyDomains adds to ev.domains, with 0, each counted domain that
+// holds no matching pod.
+func (q *query) addEmptyDomains(ev *evaluation) {
+	for i := range q.cs {
+		q.eachDomain(i, ev, func(int32, *valueIndex) {})
+	}
+}
+
+// layoutDomains lists constraint i's counted domains, and records each
+// counted node's position among them in q.position[i].
+func (q *query) layoutDomains(i int, ev *evaluation) LayoutDomains {
+	d := LayoutDomains{Names: make([]string, 0, ev.domainCount[i]), Counts: make([]int, 0, ev.domainCount[i])}
+	for len(q.position) <= i {
+		q.position = append(q.position, nil)
+	}
+	if n := len(q.ix.slots); cap(q.position[i]) < n {
+		q.position[i] = make([]int32, n)
+	}
+	q.position[i] = q.position[i][:len(q.ix.slots)]
+	at := q.valuePosition
+	clear(at)
+	q.eachDomain(i, ev, func(id int32, v *valueIndex) {
+		p, ok := at[v]
+		if !ok {
+			p = int32(len(d.Names))
+			d.Names = append(d.Names, v.value)
+			d.Counts = append(d.Counts, ev.domains[i][v.value])
+			if v.count > 1 {
+				// A value of one node needs no lookup: its node is its
+				// only visit.
+				at[v] = p
+			}
+		}
+		q.position[i][id] = p
+	})
+	return d
+}
+
+// eachDomain visits each node counted for constraint i with its domain,
+// and adds to ev.domains[i], with 0, each domain that holds no matching
+// pod.
+func (q *query) eachDomain(i int, ev *evaluation, visit func(id int32, v *valueIndex)) {
+	ki := q.ix.keys[q.cs[i].topologyKey]
+	if ki == nil {
+		return
+	}
+	domains := ev.domains[i]
+	if len(domains) < ev.domainCount[i] {
+		// Grown once to its size rather than doubling thousands of
+		// hostname domains in.
+		domains = make(map[string]int, ev.domainCount[i])
+		maps.Copy(domains, ev.domains[i])
+		ev.domains[i] = domains
+	}
+	q.eligible[i].each(func(id int32) {
+		v := ki.valueOf[id]
+		if _, ok := domains[v.value]; !ok {
+			domains[v.value] = 0
+		}
+		visit(id, v)
+	})
+}
+
+// layoutGroup is a tuple of domains of a Layout, by its first node.
+type layoutGroup struct {
+	name     string
+	id       int32
+	feasible bool
+}
+
+// layoutNodes groups the candidate nodes that carry every key by their
+// tuple of domains; see Layout.Nodes. It reads the positions that
+// layoutDomains recorded: a candidate carrying every key is counted for
+// every constraint (the inclusion policies only drop nodes the filters
+// drop too).
+func (q *query) layoutNodes() (names []string, domains []int32) {
+	ix, n := q.ix, len(q.cs)
+	groups := q.groups[:0]
+	defer func() { q.groups = groups[:0] }()
+	// A tuple is its positions: packed in a word for up to two
+	// constraints, so that a node costs no allocation; as bytes beyond.
+	// When a key's every value is on one node (a hostname), every node is
+	// a tuple of its own and needs no lookup at all.
+	unique := false
+	for i := range q.cs {
+		ki := ix.keys[q.cs[i].topologyKey]
+		if ki == nil {
+			return nil, nil // no node carries the key
+		}
+		unique = unique || ki.shared == 0
+	}
+	short := map[uint64]int{}
+	long := map[string]int{}
+	var buf []byte
+	q.candidates.each(func(id int32) {
+		if !q.keyed.has(id) {
+			return
+		}
+		at, ok := 0, false
+		switch {
+		case unique:
+		case n <= 2:
+			var k uint64
+			for i := range n {
+				k = k<<32 | uint64(uint32(q.position[i][id]))
+			}
+			if at, ok = short[k]; !ok {
+				short[k] = len(groups)
+			}
+		default:
+			buf = buf[:0]
+			for i := range n {
+				buf = binary.LittleEndian.AppendUint32(buf, uint32(q.position[i][id]))
+			}
+			if at, ok = long[string(buf)]; !ok {
+				long[string(buf)] = len(groups)
+			}
+		}
+		switch name := ix.slots[id].name; {
+		case !ok:
+			groups = append(groups, layoutGroup{name: name, id: id, feasible: q.feasible.has(id)})
+		case name < groups[at].name:
+			groups[at].name, groups[at].id = name, id
+		}
+	})
+	if len(groups) == 0 {
+		return nil, nil
+	}
+	// Feasibility is a function of the tuple (the filters passed, only the
+	// counts of its domains decide), so each group is wholly feasible or
+	// not.
+	slices.SortFunc(groups, func(a, b layoutGroup) int {
+		if a.feasible != b.feasible {
+			if a.feasible {
+				return -1
+			}
+			return 1
+		}
+		return cmp.Compare(a.name, b.name)
+	})
+	names = make([]string, len(groups))
+	domains = make([]int32, 0, len(groups)*n)
+	for g, gr := range groups {
+		names[g] = gr.name
+		for i := range n {
+			domains = append(domains, q.position[i][gr.id])
+		}
+	}
+	return names, domains
+}
