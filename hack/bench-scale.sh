@@ -40,6 +40,8 @@
 #   BENCH_SCALE_BURST [1000]  BENCH_SCALE_PARALLEL [8]  BENCH_SCALE_ROUNDS [5]
 #   BENCH_SCALE_DRY_RUN [1]   BENCH_SCALE_WORKERS [32] BENCH_SCALE_QPS [2000]
 #   BENCH_SCALE_SETTLE_TIMEOUT [30m]  how long to wait for kwok to mark every pod Running
+#   BENCH_SCALE_ETCD_QUOTA [8589934592]  etcd's backend quota in bytes: its 2 GiB
+#                            default is outgrown near 120,000 full-sized pods
 #   BENCH_SCALE_OUT, BIN, and those of hack/local-cluster.sh
 set -euo pipefail
 
@@ -54,6 +56,7 @@ DRY_RUN=${BENCH_SCALE_DRY_RUN:-1}
 WORKERS=${BENCH_SCALE_WORKERS:-32}
 QPS=${BENCH_SCALE_QPS:-2000}
 SETTLE_TIMEOUT=${BENCH_SCALE_SETTLE_TIMEOUT:-30m}
+ETCD_QUOTA=${BENCH_SCALE_ETCD_QUOTA:-8589934592}
 OUT=${BENCH_SCALE_OUT:-$ROOT/_output/bench-scale}
 RELEASE=spreadguard
 RELEASE_NAMESPACE=spreadguard-system
@@ -74,7 +77,11 @@ NOOP_PID=
 cleanup() {
   local rc=$?
   trap - EXIT INT TERM
-  [[ $rc -ne 0 ]] && log "failed (exit status $rc)"
+  if [[ $rc -ne 0 ]]; then
+    log "failed (exit status $rc)"
+    # What a lost API server most often comes from: memory, or etcd's quota.
+    [[ -z ${LOCAL_CLUSTER_ETCD_PID:-} ]] || log "control plane: $(control_plane_memory 2>&1)"
+  fi
   if [[ -n $WEBHOOK_PID ]] && kill -0 "$WEBHOOK_PID" 2>/dev/null; then
     kill -TERM "$WEBHOOK_PID" 2>/dev/null || true
     wait "$WEBHOOK_PID" 2>/dev/null || true
@@ -122,6 +129,7 @@ start_cluster() {
   # unexplained: the cluster's directory goes with it).
   rm -rf "$OUT/logs"
   export LOCAL_CLUSTER_LOGS=$OUT/logs
+  export LOCAL_CLUSTER_ETCD_QUOTA=$ETCD_QUOTA
   "$ROOT/hack/local-cluster.sh" run >"$DIR/cluster.log" 2>&1 &
   CLUSTER_PID=$!
   until [[ -f $LOCAL_CLUSTER_ENV ]]; do
@@ -230,8 +238,20 @@ start_noop() {
 
 # memory prints the webhook's resident set and its high-water mark, in MiB.
 memory() {
+  process_memory "$WEBHOOK_PID"
+}
+
+process_memory() {
   awk '/^VmRSS:/ { rss = $2 } /^VmHWM:/ { hwm = $2 } END { printf "VmRSS %.0f MiB, VmHWM %.0f MiB", rss / 1024, hwm / 1024 }' \
-    "/proc/$WEBHOOK_PID/status"
+    "/proc/$1/status"
+}
+
+# control_plane_memory prints the resident memory of kube-apiserver and etcd
+# and the size of etcd's database, against its quota.
+control_plane_memory() {
+  local db
+  db=$(curl -s "$ETCD_URL/metrics" | awk '/^etcd_mvcc_db_total_size_in_bytes / { printf "%.0f", $2 / 1048576 }')
+  echo "kube-apiserver $(process_memory "$LOCAL_CLUSTER_APISERVER_PID"); etcd $(process_memory "$LOCAL_CLUSTER_ETCD_PID"), database ${db:-?} MiB of a $((ETCD_QUOTA / 1048576)) MiB quota"
 }
 
 # decisions prints the mean of the server's own decision-time histogram.
@@ -285,6 +305,9 @@ main() {
   local settled=yes
   "$DIR/perfload" wait-running --timeout "$SETTLE_TIMEOUT" || settled="no, after $SETTLE_TIMEOUT"
   local settle_seconds=$((SECONDS - t))
+  local cp_filled
+  cp_filled=$(control_plane_memory)
+  log "control plane: $cp_filled"
   local ready_nodes
   ready_nodes=$(k get nodes --no-headers | awk '$2 == "Ready"' | wc -l)
 
@@ -317,6 +340,8 @@ main() {
     echo "cluster: $NODES nodes ($ready_nodes Ready), $((NODES * PODS_PER_NODE)) pods + the local cluster's own; filled in ${fill_seconds}s, kwok settled: $settled (${settle_seconds}s)"
     echo "webhook: ready (caches synced) ${WEBHOOK_READY_SECONDS}s after start"
     echo "webhook memory: idle after sync: $rss_idle; after the bursts: $rss_after"
+    echo "control plane after the fill: $cp_filled"
+    echo "control plane after the bursts: $(control_plane_memory)"
     echo "bursts: dry-run=$([[ $DRY_RUN == 1 ]] && echo yes || echo no); 1-minute load average after each round: ${loads[*]}"
     "$DIR/perfload" summarize "$OUT/bursts.jsonl"
     echo "webhook's own decision time (spreadguard_admission_decision_duration_seconds):"

@@ -38,6 +38,9 @@
 #   LOCAL_CLUSTER_LOGS       a directory to copy the component logs into on exit
 #   LOCAL_CLUSTER_KEEP=1     keep the data directory on exit (for debugging)
 #   LOCAL_CLUSTER_KARPENTER=1  run Karpenter too (default 0)
+#   LOCAL_CLUSTER_ETCD_QUOTA etcd's --quota-backend-bytes (default: etcd's
+#                            2 GiB, which a cluster of 100,000 full-sized
+#                            pods and their status updates outgrows)
 #   ETCD_PORT, ETCD_PEER_PORT, APISERVER_PORT, SCHEDULER_PORT,
 #   CONTROLLER_MANAGER_PORT, KWOK_PORT, KARPENTER_METRICS_PORT,
 #   KARPENTER_HEALTH_PORT
@@ -54,6 +57,7 @@ ZONES=(zone-a zone-b zone-c)
 LOCAL_CLUSTER_ENV=${LOCAL_CLUSTER_ENV:-$ROOT/_output/local-cluster.env}
 READY_TIMEOUT=${READY_TIMEOUT:-120}
 LOCAL_CLUSTER_KARPENTER=${LOCAL_CLUSTER_KARPENTER:-0}
+LOCAL_CLUSTER_ETCD_QUOTA=${LOCAL_CLUSTER_ETCD_QUOTA:-}
 
 # ---------------------------------------------------------------- down
 
@@ -252,6 +256,9 @@ write_env() {
     echo "LOCAL_CLUSTER_PID=$$"
     echo "LOCAL_CLUSTER_COMPONENT_PIDS=\"${PIDS[*]}\""
     echo "APISERVER_URL=https://127.0.0.1:$APISERVER_PORT"
+    echo "ETCD_URL=http://127.0.0.1:$ETCD_PORT"
+    echo "LOCAL_CLUSTER_APISERVER_PID=${PIDS[kube-apiserver]}"
+    echo "LOCAL_CLUSTER_ETCD_PID=${PIDS[etcd]}"
   } >"$LOCAL_CLUSTER_ENV.tmp"
   mv "$LOCAL_CLUSTER_ENV.tmp" "$LOCAL_CLUSTER_ENV"
 }
@@ -447,7 +454,8 @@ run() {
   start etcd "$BIN/etcd" --name=local --data-dir="$DIR/etcd" \
     --listen-client-urls="http://127.0.0.1:$ETCD_PORT" --advertise-client-urls="http://127.0.0.1:$ETCD_PORT" \
     --listen-peer-urls="http://127.0.0.1:$ETCD_PEER_PORT" --initial-advertise-peer-urls="http://127.0.0.1:$ETCD_PEER_PORT" \
-    --initial-cluster="local=http://127.0.0.1:$ETCD_PEER_PORT" --unsafe-no-fsync=true --log-level=warn
+    --initial-cluster="local=http://127.0.0.1:$ETCD_PEER_PORT" --unsafe-no-fsync=true --log-level=warn \
+    ${LOCAL_CLUSTER_ETCD_QUOTA:+--quota-backend-bytes="$LOCAL_CLUSTER_ETCD_QUOTA"}
   wait_for "etcd on 127.0.0.1:$ETCD_PORT" "$BIN/kubectl" --server="http://127.0.0.1:$ETCD_PORT" --request-timeout=2s get --raw /health
 
   APISERVER_CMD=("$BIN/kube-apiserver" \
