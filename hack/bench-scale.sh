@@ -40,8 +40,15 @@
 #   BENCH_SCALE_BURST [1000]  BENCH_SCALE_PARALLEL [8]  BENCH_SCALE_ROUNDS [5]
 #   BENCH_SCALE_DRY_RUN [1]   BENCH_SCALE_WORKERS [32] BENCH_SCALE_QPS [2000]
 #   BENCH_SCALE_SETTLE_TIMEOUT [30m]  how long to wait for kwok to mark every pod Running
-#   BENCH_SCALE_ETCD_QUOTA [8589934592]  etcd's backend quota in bytes: its 2 GiB
-#                            default is outgrown near 120,000 full-sized pods
+#   BENCH_SCALE_ETCD_QUOTA [8589934592]  etcd's backend quota in bytes
+#   BENCH_SCALE_POD_SIZE [auto]  the filled pods: full (as real pods are), lean
+#                            (only what the scheduler and spreadguard read; see
+#                            perfload fill --pod-size), or auto: full up to
+#                            60,000 pods, lean beyond. At 5,000 nodes full-sized
+#                            pods fill 24 GiB near 120,000 pods (kube-apiserver
+#                            12 GiB, kwok 4.6, the scheduler and the
+#                            controller-manager 3.3 each), and the API server
+#                            is lost. The burst pods are full-sized always.
 #   BENCH_SCALE_OUT, BIN, and those of hack/local-cluster.sh
 set -euo pipefail
 
@@ -57,6 +64,11 @@ WORKERS=${BENCH_SCALE_WORKERS:-32}
 QPS=${BENCH_SCALE_QPS:-2000}
 SETTLE_TIMEOUT=${BENCH_SCALE_SETTLE_TIMEOUT:-30m}
 ETCD_QUOTA=${BENCH_SCALE_ETCD_QUOTA:-8589934592}
+POD_SIZE=${BENCH_SCALE_POD_SIZE:-auto}
+if [[ $POD_SIZE == auto ]]; then
+  POD_SIZE=full
+  ((NODES * PODS_PER_NODE <= 60000)) || POD_SIZE=lean
+fi
 OUT=${BENCH_SCALE_OUT:-$ROOT/_output/bench-scale}
 RELEASE=spreadguard
 RELEASE_NAMESPACE=spreadguard-system
@@ -298,7 +310,7 @@ main() {
 
   log "filling: $NODES nodes, $((NODES * PODS_PER_NODE)) pods"
   local t=$SECONDS
-  "$DIR/perfload" fill --nodes "$NODES" --pods-per-node "$PODS_PER_NODE" --workers "$WORKERS" --qps "$QPS"
+  "$DIR/perfload" fill --nodes "$NODES" --pods-per-node "$PODS_PER_NODE" --workers "$WORKERS" --qps "$QPS" --pod-size "$POD_SIZE"
   local fill_seconds=$((SECONDS - t))
   log "waiting for kwok to mark every pod Running (at most $SETTLE_TIMEOUT)"
   t=$SECONDS
@@ -337,7 +349,7 @@ main() {
   {
     echo "spreadguard bench-scale, $(date -u +%FT%TZ), commit $COMMIT"
     echo "machine: $(nproc) CPUs, $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1), load average $(cut -d' ' -f1-3 /proc/loadavg)"
-    echo "cluster: $NODES nodes ($ready_nodes Ready), $((NODES * PODS_PER_NODE)) pods + the local cluster's own; filled in ${fill_seconds}s, kwok settled: $settled (${settle_seconds}s)"
+    echo "cluster: $NODES nodes ($ready_nodes Ready), $((NODES * PODS_PER_NODE)) $POD_SIZE pods + the local cluster's own; filled in ${fill_seconds}s, kwok settled: $settled (${settle_seconds}s)"
     echo "webhook: ready (caches synced) ${WEBHOOK_READY_SECONDS}s after start"
     echo "webhook memory: idle after sync: $rss_idle; after the bursts: $rss_after"
     echo "control plane after the fill: $cp_filled"

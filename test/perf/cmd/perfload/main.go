@@ -131,10 +131,14 @@ func run(ctx context.Context, args []string) error {
 	o.bind(fs)
 	switch args[0] {
 	case "fill":
+		podSize := fs.String("pod-size", podSizeFull, `"full" (about 9 KiB of JSON, as real pods are) or "lean" (what the scheduler and spreadguard read)`)
 		if err := fs.Parse(args[1:]); err != nil {
 			return err
 		}
-		return fill(ctx, &o)
+		if *podSize != podSizeFull && *podSize != podSizeLean {
+			return fmt.Errorf("--pod-size %q: want %q or %q", *podSize, podSizeFull, podSizeLean)
+		}
+		return fill(ctx, &o, *podSize == podSizeLean)
 	case "burst":
 		var b burstOptions
 		fs.IntVar(&b.pods, "pods", 1000, "pods to create")
@@ -235,7 +239,45 @@ func progress(what string, total int, done *atomic.Int64) func() {
 	}
 }
 
-func fill(ctx context.Context, o *options) error {
+// The sizes of the pods fill creates.
+const (
+	podSizeFull = "full"
+	podSizeLean = "lean"
+)
+
+// leanPod drops what neither the scheduler nor spreadguard reads, nor the
+// API server needs to create a pod: annotations, volumes, and of each
+// container all but its name, image and resources. 150,000 full-sized pods
+// take more memory than 24 GiB hold, in the API server's watch cache and
+// the informers of the scheduler, the controller-manager and kwok.
+func leanPod(p *v1.Pod) {
+	p.Annotations = nil
+	p.Spec.Volumes = nil
+	p.Spec.InitContainers = nil
+	for i, c := range p.Spec.Containers {
+		p.Spec.Containers[i] = v1.Container{Name: c.Name, Image: c.Image, Resources: c.Resources,
+			TerminationMessagePath: c.TerminationMessagePath, TerminationMessagePolicy: c.TerminationMessagePolicy,
+			ImagePullPolicy: c.ImagePullPolicy}
+	}
+}
+
+// fillPod is replica r of workload w as fill creates it, its owner's UID
+// set.
+func fillPod(c fixture.Cluster, w, r int, owner types.UID, lean bool) *v1.Pod {
+	p := forCreate(c.Pod(w, r)).(*v1.Pod)
+	p.GenerateName = ""
+	p.OwnerReferences[0].UID = owner
+	// The apiserver resets the status of a created pod; kwok writes it
+	// again. Priority is resolved by the Priority admission plugin.
+	p.Status = v1.PodStatus{}
+	p.Spec.Priority, p.Spec.PreemptionPolicy = nil, nil
+	if lean {
+		leanPod(p)
+	}
+	return p
+}
+
+func fill(ctx context.Context, o *options, lean bool) error {
 	c, err := o.cluster()
 	if err != nil {
 		return err
@@ -302,14 +344,7 @@ func fill(ctx context.Context, o *options) error {
 	end = progress("pods", c.Pods(), &done)
 	err = forEach(ctx, o.workers, c.Pods(), func(ctx context.Context, i int) error {
 		w, r := i/c.Replicas, i%c.Replicas
-		p := forCreate(c.Pod(w, r)).(*v1.Pod)
-		p.GenerateName = ""
-		p.OwnerReferences[0].UID = owners[w]
-		// The apiserver resets the status of a created pod; kwok writes
-		// it again. Priority is resolved by the Priority admission plugin.
-		p.Status = v1.PodStatus{}
-		p.Spec.Priority, p.Spec.PreemptionPolicy = nil, nil
-		_, err := create(ctx, cl, p)
+		_, err := create(ctx, cl, fillPod(c, w, r, owners[w], lean))
 		done.Add(1)
 		return err
 	})
