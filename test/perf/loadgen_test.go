@@ -59,11 +59,19 @@ func runLoad(b *testing.B, cfg loadConfig) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	stopTrace, err := startTrace(b)
+	if err != nil {
+		stopProfile()
+		b.Fatal(err)
+	}
 	b.ResetTimer()
+	rt0 := readRuntime()
 	cpu0 := cpuTime()
 	res, err := child.run(b.N)
 	cpu := cpuTime() - cpu0
+	rt := runtimeSince(rt0, readRuntime())
 	b.StopTimer()
+	stopTrace()
 	stopProfile()
 	if err != nil {
 		b.Fatal(err)
@@ -86,6 +94,7 @@ func runLoad(b *testing.B, cfg loadConfig) {
 	if serverCPU > 0 {
 		b.ReportMetric(2e6/serverCPU, "cpu-bound-reviews/s@2cpu")
 	}
+	rt.report(b, n)
 }
 
 // envCPUProfile names a directory; when set, each admission benchmark
@@ -99,8 +108,7 @@ func startCPUProfile(b *testing.B) (stop func(), err error) {
 	if dir == "" {
 		return func() {}, nil
 	}
-	name := strings.NewReplacer("/", "_", ",", "_", "=", "-").Replace(b.Name())
-	f, err := os.Create(filepath.Join(dir, fmt.Sprintf("cpu-%s-N%d.pprof", name, b.N)))
+	f, err := os.Create(filepath.Join(dir, fmt.Sprintf("cpu-%s-N%d.pprof", fileName(b), b.N)))
 	if err != nil {
 		return nil, err
 	}
