@@ -8,6 +8,7 @@ import (
 	"mime"
 	"net/http"
 	"runtime/debug"
+	"runtime/trace"
 	"strings"
 	"sync"
 
@@ -68,6 +69,10 @@ type Endpoint struct {
 	maxBody    int64
 	resource   *metav1.GroupVersionResource
 	namespaced bool
+	// region names the execution-trace region of each review, so that a
+	// trace of the server (go tool trace) shows every review's span and
+	// what its goroutine waited for; free when no trace is being taken.
+	region string
 }
 
 var _ http.Handler = (*Endpoint)(nil)
@@ -79,7 +84,7 @@ func NewEndpoint(h admission.Handler, log logr.Logger, opts ...EndpointOption) *
 	hook.LogConstructor = func(_ logr.Logger, req *admission.Request) logr.Logger {
 		return admission.DefaultLogConstructor(log, req)
 	}
-	e := &Endpoint{hook: hook, log: log, maxBody: MaxRequestBytes}
+	e := &Endpoint{hook: hook, log: log, maxBody: MaxRequestBytes, region: fmt.Sprintf("review %T", h)}
 	for _, opt := range opts {
 		opt(e)
 	}
@@ -89,6 +94,7 @@ func NewEndpoint(h admission.Handler, log logr.Logger, opts ...EndpointOption) *
 // ServeHTTP decodes an AdmissionReview, asks the handler, and writes its
 // answer.
 func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	defer trace.StartRegion(r.Context(), e.region).End()
 	review, code, err := readReview(w, r, e.maxBody)
 	if err == nil {
 		err = e.checkShape(review.Request)
