@@ -95,7 +95,11 @@ func NewEndpoint(h admission.Handler, log logr.Logger, opts ...EndpointOption) *
 // answer.
 func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer trace.StartRegion(r.Context(), e.region).End()
-	review, code, err := readReview(w, r, e.maxBody)
+	// The review's raw objects are slices of body (reviewDecodeOptions):
+	// it goes back to the pool only once the answer is written.
+	body := bodies.Get().(*bytes.Buffer)
+	defer putBody(body)
+	review, code, err := readReview(w, r, e.maxBody, body)
 	if err == nil {
 		err = e.checkShape(review.Request)
 		code = http.StatusBadRequest
@@ -128,9 +132,11 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// readReview returns the decoded review, or the HTTP status and reason to
-// refuse the request with.
-func readReview(w http.ResponseWriter, r *http.Request, maxBody int64) (*admissionv1.AdmissionReview, int, error) {
+// readReview reads the request's body into buf and returns the review
+// decoded from it, or the HTTP status and reason to refuse the request
+// with. The review's raw objects (the pod, its old version, the options)
+// are slices of buf, not copies: they are valid until buf is reused.
+func readReview(w http.ResponseWriter, r *http.Request, maxBody int64, buf *bytes.Buffer) (*admissionv1.AdmissionReview, int, error) {
 	if r.Method != http.MethodPost {
 		return nil, http.StatusMethodNotAllowed, fmt.Errorf("method %s: an AdmissionReview is POSTed", r.Method)
 	}
@@ -138,8 +144,6 @@ func readReview(w http.ResponseWriter, r *http.Request, maxBody int64) (*admissi
 		return nil, http.StatusUnsupportedMediaType,
 			fmt.Errorf("content type %q: an AdmissionReview is application/json", r.Header.Get("Content-Type"))
 	}
-	buf := bodies.Get().(*bytes.Buffer)
-	defer putBody(buf)
 	if n := r.ContentLength; n > maxBody {
 		return nil, http.StatusRequestEntityTooLarge, fmt.Errorf("request body larger than %d bytes", maxBody)
 	} else if n > 0 {
@@ -211,7 +215,11 @@ func gvrString(r metav1.GroupVersionResource) string {
 // bodies holds request body buffers between requests: every pod created in
 // the cluster sends one, and reading each into a new, repeatedly grown
 // slice was a good part of the garbage the collector had to chase. A
-// decoded review shares no memory with its body.
+// decoded review's raw objects are slices of its body, so a body returns
+// here only when its request has been answered; a handler must not keep
+// a request's raw object (admission.Request's Object, OldObject, Options)
+// beyond its Handle, and none does: each decodes what it reads into
+// memory of its own.
 var bodies = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 // maxPooledBody keeps a rare large body from staying in the pool.
