@@ -379,7 +379,7 @@ func TestRawObjectIsTheObjectItWasSent(t *testing.T) {
 			body := `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u"` + member + `}}`
 			r := httptest.NewRequestWithContext(t.Context(), http.MethodPost, "/validate-v1-pod", strings.NewReader(body))
 			r.Header.Set("Content-Type", "application/json")
-			review, code, err := readReview(httptest.NewRecorder(), r, MaxRequestBytes, &bytes.Buffer{})
+			review, _, code, err := readReview(httptest.NewRecorder(), r, MaxRequestBytes, &bytes.Buffer{}, false)
 			if err != nil {
 				t.Fatalf("readReview: %d %v", code, err)
 			}
