@@ -262,6 +262,9 @@ func FuzzPodEndpoints(f *testing.F) {
 		f.Add(reviewBody(makeRequest().Pod(webPod().Obj()).Raw(c.raw(f)).Obj()))
 	}
 	f.Add([]byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","operation":"CREATE","kind":{"version":"v1","kind":"Pod"},"object":null}}`))
+	// An object named twice, the second time null: the first one counts.
+	f.Add([]byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","operation":"CREATE",` +
+		`"kind":{"version":"v1","kind":"Pod"},"object":{"metadata":{"name":"a","labels":{"app":"web"}}},"object":null}}`))
 	f.Add([]byte(`{}`))
 	f.Add([]byte(`null`))
 	// Inputs that reach the injected faults of the faulty endpoints.

@@ -107,16 +107,19 @@ type podObject struct {
 // UnmarshalJSONFrom decodes the pod with the decoder's options (the
 // review is decoded with podDecodeOptions), and keeps the bytes it read:
 // the decoder reads from the input slice, so what it had left before and
-// after the value delimit them (after the name's colon).
+// after the value delimit them (after the name's colon). As with
+// rawInPlace, null changes nothing, and of an object named twice the last
+// one counts.
 func (o *podObject) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 	before := dec.UnreadBuffer()
-	if err := jsonv2.UnmarshalDecode(dec, &o.obj); err != nil {
+	var obj rawObject
+	if err := jsonv2.UnmarshalDecode(dec, &obj); err != nil {
 		return err
 	}
 	after := dec.UnreadBuffer()
 	raw := bytes.TrimLeft(before[:len(before)-len(after)], " \t\r\n:")
 	if !bytes.Equal(raw, []byte("null")) {
-		o.raw = raw[:len(raw):len(raw)]
+		o.raw, o.obj = raw[:len(raw):len(raw)], obj
 	}
 	return nil
 }
