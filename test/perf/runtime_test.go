@@ -1,10 +1,7 @@
 package perf
 
 import (
-	"fmt"
 	"math"
-	"os"
-	"path/filepath"
 	"runtime/metrics"
 	"runtime/trace"
 	"strings"
@@ -140,22 +137,7 @@ func (d runtimeDelta) report(b *testing.B, reviews float64) {
 const envTrace = "SPREADGUARD_PERF_TRACE"
 
 func startTrace(b *testing.B) (stop func(), err error) {
-	dir := os.Getenv(envTrace)
-	if dir == "" {
-		return func() {}, nil
-	}
-	f, err := os.Create(filepath.Join(dir, fmt.Sprintf("trace-%s-N%d.out", fileName(b), b.N)))
-	if err != nil {
-		return nil, err
-	}
-	if err := trace.Start(f); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("starting the execution trace (not with go test -trace): %w", err)
-	}
-	return func() {
-		trace.Stop()
-		f.Close()
-	}, nil
+	return startRecording(b, envTrace, "trace-%s-N%d.out", trace.Start, trace.Stop)
 }
 
 // fileName is the benchmark's name as a file name.
