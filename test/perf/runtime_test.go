@@ -2,8 +2,10 @@ package perf
 
 import (
 	"math"
+	"os"
 	"runtime/metrics"
 	"runtime/trace"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -22,20 +24,52 @@ const (
 	metricAllocBytes = "/gc/heap/allocs:bytes"
 )
 
-// runtimeSample is one reading of the metrics above.
-type runtimeSample []metrics.Sample
+// runtimeSample is one reading of the metrics above, and of the time the
+// process's threads waited for a CPU in the kernel's run queues.
+type runtimeSample struct {
+	metrics []metrics.Sample
+	// runqueue is the sum of the threads' run-queue waits so far
+	// (/proc/self/task/*/schedstat): the Go scheduler's own wait does not
+	// see a thread that the kernel took off a CPU for another process,
+	// such as the load generator.
+	runqueue time.Duration
+}
 
 func readRuntime() runtimeSample {
-	s := runtimeSample{
+	s := runtimeSample{metrics: []metrics.Sample{
 		{Name: metricGCCycles}, {Name: metricGCCPU}, {Name: metricAssistCPU}, {Name: metricUserCPU},
 		{Name: metricSchedWait}, {Name: metricGCPauses}, {Name: metricAllocBytes},
-	}
-	metrics.Read(s)
+	}}
+	metrics.Read(s.metrics)
+	s.runqueue = runqueueWait()
 	return s
 }
 
+// runqueueWait sums the second field of each thread's schedstat, the
+// nanoseconds it has spent runnable but waiting for a CPU; 0 where the
+// kernel does not say (not Linux, no schedstats).
+func runqueueWait() time.Duration {
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		return 0
+	}
+	var total time.Duration
+	for _, t := range tasks {
+		data, err := os.ReadFile("/proc/self/task/" + t.Name() + "/schedstat")
+		if err != nil {
+			continue // the thread has exited
+		}
+		if f := strings.Fields(string(data)); len(f) >= 2 {
+			if ns, err := strconv.ParseInt(f[1], 10, 64); err == nil {
+				total += time.Duration(ns)
+			}
+		}
+	}
+	return total
+}
+
 func (s runtimeSample) value(name string) metrics.Value {
-	for _, m := range s {
+	for _, m := range s.metrics {
 		if m.Name == name {
 			return m.Value
 		}
@@ -54,6 +88,8 @@ func (s runtimeSample) float(name string) float64 {
 // runtimeDelta is what the runtime did between two samples.
 type runtimeDelta struct {
 	GCCycles float64
+	// RunqueueWait is how long the process's threads waited for a CPU.
+	RunqueueWait time.Duration
 	// GCShare and AssistShare are the garbage collector's CPU time, and
 	// the part of it that request goroutines did themselves (mark assists),
 	// as shares of the CPU time the runtime spent on Go code and the GC.
@@ -67,7 +103,7 @@ type runtimeDelta struct {
 func runtimeSince(before, after runtimeSample) runtimeDelta {
 	d := func(name string) float64 { return after.float(name) - before.float(name) }
 	gc, user := d(metricGCCPU), d(metricUserCPU)
-	out := runtimeDelta{GCCycles: d(metricGCCycles), AllocBytes: d(metricAllocBytes)}
+	out := runtimeDelta{GCCycles: d(metricGCCycles), AllocBytes: d(metricAllocBytes), RunqueueWait: after.runqueue - before.runqueue}
 	if gc+user > 0 {
 		out.GCShare, out.AssistShare = gc/(gc+user), d(metricAssistCPU)/(gc+user)
 	}
@@ -129,6 +165,7 @@ func (d runtimeDelta) report(b *testing.B, reviews float64) {
 	b.ReportMetric(ms(d.SchedWaitP99), "sched-wait-p99-ms")
 	b.ReportMetric(ms(d.SchedWaitP999), "sched-wait-p99.9-ms")
 	b.ReportMetric(ms(d.GCPauseMax), "gc-pause-max-ms")
+	b.ReportMetric(float64(d.RunqueueWait.Microseconds())/reviews, "os-runqueue-wait-us/review")
 }
 
 // envTrace names a directory; when set, each admission benchmark writes an
