@@ -2,6 +2,7 @@ package admission
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -153,6 +154,39 @@ func checkReviewDecode(t *testing.T, body []byte) {
 	}
 }
 
+// checkOnePassDecode fails when a pod endpoint's one-pass decode of a
+// review and its pod (decodeReviewWithPod) differs in anything from
+// decoding the review, then the pod.
+func checkOnePassDecode(t *testing.T, body []byte) {
+	t.Helper()
+	got, decoded, ok := decodeReviewWithPod(body)
+	if !ok {
+		return // the endpoint decodes it the other way
+	}
+	want := &admissionv1.AdmissionReview{}
+	if err := jsonv2.Unmarshal(body, want, reviewDecodeOptions); err != nil {
+		t.Fatalf("decoded with its pod, refused alone: %v: %q", err, body)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("review (-decoded alone +decoded with its pod):\n%s\nbody %q", diff, body)
+	}
+	if decoded == nil {
+		return
+	}
+	req := admission.Request{AdmissionRequest: *got.Request}
+	wantPod, wantShape, wantErr := decodePod(t.Context(), req)
+	gotPod, gotShape, gotErr := decodePod(context.WithValue(t.Context(), decodedPodKey{}, decoded), req)
+	if fmt.Sprint(wantErr) != fmt.Sprint(gotErr) {
+		t.Fatalf("decoding the pod: %v alone, %v with its review: %q", wantErr, gotErr, body)
+	}
+	if diff := cmp.Diff(wantPod, gotPod); diff != "" {
+		t.Fatalf("pod (-decoded alone +decoded with its review):\n%s\nbody %q", diff, body)
+	}
+	if wantShape != gotShape {
+		t.Fatalf("shape %+v alone, %+v with its review: %q", wantShape, gotShape, body)
+	}
+}
+
 // checkDecode fails when decodePod refuses a pod that controller-runtime's
 // decoder accepts, or decodes it differently.
 func checkDecode(t *testing.T, req *admission.Request) {
@@ -161,7 +195,7 @@ func checkDecode(t *testing.T, req *admission.Request) {
 		return
 	}
 	want, wantErr := oracleDecodePod(*req)
-	got, _, err := decodePod(*req)
+	got, _, err := decodePod(t.Context(), *req)
 	switch {
 	case wantErr != nil:
 		// The old decoder also refused an object whose kind it read in
@@ -228,6 +262,9 @@ func FuzzPodEndpoints(f *testing.F) {
 		f.Add(reviewBody(makeRequest().Pod(webPod().Obj()).Raw(c.raw(f)).Obj()))
 	}
 	f.Add([]byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","operation":"CREATE","kind":{"version":"v1","kind":"Pod"},"object":null}}`))
+	// An object named twice, the second time null: the first one counts.
+	f.Add([]byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","operation":"CREATE",` +
+		`"kind":{"version":"v1","kind":"Pod"},"object":{"metadata":{"name":"a","labels":{"app":"web"}}},"object":null}}`))
 	f.Add([]byte(`{}`))
 	f.Add([]byte(`null`))
 	// Inputs that reach the injected faults of the faulty endpoints.
@@ -264,6 +301,7 @@ func FuzzPodEndpoints(f *testing.F) {
 
 	f.Fuzz(func(t *testing.T, body []byte) {
 		checkReviewDecode(t, body)
+		checkOnePassDecode(t, body)
 		sent := sentRequest(body)
 		checkDecode(t, sent)
 		for _, e := range []struct {

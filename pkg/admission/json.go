@@ -1,12 +1,16 @@
 package admission
 
 import (
+	"bytes"
+	"context"
 	"fmt"
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+	admissionv1 "k8s.io/api/admission/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // The webhook decodes every pod created in the cluster, and the decode was
@@ -20,10 +24,32 @@ import (
 // sigs.k8s.io/json would: names match case-sensitively, a repeated name
 // is not an error (the apiserver would not send one), and invalid UTF-8 is
 // replaced rather than refused, as encoding/json does.
+//
+// A raw object (runtime.RawExtension: the pod, its old version, the
+// options) is a slice of the input instead of a copy: the pod is 90% of a
+// review's bytes, and copying it was the largest allocation of a review.
+// A review decoded so is valid only as long as its input is.
 var reviewDecodeOptions = jsonv2.JoinOptions(
 	jsontext.AllowDuplicateNames(true),
 	jsontext.AllowInvalidUTF8(true),
+	jsonv2.WithUnmarshalers(jsonv2.UnmarshalFromFunc(rawInPlace)),
 )
+
+// rawInPlace decodes a RawExtension as its UnmarshalJSON does (null leaves
+// it empty), keeping the slice of the input the decoder hands out: decoding
+// from a []byte, jsontext reads that slice and never writes into it.
+func rawInPlace(dec *jsontext.Decoder, re *runtime.RawExtension) error {
+	v, err := dec.ReadValue()
+	if err != nil {
+		return err
+	}
+	if v.Kind() != 'n' {
+		// Capped, so that an append to it cannot write into the rest of
+		// the input.
+		re.Raw = v[:len(v):len(v)]
+	}
+	return nil
+}
 
 // podDecodeOptions decode a pod for engine.Mutate and engine.Validate, which
 // read its metadata and the scheduling fields of its spec (labels, owners,
@@ -50,4 +76,87 @@ func skip[T any](want jsontext.Kind) *jsonv2.Unmarshalers {
 		}
 		return dec.SkipValue()
 	})
+}
+
+// The pod endpoints decode a review and its pod in one pass (podReview):
+// decoding the review alone scans the pod's bytes to find where the
+// object ends, and decoding the pod then parses them a second time; the
+// pod is 90% of a review's bytes.
+
+// podReview is an AdmissionReview whose object is decoded as a pod while
+// the review is.
+type podReview struct {
+	metav1.TypeMeta `json:",inline"`
+	Request         *podRequest `json:"request"`
+}
+
+// podRequest is an AdmissionRequest whose object is a podObject: its
+// "object" member shadows the embedded request's.
+type podRequest struct {
+	admissionv1.AdmissionRequest
+	Object podObject `json:"object"`
+}
+
+// podObject is a request's object: its bytes (a slice of the input, as
+// rawInPlace keeps them), and the pod they encode.
+type podObject struct {
+	raw []byte
+	obj rawObject
+}
+
+// UnmarshalJSONFrom decodes the pod with the decoder's options (the
+// review is decoded with podDecodeOptions), and keeps the bytes it read:
+// the decoder reads from the input slice, so what it had left before and
+// after the value delimit them (after the name's colon). As with
+// rawInPlace, null changes nothing, and of an object named twice the last
+// one counts.
+func (o *podObject) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	before := dec.UnreadBuffer()
+	var obj rawObject
+	if err := jsonv2.UnmarshalDecode(dec, &obj); err != nil {
+		return err
+	}
+	after := dec.UnreadBuffer()
+	raw := bytes.TrimLeft(before[:len(before)-len(after)], " \t\r\n:")
+	if !bytes.Equal(raw, []byte("null")) {
+		o.raw, o.obj = raw[:len(raw):len(raw)], obj
+	}
+	return nil
+}
+
+// decodedPod is a request's pod decoded with its review, handed to the
+// handler through the request's context.
+type decodedPod struct {
+	raw []byte
+	obj rawObject
+}
+
+type decodedPodKey struct{}
+
+// decodeReviewWithPod decodes body as an AdmissionReview of a pod, the
+// pod with it, in one pass. ok is false when it cannot, for any reason
+// (not JSON, no request, an object that is not a pod's JSON): the caller
+// then decodes the review as any other, and the handler says what is
+// wrong with the pod.
+func decodeReviewWithPod(body []byte) (review *admissionv1.AdmissionReview, pod *decodedPod, ok bool) {
+	var wire podReview
+	if err := jsonv2.Unmarshal(body, &wire, podDecodeOptions); err != nil || wire.Request == nil {
+		return nil, nil, false
+	}
+	req := &wire.Request.AdmissionRequest
+	req.Object.Raw = wire.Request.Object.raw
+	if req.Object.Raw != nil {
+		pod = &decodedPod{raw: req.Object.Raw, obj: wire.Request.Object.obj}
+	}
+	return &admissionv1.AdmissionReview{TypeMeta: wire.TypeMeta, Request: req}, pod, true
+}
+
+// predecoded returns the pod decoded with the review of raw, if raw is
+// that review's object.
+func predecoded(ctx context.Context, raw []byte) (*rawObject, bool) {
+	p, ok := ctx.Value(decodedPodKey{}).(*decodedPod)
+	if !ok || len(p.raw) != len(raw) || len(raw) == 0 || &p.raw[0] != &raw[0] {
+		return nil, false
+	}
+	return &p.obj, true
 }

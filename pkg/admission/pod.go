@@ -62,6 +62,9 @@ type PodWebhook struct {
 	Metrics       *Metrics
 }
 
+// decodesPods has the Endpoint decode the pod with its review.
+func (*PodWebhook) decodesPods() {}
+
 // serve answers req with handle, through the failure policy.
 func (w *PodWebhook) serve(ctx context.Context, req admission.Request, webhook, what string,
 	handle func(context.Context, admission.Request, faults) (admission.Response, string)) admission.Response {
@@ -86,7 +89,7 @@ func (h *PodMutator) handle(ctx context.Context, req admission.Request, f faults
 		h.Metrics.skipped(WebhookMutatePod, reason)
 		return admission.Allowed(reason), ResultSkipped
 	}
-	pod, shape, err := decodePod(req)
+	pod, shape, err := decodePod(ctx, req)
 	if err != nil {
 		return admission.Errored(http.StatusBadRequest, err), ResultInvalid
 	}
@@ -203,7 +206,7 @@ func (h *PodValidator) handle(ctx context.Context, req admission.Request, f faul
 		h.Metrics.skipped(WebhookValidatePod, reason)
 		return admission.Allowed(reason), ResultSkipped
 	}
-	pod, _, err := decodePod(req)
+	pod, _, err := decodePod(ctx, req)
 	if err != nil {
 		return admission.Errored(http.StatusBadRequest, err), ResultInvalid
 	}
@@ -413,7 +416,10 @@ type rawShape struct {
 // engine.Mutate and engine.Validate never read (see podDecodeOptions) are
 // checked to be JSON of the right kind and left empty. The namespace comes
 // from the request when the object does not carry it.
-func decodePod(req admission.Request) (*v1.Pod, rawShape, error) {
+//
+// The Endpoint may have decoded the pod already, with its review
+// (decodeReviewWithPod): ctx then carries it.
+func decodePod(ctx context.Context, req admission.Request) (*v1.Pod, rawShape, error) {
 	if req.Kind != podKind {
 		return nil, rawShape{}, fmt.Errorf("expected a v1 Pod, got %s", gvkString(req.Kind))
 	}
@@ -421,9 +427,12 @@ func decodePod(req admission.Request) (*v1.Pod, rawShape, error) {
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
 		return nil, rawShape{}, errors.New("decoding the pod: the request carries no object")
 	}
-	var obj rawObject
-	if err := jsonv2.Unmarshal(raw, &obj, podDecodeOptions); err != nil {
-		return nil, rawShape{}, fmt.Errorf("decoding the pod: %w", err)
+	obj, ok := predecoded(ctx, raw)
+	if !ok {
+		obj = &rawObject{}
+		if err := jsonv2.Unmarshal(raw, obj, podDecodeOptions); err != nil {
+			return nil, rawShape{}, fmt.Errorf("decoding the pod: %w", err)
+		}
 	}
 	if (obj.APIVersion != "" && obj.APIVersion != "v1") || (obj.Kind != "" && obj.Kind != "Pod") {
 		return nil, rawShape{}, fmt.Errorf("decoding the pod: the object is apiVersion %q, kind %q, not a v1 Pod",

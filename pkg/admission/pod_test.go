@@ -1,12 +1,17 @@
 package admission
 
 import (
+	"bytes"
+	"context"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
 	"github.com/spreadguard/spreadguard/pkg/engine"
@@ -125,34 +130,71 @@ func TestDecodePod(t *testing.T) {
 		},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			req := tt.req.Obj()
-			pod, shape, err := decodePod(req)
-			want, oracleErr := oracleDecodePod(req)
-			if tt.wantErr != "" {
-				if err == nil || !strings.HasPrefix(err.Error(), tt.wantErr) {
-					t.Fatalf("error = %v, want one starting with %q", err, tt.wantErr)
+		for _, way := range []string{"alone", "with its review"} {
+			t.Run(tt.name+", decoded "+way, func(t *testing.T) {
+				req := tt.req.Obj()
+				var pod *v1.Pod
+				var shape rawShape
+				var err error
+				if way == "alone" {
+					pod, shape, err = decodePod(t.Context(), req)
+				} else {
+					pod, shape, err = decodeAsEndpoint(t, req, tt.wantErr == "")
 				}
-				if oracleErr == nil && req.Kind == podKind {
-					t.Errorf("controller-runtime's decoder accepts what decodePod refuses: %s", req.Object.Raw)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if oracleErr != nil {
-				t.Fatalf("test setup: controller-runtime's decoder refuses the pod: %v", oracleErr)
-			}
-			if diff := cmp.Diff(decodedParts(want), pod); diff != "" {
-				t.Errorf("pod (-controller-runtime's decoder +decodePod):\n%s", diff)
-			}
-			if pod.Namespace == "" {
-				t.Errorf("pod has no namespace")
-			}
-			if diff := cmp.Diff(tt.wantShape, shape, cmp.AllowUnexported(rawShape{})); diff != "" {
-				t.Errorf("shape (-want +got):\n%s", diff)
-			}
-		})
+				checkDecodedPod(t, req, tt.wantShape, tt.wantErr, pod, shape, err)
+			})
+		}
+	}
+}
+
+// decodeAsEndpoint decodes req as a pod Endpoint does: the review read
+// from its body, the pod with it when it can be, then decodePod. With
+// wantOnePass the pod must have been decoded with the review.
+func decodeAsEndpoint(t *testing.T, req admission.Request, wantOnePass bool) (*v1.Pod, rawShape, error) {
+	t.Helper()
+	r := httptest.NewRequestWithContext(t.Context(), http.MethodPost, "/mutate-v1-pod", bytes.NewReader(reviewBody(req)))
+	r.Header.Set("Content-Type", "application/json")
+	review, decoded, code, err := readReview(httptest.NewRecorder(), r, MaxRequestBytes, &bytes.Buffer{}, true)
+	if err != nil {
+		t.Fatalf("readReview: %d %v", code, err)
+	}
+	if wantOnePass && decoded == nil {
+		t.Fatalf("the pod was not decoded with its review")
+	}
+	ctx := t.Context()
+	if decoded != nil {
+		ctx = context.WithValue(ctx, decodedPodKey{}, decoded)
+	}
+	return decodePod(ctx, admission.Request{AdmissionRequest: *review.Request})
+}
+
+// checkDecodedPod compares what decodePod returned for req with
+// controller-runtime's decoder, the shape and the error wanted.
+func checkDecodedPod(t *testing.T, req admission.Request, wantShape rawShape, wantErr string, pod *v1.Pod, shape rawShape, err error) {
+	t.Helper()
+	want, oracleErr := oracleDecodePod(req)
+	if wantErr != "" {
+		if err == nil || !strings.HasPrefix(err.Error(), wantErr) {
+			t.Fatalf("error = %v, want one starting with %q", err, wantErr)
+		}
+		if oracleErr == nil && req.Kind == podKind {
+			t.Errorf("controller-runtime's decoder accepts what decodePod refuses: %s", req.Object.Raw)
+		}
+		return
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if oracleErr != nil {
+		t.Fatalf("test setup: controller-runtime's decoder refuses the pod: %v", oracleErr)
+	}
+	if diff := cmp.Diff(decodedParts(want), pod); diff != "" {
+		t.Errorf("pod (-controller-runtime's decoder +decodePod):\n%s", diff)
+	}
+	if pod.Namespace == "" {
+		t.Errorf("pod has no namespace")
+	}
+	if diff := cmp.Diff(wantShape, shape, cmp.AllowUnexported(rawShape{})); diff != "" {
+		t.Errorf("shape (-want +got):\n%s", diff)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
@@ -27,12 +28,17 @@ var _ engine.Sources = (*Sources)(nil)
 // object may be younger than the cache), and every read goes to the
 // fallback until synced reports true. The webhook's fallback is the reader
 // that bypasses every cache (manager.GetAPIReader()).
+//
+// What Sources returns is shared: the informer cache hands out its own
+// objects (cache.Options turns its deep copies off, InformerStores reads
+// its stores), so callers must not modify what they read.
 type Sources struct {
 	ctx      context.Context
 	reader   client.Reader
 	live     client.Reader
 	synced   func() bool
 	services spread.ServiceCandidates
+	stores   *InformerStores
 }
 
 // NewSources returns lookups over r.
@@ -61,6 +67,15 @@ func (s *Sources) WithContext(ctx context.Context) *Sources {
 func (s *Sources) WithServiceIndex(x spread.ServiceCandidates) *Sources {
 	c := *s
 	c.services = x
+	return &c
+}
+
+// WithInformerStores returns a copy that reads owners, namespaces and
+// policies from st once synced, in place of the reader; st must be the
+// stores of the informers behind the reader.
+func (s *Sources) WithInformerStores(st *InformerStores) *Sources {
+	c := *s
+	c.stores = st
 	return &c
 }
 
@@ -113,6 +128,42 @@ func getOrNil[T any, PT interface {
 	return obj, nil
 }
 
+// one reads namespace/name as getOrNil does, from the informer store
+// stores picks once synced, and then from the API server on a miss.
+func one[T any, PT interface {
+	*T
+	client.Object
+}](s *Sources, store func(*InformerStores) toolscache.Indexer, namespace, name string) (PT, error) {
+	if s.stores == nil || !s.isSynced() {
+		return getOrNil[T, PT](s, namespace, name)
+	}
+	obj, err := fromStore[T, PT](store(s.stores), namespace, name)
+	if err != nil {
+		return nil, fmt.Errorf("reading %T %s: %w", obj, storeKey(namespace, name), err)
+	}
+	if obj != nil || s.live == nil {
+		return obj, nil
+	}
+	// The object may be younger than the cache.
+	return getOrNil[T, PT](&Sources{ctx: s.ctx, reader: s.live}, namespace, name)
+}
+
+// all lists namespace (every namespace for "") as list does, from the
+// informer store stores picks once synced.
+func all[T any, PT interface {
+	*T
+	client.Object
+}](s *Sources, store func(*InformerStores) toolscache.Indexer, namespace string, list func() ([]PT, error)) ([]PT, error) {
+	if s.stores == nil || !s.isSynced() {
+		return list()
+	}
+	objs, err := listStore[T, PT](store(s.stores), namespace)
+	if err != nil {
+		return nil, fmt.Errorf("listing %T: %w", PT(nil), err)
+	}
+	return objs, nil
+}
+
 // Services returns the Services of namespace.
 func (s *Sources) Services(namespace string) ([]*v1.Service, error) {
 	var list v1.ServiceList
@@ -135,40 +186,47 @@ func (s *Sources) ServicesSelecting(namespace string, podLabels map[string]strin
 
 // ReplicationController returns namespace/name, or nil if there is none.
 func (s *Sources) ReplicationController(namespace, name string) (*v1.ReplicationController, error) {
-	return getOrNil[v1.ReplicationController](s, namespace, name)
+	return one[v1.ReplicationController](s, func(st *InformerStores) toolscache.Indexer { return st.replicationControllers },
+		namespace, name)
 }
 
 // ReplicaSet returns namespace/name, or nil if there is none.
 func (s *Sources) ReplicaSet(namespace, name string) (*appsv1.ReplicaSet, error) {
-	return getOrNil[appsv1.ReplicaSet](s, namespace, name)
+	return one[appsv1.ReplicaSet](s, func(st *InformerStores) toolscache.Indexer { return st.replicaSets }, namespace, name)
 }
 
 // StatefulSet returns namespace/name, or nil if there is none.
 func (s *Sources) StatefulSet(namespace, name string) (*appsv1.StatefulSet, error) {
-	return getOrNil[appsv1.StatefulSet](s, namespace, name)
+	return one[appsv1.StatefulSet](s, func(st *InformerStores) toolscache.Indexer { return st.statefulSets }, namespace, name)
 }
 
 // Namespace returns the namespace called name, or nil if there is none.
 func (s *Sources) Namespace(name string) (*v1.Namespace, error) {
-	return getOrNil[v1.Namespace](s, "", name)
+	return one[v1.Namespace](s, func(st *InformerStores) toolscache.Indexer { return st.namespaces }, "", name)
 }
 
 // SpreadPolicies returns the SpreadPolicies of namespace.
 func (s *Sources) SpreadPolicies(namespace string) ([]*v1alpha1.SpreadPolicy, error) {
-	var list v1alpha1.SpreadPolicyList
-	if err := s.list(&list, client.InNamespace(namespace)); err != nil {
-		return nil, err
-	}
-	return pointers(list.Items), nil
+	return all[v1alpha1.SpreadPolicy](s, func(st *InformerStores) toolscache.Indexer { return st.spreadPolicies }, namespace,
+		func() ([]*v1alpha1.SpreadPolicy, error) {
+			var list v1alpha1.SpreadPolicyList
+			if err := s.list(&list, client.InNamespace(namespace)); err != nil {
+				return nil, err
+			}
+			return pointers(list.Items), nil
+		})
 }
 
 // ClusterSpreadPolicies returns every ClusterSpreadPolicy.
 func (s *Sources) ClusterSpreadPolicies() ([]*v1alpha1.ClusterSpreadPolicy, error) {
-	var list v1alpha1.ClusterSpreadPolicyList
-	if err := s.list(&list); err != nil {
-		return nil, err
-	}
-	return pointers(list.Items), nil
+	return all[v1alpha1.ClusterSpreadPolicy](s, func(st *InformerStores) toolscache.Indexer { return st.clusterSpreadPolicies }, "",
+		func() ([]*v1alpha1.ClusterSpreadPolicy, error) {
+			var list v1alpha1.ClusterSpreadPolicyList
+			if err := s.list(&list); err != nil {
+				return nil, err
+			}
+			return pointers(list.Items), nil
+		})
 }
 
 func pointers[T any](items []T) []*T {

@@ -59,11 +59,19 @@ func runLoad(b *testing.B, cfg loadConfig) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	stopTrace, err := startTrace(b)
+	if err != nil {
+		stopProfile()
+		b.Fatal(err)
+	}
 	b.ResetTimer()
+	rt0 := readRuntime()
 	cpu0 := cpuTime()
 	res, err := child.run(b.N)
 	cpu := cpuTime() - cpu0
+	rt := runtimeSince(rt0, readRuntime())
 	b.StopTimer()
+	stopTrace()
 	stopProfile()
 	if err != nil {
 		b.Fatal(err)
@@ -86,30 +94,37 @@ func runLoad(b *testing.B, cfg loadConfig) {
 	if serverCPU > 0 {
 		b.ReportMetric(2e6/serverCPU, "cpu-bound-reviews/s@2cpu")
 	}
+	rt.report(b, n)
 }
 
 // envCPUProfile names a directory; when set, each admission benchmark
 // writes a CPU profile of the server (this process) covering its timed
 // run only, without the fill and the set-up that `go test -cpuprofile`
-// would mix in: cpu-<benchmark name>.pprof.
+// would mix in: cpu-<benchmark name>-N<reviews>.pprof.
 const envCPUProfile = "SPREADGUARD_PERF_CPUPROFILE"
 
 func startCPUProfile(b *testing.B) (stop func(), err error) {
-	dir := os.Getenv(envCPUProfile)
+	return startRecording(b, envCPUProfile, "cpu-%s-N%d.pprof", pprof.StartCPUProfile, pprof.StopCPUProfile)
+}
+
+// startRecording starts, when the variable env names a directory, a
+// recording of the server into a file of it named by pattern from the
+// benchmark's name and b.N; stop ends it and closes the file.
+func startRecording(b *testing.B, env, pattern string, start func(io.Writer) error, end func()) (stop func(), err error) {
+	dir := os.Getenv(env)
 	if dir == "" {
 		return func() {}, nil
 	}
-	name := strings.NewReplacer("/", "_", ",", "_", "=", "-").Replace(b.Name())
-	f, err := os.Create(filepath.Join(dir, fmt.Sprintf("cpu-%s-N%d.pprof", name, b.N)))
+	f, err := os.Create(filepath.Join(dir, fmt.Sprintf(pattern, fileName(b), b.N)))
 	if err != nil {
 		return nil, err
 	}
-	if err := pprof.StartCPUProfile(f); err != nil {
+	if err := start(f); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("starting the CPU profile (not with go test -cpuprofile): %w", err)
+		return nil, fmt.Errorf("starting %s (not with go test's own flag for it): %w", f.Name(), err)
 	}
 	return func() {
-		pprof.StopCPUProfile()
+		end()
 		f.Close()
 	}, nil
 }

@@ -254,7 +254,14 @@ func Run(ctx context.Context, cfg *Config, opts ...Option) error {
 		}
 	}
 
-	sources := lookup.NewSources(mgr.GetCache()).WithFallback(mgr.GetAPIReader(), tracker.Synced).WithServiceIndex(services)
+	// Owners, namespaces and policies are read from the informers' stores
+	// themselves: every mutation reads them.
+	stores, err := lookup.NewInformerStores(ctx, mgr.GetCache())
+	if err != nil {
+		return err
+	}
+	sources := lookup.NewSources(mgr.GetCache()).WithFallback(mgr.GetAPIReader(), tracker.Synced).WithServiceIndex(services).
+		WithInformerStores(stores)
 	sourcesFor := func(ctx context.Context) engine.Sources { return sources.WithContext(ctx) }
 	if wrap := o.wrapSources; wrap != nil {
 		sourcesFor = func(ctx context.Context) engine.Sources { return wrap(sources.WithContext(ctx)) }
