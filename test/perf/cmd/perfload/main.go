@@ -23,9 +23,9 @@
 // second and, with --metrics-url, how many TLS handshakes the webhook under
 // test began meanwhile. summarize reads those lines and prints, per tag, the
 // median of each figure over the rounds with its range; then, over all
-// rounds pooled, the p50/p99/p99.9 of the tags webhook=none, webhook=noop
-// and webhook=spreadguard, what the two webhooks add to webhook=none, and
-// the ratio of spreadguard's addition to the no-op's.
+// rounds pooled, the p50/p99/p99.9 of every tag, what each webhook adds to
+// webhook=none, and the ratio of spreadguard's addition to that of
+// webhook=noop and of webhook=noop-patch.
 package main
 
 import (
