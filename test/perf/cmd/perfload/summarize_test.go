@@ -158,8 +158,8 @@ func TestWriteSummary(t *testing.T) {
 			},
 		},
 		{
-			name:   "without the none mode there is no addition to print",
-			rounds: []*round{aRound(tagSpreadguard, 1, 2)},
+			name:         "without the none mode there is no addition to print",
+			rounds:       []*round{aRound(tagSpreadguard, 1, 2)},
 			want:         []string{"webhook=spreadguard: 1 rounds of 2 creates, 8 parallel, dry-run true, 0 errors"},
 			wantNoPrefix: []string{"create latency", "spreadguard /"},
 		},
