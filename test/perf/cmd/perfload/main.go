@@ -4,7 +4,8 @@
 //
 //	perfload fill  --nodes 5000 --pods-per-node 30 [--workers 32] [--qps 2000]
 //	perfload burst --pods 1000 --parallel 8 [--dry-run] [--tag webhook=noop]
-//	               [--metrics-url URL --handshakes-metric NAME]
+//	               [--metrics-url URL --handshakes-metric NAME] [--expect-constraints PATCH]
+//	perfload mutate-patch --webhook-url URL --ca-file CA --out PATCH
 //	perfload wait-running [--timeout 30m]
 //	perfload summarize bursts.jsonl
 //
@@ -21,8 +22,16 @@
 // once and prints one JSON line: count, errors, p50/p90/p99/p99.9/max
 // latency of a create call in milliseconds, every latency, the creates per
 // second and, with --metrics-url, how many TLS handshakes the webhook under
-// test began meanwhile. summarize reads those lines and prints, per tag, the
-// median of each figure over the rounds with its range; then, over all
+// test began meanwhile; with --expect-constraints it fails unless every pod
+// came back with the topology spread constraints of that JSON Patch.
+//
+// mutate-patch sends the webhook at --webhook-url the review of burst's
+// first pod as the API server would send it to a mutating webhook, and
+// writes the JSON Patch of the answer to --out: the patch noopwebhook
+// --mutate-patch answers with.
+//
+// summarize reads burst's lines and prints, per tag, the median of each
+// figure over the rounds with its range; then, over all
 // rounds pooled, the p50/p99/p99.9 of every tag, what each webhook adds to
 // webhook=none, and the ratio of spreadguard's addition to that of
 // webhook=noop and of webhook=noop-patch.
@@ -48,6 +57,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -124,7 +134,7 @@ func newClient(cfg *rest.Config) (client.Client, error) {
 
 func run(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		return errors.New("usage: perfload fill|burst|wait-running [flags]")
+		return errors.New("usage: perfload fill|burst|mutate-patch|wait-running|summarize [flags]")
 	}
 	var o options
 	fs := flag.NewFlagSet("perfload "+args[0], flag.ContinueOnError)
@@ -145,10 +155,21 @@ func run(ctx context.Context, args []string) error {
 		fs.StringVar(&b.expectMutated, "expect-mutated", "", `"all" or "none": fail unless every pod, or none, came back with injected constraints`)
 		fs.StringVar(&b.metricsURL, "metrics-url", "", "a webhook's /metrics in the Prometheus text format, read before and after the burst")
 		fs.StringVar(&b.handshakesMetric, "handshakes-metric", "", "the counter of TLS handshakes at --metrics-url; its increase is the burst's handshakes")
+		fs.StringVar(&b.expectConstraints, "expect-constraints", "", "a JSON Patch file: fail unless every pod came back with the topology spread constraints it adds")
 		if err := fs.Parse(args[1:]); err != nil {
 			return err
 		}
 		return burst(ctx, &o, &b)
+	case "mutate-patch":
+		var m mutatePatchOptions
+		fs.StringVar(&m.url, "webhook-url", "", "the mutating webhook's URL (https)")
+		fs.StringVar(&m.caFile, "ca-file", "", "PEM file of the CA of the webhook's serving certificate")
+		fs.StringVar(&m.out, "out", "", "file to write the answer's JSON Patch to")
+		fs.StringVar(&m.label, "label", "spreadguard.io/perf-burst=1", "the label of burst, which the pod carries too")
+		if err := fs.Parse(args[1:]); err != nil {
+			return err
+		}
+		return mutatePatch(ctx, &o, &m)
 	case "summarize":
 		if len(args) != 2 {
 			return errors.New("usage: perfload summarize FILE")
@@ -161,7 +182,7 @@ func run(ctx context.Context, args []string) error {
 		}
 		return waitRunning(ctx, &o, *timeout)
 	}
-	return fmt.Errorf("unknown command %q (want fill, burst, wait-running or summarize)", args[0])
+	return fmt.Errorf("unknown command %q (want fill, burst, mutate-patch, wait-running or summarize)", args[0])
 }
 
 // forEach runs fn(i) for i in [0, n) from o.workers goroutines, stopping at
@@ -369,6 +390,9 @@ type burstOptions struct {
 	// metricsURL and handshakesMetric name the counter of TLS handshakes of
 	// the webhook under test; none when empty.
 	metricsURL, handshakesMetric string
+	// expectConstraints is a JSON Patch file: every pod must come back with
+	// the topology spread constraints it adds. None when empty.
+	expectConstraints string
 }
 
 // burstResult is what burst prints.
@@ -413,24 +437,23 @@ func burst(ctx context.Context, o *options, b *burstOptions) error {
 	if b.dryRun {
 		opts = append(opts, client.DryRunAll)
 	}
-	// The pods, with their owners' uids (a controller reference the
-	// garbage collector accepts), built before the clock starts.
+	// The pods, built before the clock starts.
 	pods := make([]*v1.Pod, b.pods)
-	if err := forEach(ctx, o.workers, b.pods, func(ctx context.Context, k int) error {
-		p := c.IncomingPod(k * 7919 % c.Workloads())
-		p.Status = v1.PodStatus{}
-		p.ManagedFields = nil
-		p.Spec.Priority, p.Spec.PreemptionPolicy = nil, nil
-		p.Labels[key] = value
-		var rc v1.ReplicationController
-		if err := cl.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: p.OwnerReferences[0].Name}, &rc); err != nil {
-			return fmt.Errorf("reading the owner of the burst's pods: %w", err)
-		}
-		p.OwnerReferences[0].UID = rc.UID
-		pods[k] = p
-		return nil
+	if err := forEach(ctx, o.workers, b.pods, func(ctx context.Context, k int) (err error) {
+		pods[k], err = burstPod(ctx, cl, c, k, key, value)
+		return err
 	}); err != nil {
 		return err
+	}
+	var wantConstraints []v1.TopologySpreadConstraint
+	if b.expectConstraints != "" {
+		patch, err := os.ReadFile(b.expectConstraints)
+		if err != nil {
+			return err
+		}
+		if wantConstraints, err = patchConstraints(patch); err != nil {
+			return fmt.Errorf("--expect-constraints %s: %w", b.expectConstraints, err)
+		}
 	}
 	var handshakes *float64
 	if b.metricsURL != "" {
@@ -439,7 +462,7 @@ func burst(ctx context.Context, o *options, b *burstOptions) error {
 		}
 	}
 	latencies := make([]time.Duration, b.pods)
-	var errs, mutated atomic.Int64
+	var errs, mutated, otherConstraints atomic.Int64
 	var firstErr atomic.Value
 	start := time.Now()
 	_ = forEach(ctx, b.parallel, b.pods, func(ctx context.Context, k int) error {
@@ -454,6 +477,9 @@ func burst(ctx context.Context, o *options, b *burstOptions) error {
 		}
 		if len(p.Spec.TopologySpreadConstraints) > 0 {
 			mutated.Add(1)
+		}
+		if wantConstraints != nil && !equality.Semantic.DeepEqual(p.Spec.TopologySpreadConstraints, wantConstraints) {
+			otherConstraints.Add(1)
 		}
 		return nil
 	})
@@ -488,8 +514,29 @@ func burst(ctx context.Context, o *options, b *burstOptions) error {
 		return fmt.Errorf("only %d of %d pods came back with injected constraints: the webhook was not called for every create", res.Mutated, res.Pods)
 	case b.expectMutated == "none" && res.Mutated != 0:
 		return fmt.Errorf("%d of %d pods came back with injected constraints: the webhook is still registered", res.Mutated, res.Pods)
+	case otherConstraints.Load() > 0:
+		return fmt.Errorf("%d of %d pods came back with other topology spread constraints than those of %s: another webhook patched them, or none",
+			otherConstraints.Load(), res.Pods, b.expectConstraints)
 	}
 	return nil
+}
+
+// burstPod is the k-th pod of a burst: a new replica of one of the
+// workloads, labelled key=value, owned by its ReplicationController (with
+// the uid read from the cluster, a controller reference the garbage
+// collector accepts).
+func burstPod(ctx context.Context, cl client.Client, c fixture.Cluster, k int, key, value string) (*v1.Pod, error) {
+	p := c.IncomingPod(k * 7919 % c.Workloads())
+	p.Status = v1.PodStatus{}
+	p.ManagedFields = nil
+	p.Spec.Priority, p.Spec.PreemptionPolicy = nil, nil
+	p.Labels[key] = value
+	var rc v1.ReplicationController
+	if err := cl.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: p.OwnerReferences[0].Name}, &rc); err != nil {
+		return nil, fmt.Errorf("reading the owner of the burst's pods: %w", err)
+	}
+	p.OwnerReferences[0].UID = rc.UID
+	return p, nil
 }
 
 // readCounter reads the counter name, without labels, from the Prometheus
