@@ -38,6 +38,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -119,6 +120,17 @@ func (o *options) client() (client.Client, error) {
 	cfg.QPS = float32(o.qps)
 	cfg.Burst = int(o.qps)
 	return newClient(cfg)
+}
+
+// connect returns the benchmark cluster of the flags and a client of the
+// cluster under test.
+func (o *options) connect() (fixture.Cluster, client.Client, error) {
+	c, err := o.cluster()
+	if err != nil {
+		return c, nil, err
+	}
+	cl, err := o.client()
+	return c, cl, err
 }
 
 func newClient(cfg *rest.Config) (client.Client, error) {
@@ -257,11 +269,7 @@ func progress(what string, total int, done *atomic.Int64) func() {
 }
 
 func fill(ctx context.Context, o *options) error {
-	c, err := o.cluster()
-	if err != nil {
-		return err
-	}
-	cl, err := o.client()
+	c, cl, err := o.connect()
 	if err != nil {
 		return err
 	}
@@ -420,16 +428,12 @@ type burstResult struct {
 }
 
 func burst(ctx context.Context, o *options, b *burstOptions) error {
-	c, err := o.cluster()
-	if err != nil {
-		return err
-	}
 	key, value, ok := strings.Cut(b.label, "=")
 	if !ok {
 		return fmt.Errorf("--label %q: want key=value", b.label)
 	}
 	o.qps = math.Max(o.qps, 10000) // the clients, not a rate limiter, set the pace
-	cl, err := o.client()
+	c, cl, err := o.connect()
 	if err != nil {
 		return err
 	}
@@ -546,23 +550,33 @@ func readCounter(ctx context.Context, url, name string) (*float64, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", url, err)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	body, err := do(http.DefaultClient, req)
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", url, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", url, err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("reading %s: %s", url, resp.Status)
 	}
 	v, err := counterValue(string(body), name)
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", url, err)
 	}
 	return &v, nil
+}
+
+// do sends req with hc and returns the body of the answer, which must be
+// 200 OK.
+func do(hc *http.Client, req *http.Request) ([]byte, error) {
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%s: %s", resp.Status, bytes.TrimSpace(body))
+	}
+	return body, nil
 }
 
 // counterValue finds the sample of name, without labels, in Prometheus text.

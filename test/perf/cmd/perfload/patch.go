@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"strings"
@@ -52,11 +51,7 @@ func mutatePatch(ctx context.Context, o *options, m *mutatePatchOptions) error {
 	if !ok {
 		return fmt.Errorf("--label %q: want key=value", m.label)
 	}
-	c, err := o.cluster()
-	if err != nil {
-		return err
-	}
-	cl, err := o.client()
+	c, cl, err := o.connect()
 	if err != nil {
 		return err
 	}
@@ -133,17 +128,9 @@ func postReview(ctx context.Context, url, caFile string, review *admissionv1.Adm
 	}
 	req.Header.Set("Content-Type", "application/json")
 	hc := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}}
-	resp, err := hc.Do(req)
+	data, err := do(hc, req)
 	if err != nil {
 		return nil, fmt.Errorf("posting a review to %s: %w", url, err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, fmt.Errorf("reading the answer of %s: %w", url, err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("posting a review to %s: %s: %s", url, resp.Status, bytes.TrimSpace(data))
 	}
 	var answer admissionv1.AdmissionReview
 	if err := json.Unmarshal(data, &answer); err != nil {
