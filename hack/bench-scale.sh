@@ -46,7 +46,8 @@
 # noopwebhook-noop.pprof, for `go tool pprof`. spreadguard-webhook serves no
 # pprof (cmd/webhook has no such option), so it is sampled with
 # `perf record -g` when perf is installed and allowed:
-# spreadguard-webhook-spreadguard.perf.data and its `perf report`, .perf.txt.
+# spreadguard-webhook-spreadguard.perf.data, and its flat `perf report` in
+# spreadguard-webhook-spreadguard.perf.txt.
 #
 # The bursts are dry-run creates (dryRun=All) by default: they pass through
 # every admission plugin and webhook but are not stored, so that neither the
@@ -399,7 +400,7 @@ profile() {
   done
   if [[ -f $dir/spreadguard-webhook-$mode.perf.data ]]; then
     # Now, while the binary whose symbols it names is still there.
-    perf report -i "$dir/spreadguard-webhook-$mode.perf.data" --stdio --no-children --sort symbol --percent-limit 0.5 \
+    perf report -i "$dir/spreadguard-webhook-$mode.perf.data" --stdio --no-children --sort symbol --percent-limit 0.5 -g none \
       >"$dir/spreadguard-webhook-$mode.perf.txt" 2>/dev/null || log "perf report of spreadguard-webhook failed"
   fi
   log "profiled webhook=$mode during $n bursts: $(cd "$dir" && ls -- *"-$mode".* | tr '\n' ' ')"
