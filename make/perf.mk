@@ -57,5 +57,5 @@ BENCH_SCALE_PARALLEL ?= 8
 export BENCH_SCALE_NODES BENCH_SCALE_PODS_PER_NODE BENCH_SCALE_BURST BENCH_SCALE_PARALLEL
 
 .PHONY: bench-scale
-bench-scale: $(LOCAL_CLUSTER_BINARIES) $(HELM_BINARY) ## Fill a local cluster (5,000 kwok nodes, 150,000 pods) and measure pod creation with no webhook, a no-op webhook and spreadguard, and its RSS.
+bench-scale: $(LOCAL_CLUSTER_BINARIES) $(HELM_BINARY) ## Fill a local cluster (5,000 kwok nodes, 150,000 pods) and measure pod creation with no webhook, a no-op webhook, one answering spreadguard's patch and spreadguard, and its RSS (BENCH_SCALE_PPROF=1: CPU profiles too).
 	hack/bench-scale.sh

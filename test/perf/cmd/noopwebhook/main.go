@@ -15,7 +15,17 @@
 // the Prometheus text format: noopwebhook_admission_requests_total (reviews
 // answered: the probe that tells it is registered) and
 // noopwebhook_tls_handshakes_total (one per new connection: whether the API
-// server keeps its connections alive).
+// server keeps its connections alive), and /debug/pprof/ serves the Go
+// runtime's profiles (net/http/pprof), so that a CPU profile of a burst can
+// be taken.
+//
+// With --mutate-patch FILE it answers the reviews of --mutate-path (the
+// chart's mutating webhook, /mutate-v1-pod) with the JSON Patch of FILE,
+// base64 in response.patch with patchType JSONPatch, as spreadguard answers
+// a pod it mutates: the API server then applies the patch and sends the
+// validating webhook the patched pod, so that this baseline costs the API
+// server what spreadguard's answer costs it. The patch is sent as it is,
+// whatever the pod; every other path is allowed without one.
 package main
 
 import (
@@ -27,6 +37,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -52,12 +63,21 @@ func run(ctx context.Context, args []string) error {
 	host := fs.String("host", "127.0.0.1", "address to serve the webhook on")
 	port := fs.Int("port", 9443, "port of the webhook (HTTPS)")
 	certDir := fs.String("cert-dir", "", "directory holding tls.crt and tls.key")
-	metricsAddress := fs.String("metrics-bind-address", "127.0.0.1:8080", "address of /metrics (plain HTTP)")
+	metricsAddress := fs.String("metrics-bind-address", "127.0.0.1:8080", "address of /metrics and /debug/pprof/ (plain HTTP)")
+	patchFile := fs.String("mutate-patch", "", "a JSON Patch document to answer the reviews of --mutate-path with")
+	mutatePath := fs.String("mutate-path", "/mutate-v1-pod", "the path of the mutating webhook, which --mutate-patch answers")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *certDir == "" {
 		return errors.New("--cert-dir is required")
+	}
+	h := &handler{mutatePath: *mutatePath}
+	if *patchFile != "" {
+		var err error
+		if h.patch, err = readPatch(*patchFile); err != nil {
+			return fmt.Errorf("--mutate-patch: %w", err)
+		}
 	}
 	certs, err := certwatcher.New(filepath.Join(*certDir, "tls.crt"), filepath.Join(*certDir, "tls.key"))
 	if err != nil {
@@ -69,14 +89,13 @@ func run(ctx context.Context, args []string) error {
 		}
 	}()
 
-	var c counters
 	cfg := &tls.Config{
 		MinVersion:     tls.VersionTLS12,
 		NextProtos:     []string{"http/1.1"},
 		GetCertificate: certs.GetCertificate,
 		// Once per ClientHello, as spreadguard-webhook counts them.
 		GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
-			c.handshakes.Add(1)
+			h.handshakes.Add(1)
 			return nil, nil
 		},
 	}
@@ -89,8 +108,8 @@ func run(ctx context.Context, args []string) error {
 		ln.Close()
 		return err
 	}
-	webhook := newServer(ctx, http.HandlerFunc(c.allow))
-	metrics := newServer(ctx, http.HandlerFunc(c.metrics))
+	webhook := newServer(ctx, http.HandlerFunc(h.allow))
+	metrics := newServer(ctx, h.metricsMux())
 	errs := make(chan error, 2)
 	go func() { errs <- webhook.Serve(ln) }()
 	go func() { errs <- metrics.Serve(metricsLn) }()
@@ -117,8 +136,38 @@ func newServer(ctx context.Context, h http.Handler) *http.Server {
 	}
 }
 
-type counters struct {
+// handler answers the reviews and counts them.
+type handler struct {
 	requests, handshakes atomic.Int64
+	// mutatePath is the path whose reviews get patch, when there is one.
+	mutatePath string
+	patch      []byte
+}
+
+// readPatch reads a JSON Patch document: an array of operations, each with
+// an op and a path. An empty one is refused: a baseline that patches
+// nothing is the plain no-op, and asking for it this way is a mistake.
+func readPatch(path string) ([]byte, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var ops []struct {
+		Op   string `json:"op"`
+		Path string `json:"path"`
+	}
+	if err := json.Unmarshal(data, &ops); err != nil {
+		return nil, fmt.Errorf("%s is not a JSON Patch document: %w", path, err)
+	}
+	if len(ops) == 0 {
+		return nil, fmt.Errorf("%s holds no operation", path)
+	}
+	for i, op := range ops {
+		if op.Op == "" || op.Path == "" {
+			return nil, fmt.Errorf("%s: operation %d has no op or no path", path, i)
+		}
+	}
+	return data, nil
 }
 
 // review is the one field of an AdmissionReview the answer needs.
@@ -134,11 +183,15 @@ type response struct {
 	Response   struct {
 		UID     string `json:"uid"`
 		Allowed bool   `json:"allowed"`
+		// Patch is base64 in JSON, as encoding/json writes a []byte.
+		Patch     []byte `json:"patch,omitempty"`
+		PatchType string `json:"patchType,omitempty"`
 	} `json:"response"`
 }
 
-// allow answers every review with allowed, echoing its uid.
-func (c *counters) allow(w http.ResponseWriter, r *http.Request) {
+// allow answers every review with allowed, echoing its uid, and with the
+// patch on the mutating path.
+func (h *handler) allow(w http.ResponseWriter, r *http.Request) {
 	var in review
 	if err := json.NewDecoder(r.Body).Decode(&in); err != nil || in.Request.UID == "" {
 		http.Error(w, "the body is not an AdmissionReview with a request uid", http.StatusBadRequest)
@@ -146,13 +199,28 @@ func (c *counters) allow(w http.ResponseWriter, r *http.Request) {
 	}
 	out := response{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"}
 	out.Response.UID, out.Response.Allowed = in.Request.UID, true
+	if h.patch != nil && r.URL.Path == h.mutatePath {
+		out.Response.Patch, out.Response.PatchType = h.patch, "JSONPatch"
+	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(out)
-	c.requests.Add(1)
+	h.requests.Add(1)
 }
 
-func (c *counters) metrics(w http.ResponseWriter, _ *http.Request) {
+func (h *handler) metrics(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4")
-	fmt.Fprintf(w, "# TYPE noopwebhook_admission_requests_total counter\nnoopwebhook_admission_requests_total %d\n", c.requests.Load())
-	fmt.Fprintf(w, "# TYPE noopwebhook_tls_handshakes_total counter\nnoopwebhook_tls_handshakes_total %d\n", c.handshakes.Load())
+	fmt.Fprintf(w, "# TYPE noopwebhook_admission_requests_total counter\nnoopwebhook_admission_requests_total %d\n", h.requests.Load())
+	fmt.Fprintf(w, "# TYPE noopwebhook_tls_handshakes_total counter\nnoopwebhook_tls_handshakes_total %d\n", h.handshakes.Load())
+}
+
+// metricsMux serves /metrics and the runtime's profiles.
+func (h *handler) metricsMux() *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/metrics", h.metrics)
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	return mux
 }

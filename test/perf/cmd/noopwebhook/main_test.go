@@ -3,15 +3,24 @@ package main
 import (
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 )
 
+const podReview = `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"705ab4f5","operation":"CREATE","object":{"kind":"Pod","spec":{"containers":[{"name":"a"}]}}}}`
+
+// patch is a JSON Patch like spreadguard's; "W3sib3AiOi..." below is its base64.
+const patch = `[{"op":"add","path":"/spec/topologySpreadConstraints","value":[]}]`
+
 func TestAllow(t *testing.T) {
 	tests := []struct {
 		name         string
+		patch        string
+		path         string
 		body         string
 		wantStatus   int
 		wantBody     string
@@ -19,13 +28,42 @@ func TestAllow(t *testing.T) {
 	}{
 		{
 			name:         "a pod review is allowed with its own uid, whatever the pod",
-			body:         `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"705ab4f5","operation":"CREATE","object":{"kind":"Pod","spec":{"containers":[{"name":"a"}]}}}}`,
+			path:         "/validate-v1-pod",
+			body:         podReview,
+			wantStatus:   http.StatusOK,
+			wantBody:     `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","response":{"uid":"705ab4f5","allowed":true}}` + "\n",
+			wantRequests: "noopwebhook_admission_requests_total 1",
+		},
+		{
+			name:         "without a patch the mutating path is allowed without one",
+			path:         "/mutate-v1-pod",
+			body:         podReview,
+			wantStatus:   http.StatusOK,
+			wantBody:     `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","response":{"uid":"705ab4f5","allowed":true}}` + "\n",
+			wantRequests: "noopwebhook_admission_requests_total 1",
+		},
+		{
+			name:       "with a patch the mutating path is allowed with it, base64, of type JSONPatch",
+			patch:      patch,
+			path:       "/mutate-v1-pod",
+			body:       podReview,
+			wantStatus: http.StatusOK,
+			wantBody: `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","response":{"uid":"705ab4f5","allowed":true,` +
+				`"patch":"W3sib3AiOiJhZGQiLCJwYXRoIjoiL3NwZWMvdG9wb2xvZ3lTcHJlYWRDb25zdHJhaW50cyIsInZhbHVlIjpbXX1d","patchType":"JSONPatch"}}` + "\n",
+			wantRequests: "noopwebhook_admission_requests_total 1",
+		},
+		{
+			name:         "with a patch the validating path is still allowed without one",
+			patch:        patch,
+			path:         "/validate-v1-pod",
+			body:         podReview,
 			wantStatus:   http.StatusOK,
 			wantBody:     `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","response":{"uid":"705ab4f5","allowed":true}}` + "\n",
 			wantRequests: "noopwebhook_admission_requests_total 1",
 		},
 		{
 			name:         "a review without a uid is a bad request and is not counted",
+			path:         "/mutate-v1-pod",
 			body:         `{"request":{}}`,
 			wantStatus:   http.StatusBadRequest,
 			wantBody:     "the body is not an AdmissionReview with a request uid\n",
@@ -33,6 +71,7 @@ func TestAllow(t *testing.T) {
 		},
 		{
 			name:         "a body that is not JSON is a bad request",
+			path:         "/validate-v1-pod",
 			body:         `not json`,
 			wantStatus:   http.StatusBadRequest,
 			wantBody:     "the body is not an AdmissionReview with a request uid\n",
@@ -41,9 +80,12 @@ func TestAllow(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var c counters
+			h := &handler{mutatePath: "/mutate-v1-pod"}
+			if tt.patch != "" {
+				h.patch = []byte(tt.patch)
+			}
 			rec := httptest.NewRecorder()
-			c.allow(rec, httptest.NewRequest(http.MethodPost, "/validate", strings.NewReader(tt.body)))
+			h.allow(rec, httptest.NewRequest(http.MethodPost, tt.path, strings.NewReader(tt.body)))
 			if rec.Code != tt.wantStatus {
 				t.Errorf("status = %d, want %d", rec.Code, tt.wantStatus)
 			}
@@ -51,10 +93,52 @@ func TestAllow(t *testing.T) {
 				t.Errorf("body (-want +got):\n%s", diff)
 			}
 			metrics := httptest.NewRecorder()
-			c.metrics(metrics, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+			h.metricsMux().ServeHTTP(metrics, httptest.NewRequest(http.MethodGet, "/metrics", nil))
 			if !strings.Contains(metrics.Body.String(), tt.wantRequests+"\n") {
 				t.Errorf("/metrics does not say %q:\n%s", tt.wantRequests, metrics.Body.String())
 			}
 		})
+	}
+}
+
+func TestReadPatch(t *testing.T) {
+	tests := []struct {
+		name    string
+		content string
+		wantErr string
+	}{
+		{name: "a patch of spreadguard's two operations is read as it is", content: `[{"op":"add","path":"/spec/topologySpreadConstraints","value":[]},{"op":"add","path":"/metadata/annotations/spreadguard.io~1policy","value":"p"}]`},
+		{name: "an empty patch is refused: it would be the plain no-op", content: `[]`, wantErr: "holds no operation"},
+		{name: "an operation without a path is refused", content: `[{"op":"add","value":1}]`, wantErr: "operation 0 has no op or no path"},
+		{name: "an AdmissionReview instead of its patch is refused", content: `{"response":{"patch":"W10="}}`, wantErr: "is not a JSON Patch document"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "patch.json")
+			if err := os.WriteFile(path, []byte(tt.content), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			got, err := readPatch(path)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("readPatch = %v, want an error saying %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("readPatch: %v", err)
+			}
+			if diff := cmp.Diff(tt.content, string(got)); diff != "" {
+				t.Errorf("patch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestMetricsMuxServesProfiles(t *testing.T) {
+	rec := httptest.NewRecorder()
+	(&handler{}).metricsMux().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/debug/pprof/", nil))
+	if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), "profile") {
+		t.Errorf("/debug/pprof/ = %d, want 200 with the list of profiles:\n%s", rec.Code, rec.Body.String())
 	}
 }

@@ -4,7 +4,8 @@
 //
 //	perfload fill  --nodes 5000 --pods-per-node 30 [--workers 32] [--qps 2000]
 //	perfload burst --pods 1000 --parallel 8 [--dry-run] [--tag webhook=noop]
-//	               [--metrics-url URL --handshakes-metric NAME]
+//	               [--metrics-url URL --handshakes-metric NAME] [--expect-constraints PATCH]
+//	perfload mutate-patch --webhook-url URL --ca-file CA --out PATCH
 //	perfload wait-running [--timeout 30m]
 //	perfload summarize bursts.jsonl
 //
@@ -21,14 +22,23 @@
 // once and prints one JSON line: count, errors, p50/p90/p99/p99.9/max
 // latency of a create call in milliseconds, every latency, the creates per
 // second and, with --metrics-url, how many TLS handshakes the webhook under
-// test began meanwhile. summarize reads those lines and prints, per tag, the
-// median of each figure over the rounds with its range; then, over all
-// rounds pooled, the p50/p99/p99.9 of the tags webhook=none, webhook=noop
-// and webhook=spreadguard, what the two webhooks add to webhook=none, and
-// the ratio of spreadguard's addition to the no-op's.
+// test began meanwhile; with --expect-constraints it fails unless every pod
+// came back with the topology spread constraints of that JSON Patch.
+//
+// mutate-patch sends the webhook at --webhook-url the review of burst's
+// first pod as the API server would send it to a mutating webhook, and
+// writes the JSON Patch of the answer to --out: the patch noopwebhook
+// --mutate-patch answers with.
+//
+// summarize reads burst's lines and prints, per tag, the median of each
+// figure over the rounds with its range; then, over all
+// rounds pooled, the p50/p99/p99.9 of every tag, what each webhook adds to
+// webhook=none, and the ratio of spreadguard's addition to that of
+// webhook=noop and of webhook=noop-patch.
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -48,6 +58,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -111,6 +122,17 @@ func (o *options) client() (client.Client, error) {
 	return newClient(cfg)
 }
 
+// connect returns the benchmark cluster of the flags and a client of the
+// cluster under test.
+func (o *options) connect() (fixture.Cluster, client.Client, error) {
+	c, err := o.cluster()
+	if err != nil {
+		return c, nil, err
+	}
+	cl, err := o.client()
+	return c, cl, err
+}
+
 func newClient(cfg *rest.Config) (client.Client, error) {
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
@@ -124,7 +146,7 @@ func newClient(cfg *rest.Config) (client.Client, error) {
 
 func run(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		return errors.New("usage: perfload fill|burst|wait-running [flags]")
+		return errors.New("usage: perfload fill|burst|mutate-patch|wait-running|summarize [flags]")
 	}
 	var o options
 	fs := flag.NewFlagSet("perfload "+args[0], flag.ContinueOnError)
@@ -149,10 +171,21 @@ func run(ctx context.Context, args []string) error {
 		fs.StringVar(&b.expectMutated, "expect-mutated", "", `"all" or "none": fail unless every pod, or none, came back with injected constraints`)
 		fs.StringVar(&b.metricsURL, "metrics-url", "", "a webhook's /metrics in the Prometheus text format, read before and after the burst")
 		fs.StringVar(&b.handshakesMetric, "handshakes-metric", "", "the counter of TLS handshakes at --metrics-url; its increase is the burst's handshakes")
+		fs.StringVar(&b.expectConstraints, "expect-constraints", "", "a JSON Patch file: fail unless every pod came back with the topology spread constraints it adds")
 		if err := fs.Parse(args[1:]); err != nil {
 			return err
 		}
 		return burst(ctx, &o, &b)
+	case "mutate-patch":
+		var m mutatePatchOptions
+		fs.StringVar(&m.url, "webhook-url", "", "the mutating webhook's URL (https)")
+		fs.StringVar(&m.caFile, "ca-file", "", "PEM file of the CA of the webhook's serving certificate")
+		fs.StringVar(&m.out, "out", "", "file to write the answer's JSON Patch to")
+		fs.StringVar(&m.label, "label", "spreadguard.io/perf-burst=1", "the label of burst, which the pod carries too")
+		if err := fs.Parse(args[1:]); err != nil {
+			return err
+		}
+		return mutatePatch(ctx, &o, &m)
 	case "summarize":
 		if len(args) != 2 {
 			return errors.New("usage: perfload summarize FILE")
@@ -165,7 +198,7 @@ func run(ctx context.Context, args []string) error {
 		}
 		return waitRunning(ctx, &o, *timeout)
 	}
-	return fmt.Errorf("unknown command %q (want fill, burst, wait-running or summarize)", args[0])
+	return fmt.Errorf("unknown command %q (want fill, burst, mutate-patch, wait-running or summarize)", args[0])
 }
 
 // forEach runs fn(i) for i in [0, n) from o.workers goroutines, stopping at
@@ -278,11 +311,7 @@ func fillPod(c fixture.Cluster, w, r int, owner types.UID, lean bool) *v1.Pod {
 }
 
 func fill(ctx context.Context, o *options, lean bool) error {
-	c, err := o.cluster()
-	if err != nil {
-		return err
-	}
-	cl, err := o.client()
+	c, cl, err := o.connect()
 	if err != nil {
 		return err
 	}
@@ -404,6 +433,9 @@ type burstOptions struct {
 	// metricsURL and handshakesMetric name the counter of TLS handshakes of
 	// the webhook under test; none when empty.
 	metricsURL, handshakesMetric string
+	// expectConstraints is a JSON Patch file: every pod must come back with
+	// the topology spread constraints it adds. None when empty.
+	expectConstraints string
 }
 
 // burstResult is what burst prints.
@@ -431,16 +463,12 @@ type burstResult struct {
 }
 
 func burst(ctx context.Context, o *options, b *burstOptions) error {
-	c, err := o.cluster()
-	if err != nil {
-		return err
-	}
 	key, value, ok := strings.Cut(b.label, "=")
 	if !ok {
 		return fmt.Errorf("--label %q: want key=value", b.label)
 	}
 	o.qps = math.Max(o.qps, 10000) // the clients, not a rate limiter, set the pace
-	cl, err := o.client()
+	c, cl, err := o.connect()
 	if err != nil {
 		return err
 	}
@@ -448,24 +476,23 @@ func burst(ctx context.Context, o *options, b *burstOptions) error {
 	if b.dryRun {
 		opts = append(opts, client.DryRunAll)
 	}
-	// The pods, with their owners' uids (a controller reference the
-	// garbage collector accepts), built before the clock starts.
+	// The pods, built before the clock starts.
 	pods := make([]*v1.Pod, b.pods)
-	if err := forEach(ctx, o.workers, b.pods, func(ctx context.Context, k int) error {
-		p := c.IncomingPod(k * 7919 % c.Workloads())
-		p.Status = v1.PodStatus{}
-		p.ManagedFields = nil
-		p.Spec.Priority, p.Spec.PreemptionPolicy = nil, nil
-		p.Labels[key] = value
-		var rc v1.ReplicationController
-		if err := cl.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: p.OwnerReferences[0].Name}, &rc); err != nil {
-			return fmt.Errorf("reading the owner of the burst's pods: %w", err)
-		}
-		p.OwnerReferences[0].UID = rc.UID
-		pods[k] = p
-		return nil
+	if err := forEach(ctx, o.workers, b.pods, func(ctx context.Context, k int) (err error) {
+		pods[k], err = burstPod(ctx, cl, c, k, key, value)
+		return err
 	}); err != nil {
 		return err
+	}
+	var wantConstraints []v1.TopologySpreadConstraint
+	if b.expectConstraints != "" {
+		patch, err := os.ReadFile(b.expectConstraints)
+		if err != nil {
+			return err
+		}
+		if wantConstraints, err = patchConstraints(patch); err != nil {
+			return fmt.Errorf("--expect-constraints %s: %w", b.expectConstraints, err)
+		}
 	}
 	var handshakes *float64
 	if b.metricsURL != "" {
@@ -474,7 +501,7 @@ func burst(ctx context.Context, o *options, b *burstOptions) error {
 		}
 	}
 	latencies := make([]time.Duration, b.pods)
-	var errs, mutated atomic.Int64
+	var errs, mutated, otherConstraints atomic.Int64
 	var firstErr atomic.Value
 	start := time.Now()
 	_ = forEach(ctx, b.parallel, b.pods, func(ctx context.Context, k int) error {
@@ -489,6 +516,9 @@ func burst(ctx context.Context, o *options, b *burstOptions) error {
 		}
 		if len(p.Spec.TopologySpreadConstraints) > 0 {
 			mutated.Add(1)
+		}
+		if wantConstraints != nil && !equality.Semantic.DeepEqual(p.Spec.TopologySpreadConstraints, wantConstraints) {
+			otherConstraints.Add(1)
 		}
 		return nil
 	})
@@ -523,8 +553,29 @@ func burst(ctx context.Context, o *options, b *burstOptions) error {
 		return fmt.Errorf("only %d of %d pods came back with injected constraints: the webhook was not called for every create", res.Mutated, res.Pods)
 	case b.expectMutated == "none" && res.Mutated != 0:
 		return fmt.Errorf("%d of %d pods came back with injected constraints: the webhook is still registered", res.Mutated, res.Pods)
+	case otherConstraints.Load() > 0:
+		return fmt.Errorf("%d of %d pods came back with other topology spread constraints than those of %s: another webhook patched them, or none",
+			otherConstraints.Load(), res.Pods, b.expectConstraints)
 	}
 	return nil
+}
+
+// burstPod is the k-th pod of a burst: a new replica of one of the
+// workloads, labelled key=value, owned by its ReplicationController (with
+// the uid read from the cluster, a controller reference the garbage
+// collector accepts).
+func burstPod(ctx context.Context, cl client.Client, c fixture.Cluster, k int, key, value string) (*v1.Pod, error) {
+	p := c.IncomingPod(k * 7919 % c.Workloads())
+	p.Status = v1.PodStatus{}
+	p.ManagedFields = nil
+	p.Spec.Priority, p.Spec.PreemptionPolicy = nil, nil
+	p.Labels[key] = value
+	var rc v1.ReplicationController
+	if err := cl.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: p.OwnerReferences[0].Name}, &rc); err != nil {
+		return nil, fmt.Errorf("reading the owner of the burst's pods: %w", err)
+	}
+	p.OwnerReferences[0].UID = rc.UID
+	return p, nil
 }
 
 // readCounter reads the counter name, without labels, from the Prometheus
@@ -534,23 +585,33 @@ func readCounter(ctx context.Context, url, name string) (*float64, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", url, err)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	body, err := do(http.DefaultClient, req)
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", url, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", url, err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("reading %s: %s", url, resp.Status)
 	}
 	v, err := counterValue(string(body), name)
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", url, err)
 	}
 	return &v, nil
+}
+
+// do sends req with hc and returns the body of the answer, which must be
+// 200 OK.
+func do(hc *http.Client, req *http.Request) ([]byte, error) {
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%s: %s", resp.Status, bytes.TrimSpace(body))
+	}
+	return body, nil
 }
 
 // counterValue finds the sample of name, without labels, in Prometheus text.

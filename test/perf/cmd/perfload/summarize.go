@@ -12,13 +12,24 @@ import (
 	"strings"
 )
 
-// The tags of hack/bench-scale.sh's three modes: no webhook, the no-op
-// webhook of test/perf/cmd/noopwebhook, and spreadguard.
+// The tags of hack/bench-scale.sh's four modes: no webhook, the no-op
+// webhook of test/perf/cmd/noopwebhook, the same answering the mutating
+// review with spreadguard's patch, and spreadguard.
 const (
 	tagNone        = "webhook=none"
 	tagNoop        = "webhook=noop"
+	tagNoopPatch   = "webhook=noop-patch"
 	tagSpreadguard = "webhook=spreadguard"
 )
+
+// baselines are the webhooks spreadguard's addition is set against, with
+// the name the summary gives each: the no-op, and the no-op that patches
+// like spreadguard, whose addition holds the API server's work on the patch
+// and on the patched pod, so that what is left is the webhook's own.
+var baselines = []struct{ tag, name string }{
+	{tagNoop, "no-op"},
+	{tagNoopPatch, "patching no-op"},
+}
 
 func summarize(path string) error {
 	data, err := os.ReadFile(path)
@@ -40,7 +51,8 @@ func summarize(path string) error {
 // writeSummary prints, per tag, the median and range over the rounds of each
 // figure and the TLS handshakes of each round; then the create latency of
 // each tag over all its rounds pooled, what each adds to webhook=none's, and
-// the ratio of spreadguard's addition to the no-op webhook's.
+// the ratio of spreadguard's addition to that of each baseline webhook (the
+// no-op, the patching no-op) the run measured.
 //
 // The additions are taken from pooled percentiles, not round by round: a
 // round of 1,000 creates puts its p99.9 on the second slowest create, so a
@@ -141,22 +153,26 @@ func writeSummary(w io.Writer, results []burstResult) {
 			fmt.Fprintf(w, "  %-20s %-5s median %+7.2f, rounds:%s\n", tag, strings.TrimSuffix(f.name, " ms"), median(sorted), b.String())
 		}
 	}
-	_, hasNoop := byTag[tagNoop]
-	_, hasSpreadguard := byTag[tagSpreadguard]
-	if !hasNoop || !hasSpreadguard {
+	if _, ok := byTag[tagSpreadguard]; !ok {
 		return
 	}
-	noop, sg := at(tagNoop), at(tagSpreadguard)
-	fmt.Fprint(w, "spreadguard / no-op, of the added latency (pooled):")
-	for i, name := range []string{"p50", "p99", "p99.9"} {
-		r, ok := addedRatio(sg[i], noop[i], base[i])
-		if !ok {
-			fmt.Fprintf(w, "  %s n/a (the no-op adds %+.2f ms)", name, noop[i]-base[i])
+	sg := at(tagSpreadguard)
+	for _, b := range baselines {
+		if _, ok := byTag[b.tag]; !ok {
 			continue
 		}
-		fmt.Fprintf(w, "  %s %.2fx", name, r)
+		baseline := at(b.tag)
+		fmt.Fprintf(w, "spreadguard / %s, of the added latency (pooled):", b.name)
+		for i, name := range []string{"p50", "p99", "p99.9"} {
+			r, ok := addedRatio(sg[i], baseline[i], base[i])
+			if !ok {
+				fmt.Fprintf(w, "  %s n/a (the %s adds %+.2f ms)", name, b.name, baseline[i]-base[i])
+				continue
+			}
+			fmt.Fprintf(w, "  %s %.2fx", name, r)
+		}
+		fmt.Fprintln(w)
 	}
-	fmt.Fprintln(w)
 }
 
 // figure is one number of a burst, by name.
@@ -196,9 +212,9 @@ func pool(rs []burstResult) []float64 {
 	return all
 }
 
-// addedRatio is (mode - none) / (noop - none): how many times the no-op
+// addedRatio is (mode - none) / (noop - none): how many times a baseline
 // webhook's added latency a mode adds. It is not defined (false) when the
-// no-op adds nothing measurable.
+// baseline adds nothing measurable.
 func addedRatio(mode, noop, none float64) (float64, bool) {
 	if noop <= none {
 		return 0, false

@@ -77,6 +77,8 @@ func TestWriteSummary(t *testing.T) {
 		rounds []*round
 		// want are lines the summary must hold.
 		want []string
+		// wantNoPrefix are beginnings no line of the summary may have.
+		wantNoPrefix []string
 	}{
 		{
 			name: "three modes over two rounds: percentiles pooled over the rounds, additions and the ratio",
@@ -101,6 +103,50 @@ func TestWriteSummary(t *testing.T) {
 			},
 		},
 		{
+			name: "four modes: spreadguard's addition is set against the no-op's and the patching no-op's",
+			rounds: []*round{
+				aRound(tagNone, 1, 2, 3, 4),
+				aRound(tagNoop, 3, 4, 5, 6),
+				aRound(tagNoopPatch, 4, 5, 6, 7).handshakes(2),
+				aRound(tagSpreadguard, 5, 6, 7, 8),
+				aRound(tagNoopPatch, 4, 5, 6, 16).handshakes(1),
+				aRound(tagSpreadguard, 5, 6, 7, 24),
+				aRound(tagNone, 1, 2, 3, 10),
+				aRound(tagNoop, 3, 4, 5, 14),
+			},
+			want: []string{
+				"webhook=noop-patch: 2 rounds of 4 creates, 8 parallel, dry-run true, 0 errors",
+				"  webhook=noop               8     4.00    14.00    14.00      +2.00      +4.00        +4.00  -",
+				"  webhook=noop-patch         8     5.00    16.00    16.00      +3.00      +6.00        +6.00  2 1",
+				"  webhook=noop-patch   p99   median   +4.50, rounds: +3.0 +6.0",
+				"spreadguard / no-op, of the added latency (pooled):  p50 2.00x  p99 3.50x  p99.9 3.50x",
+				"spreadguard / patching no-op, of the added latency (pooled):  p50 1.33x  p99 2.33x  p99.9 2.33x",
+			},
+		},
+		{
+			name: "a run without the plain no-op sets spreadguard against the patching no-op only",
+			rounds: []*round{
+				aRound(tagNone, 1, 2, 3, 4),
+				aRound(tagNoopPatch, 2, 3, 4, 5),
+				aRound(tagSpreadguard, 3, 4, 5, 6),
+			},
+			want:         []string{"spreadguard / patching no-op, of the added latency (pooled):  p50 2.00x  p99 2.00x  p99.9 2.00x"},
+			wantNoPrefix: []string{"spreadguard / no-op,"},
+		},
+		{
+			name: "a patching no-op that adds nothing leaves its ratio undefined and says so",
+			rounds: []*round{
+				aRound(tagNone, 1, 2, 3, 4),
+				aRound(tagNoop, 2, 3, 4, 5),
+				aRound(tagNoopPatch, 1, 2, 3, 4),
+				aRound(tagSpreadguard, 3, 4, 5, 6),
+			},
+			want: []string{
+				"spreadguard / no-op, of the added latency (pooled):  p50 2.00x  p99 2.00x  p99.9 2.00x",
+				"spreadguard / patching no-op, of the added latency (pooled):  p50 n/a (the patching no-op adds +0.00 ms)  p99 n/a (the patching no-op adds +0.00 ms)  p99.9 n/a (the patching no-op adds +0.00 ms)",
+			},
+		},
+		{
 			name: "a no-op that adds nothing leaves its ratio undefined and says so",
 			rounds: []*round{
 				aRound(tagNone, 1, 2, 3, 4),
@@ -112,9 +158,10 @@ func TestWriteSummary(t *testing.T) {
 			},
 		},
 		{
-			name:   "without the none mode there is no addition to print",
-			rounds: []*round{aRound(tagSpreadguard, 1, 2)},
-			want:   []string{"webhook=spreadguard: 1 rounds of 2 creates, 8 parallel, dry-run true, 0 errors"},
+			name:         "without the none mode there is no addition to print",
+			rounds:       []*round{aRound(tagSpreadguard, 1, 2)},
+			want:         []string{"webhook=spreadguard: 1 rounds of 2 creates, 8 parallel, dry-run true, 0 errors"},
+			wantNoPrefix: []string{"create latency", "spreadguard /"},
 		},
 	}
 	for _, tt := range tests {
@@ -125,6 +172,13 @@ func TestWriteSummary(t *testing.T) {
 			for _, want := range tt.want {
 				if !containsLine(lines, want) {
 					t.Errorf("the summary has no line %q:\n%s", want, out.String())
+				}
+			}
+			for _, prefix := range tt.wantNoPrefix {
+				for _, l := range lines {
+					if strings.HasPrefix(l, prefix) {
+						t.Errorf("the summary has a line %q, want none beginning %q:\n%s", l, prefix, out.String())
+					}
 				}
 			}
 		})
