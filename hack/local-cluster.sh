@@ -38,6 +38,11 @@
 #   LOCAL_CLUSTER_LOGS       a directory to copy the component logs into on exit
 #   LOCAL_CLUSTER_KEEP=1     keep the data directory on exit (for debugging)
 #   LOCAL_CLUSTER_KARPENTER=1  run Karpenter too (default 0)
+#   LOCAL_CLUSTER_AGGREGATOR_ROUTING=1  start kube-apiserver with
+#                            --enable-aggregator-routing=true (default 0): it
+#                            then calls a webhook given by a Service at one of
+#                            the Service's EndpointSlice endpoints, not at its
+#                            cluster IP, which nothing here routes
 #   ETCD_PORT, ETCD_PEER_PORT, APISERVER_PORT, SCHEDULER_PORT,
 #   CONTROLLER_MANAGER_PORT, KWOK_PORT, KARPENTER_METRICS_PORT,
 #   KARPENTER_HEALTH_PORT
@@ -54,6 +59,7 @@ ZONES=(zone-a zone-b zone-c)
 LOCAL_CLUSTER_ENV=${LOCAL_CLUSTER_ENV:-$ROOT/_output/local-cluster.env}
 READY_TIMEOUT=${READY_TIMEOUT:-120}
 LOCAL_CLUSTER_KARPENTER=${LOCAL_CLUSTER_KARPENTER:-0}
+LOCAL_CLUSTER_AGGREGATOR_ROUTING=${LOCAL_CLUSTER_AGGREGATOR_ROUTING:-0}
 
 # ---------------------------------------------------------------- down
 
@@ -463,6 +469,7 @@ run() {
     --authorization-mode=RBAC --allow-privileged=true \
     --service-cluster-ip-range=10.96.0.0/16 \
     --endpoint-reconciler-type=none)
+  [[ $LOCAL_CLUSTER_AGGREGATOR_ROUTING != 1 ]] || APISERVER_CMD+=(--enable-aggregator-routing=true)
   start kube-apiserver "${APISERVER_CMD[@]}"
   # The loopback address cannot be the kubernetes Service's endpoint, and
   # nothing in this cluster talks to the API through that Service.
