@@ -357,6 +357,7 @@ REPLICA_PIDS=()
 REPLICA_PORTS=()
 REPLICA_METRICS=()
 REPLICA_READY=()
+REPLICA_RSS=()
 HOST_IP=
 
 # replicas_cleanup stops the replicas, keeps their logs, then cleans up as
@@ -369,9 +370,12 @@ replicas_cleanup() {
     wait "$pid" 2>/dev/null || true
     if [[ -n $DIR && -f $DIR/replica-$i.log ]]; then cp "$DIR/replica-$i.log" "$OUT/" 2>/dev/null || true; fi
   done
-  # cleanup reads the exit status from $?.
-  if ((rc == 0)); then cleanup; else (exit "$rc") || cleanup; fi
+  # cleanup reads the exit status from $?; a function sets it without the
+  # subshell of (exit), which would run this trap again.
+  if ((rc == 0)); then cleanup; else status "$rc" || cleanup; fi
 }
+
+status() { return "$1"; }
 
 # replicas_host_ip sets HOST_IP to BENCH_SCALE_HOST_IP or the host's first
 # IPv4 address that is not a loopback one.
@@ -531,7 +535,8 @@ start_replica() {
   REPLICA_PIDS[i]=$!
   wait_url "http://127.0.0.1:$probe_port/readyz" "$READY_TIMEOUT" "spreadguard replica $i" "${REPLICA_PIDS[i]}" "$DIR/replica-$i.log"
   REPLICA_READY[i]=$((SECONDS - start))
-  log "replica $i (pid ${REPLICA_PIDS[i]}, $HOST_IP:$port) ready after ${REPLICA_READY[i]}s: $(rss "${REPLICA_PIDS[i]}")"
+  REPLICA_RSS[i]=$(rss "${REPLICA_PIDS[i]}")
+  log "replica $i (pid ${REPLICA_PIDS[i]}, $HOST_IP:$port) ready after ${REPLICA_READY[i]}s: ${REPLICA_RSS[i]}"
 }
 
 # replicas_bursts N measures BENCH_SCALE_ROUNDS bursts with replicas 1..N
@@ -624,12 +629,15 @@ replicas_main() {
     echo "spreadguard bench-scale replicas, $(date -u +%FT%TZ), commit $COMMIT"
     echo "machine: $(nproc) CPUs, $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1), load average $(cut -d' ' -f1-3 /proc/loadavg)"
     echo "cluster: $NODES nodes, $((NODES * PODS_PER_NODE)) pods + the local cluster's own; filled in ${fill_seconds}s"
-    echo "replicas: $HOST_IP, behind Service $RELEASE_NAMESPACE/$REPLICA_SERVICE; caches synced after ${REPLICA_READY[*]} s (replica 1, 2, ...)"
+    echo "replicas: on $HOST_IP, behind Service $RELEASE_NAMESPACE/$REPLICA_SERVICE"
+    for ((i = 1; i <= replicas; i++)); do
+      echo "  replica $i: port ${REPLICA_PORTS[i]}, caches synced ${REPLICA_READY[i]}s after start, then ${REPLICA_RSS[i]}"
+    done
     echo "bursts: dry-run=$([[ $DRY_RUN == 1 ]] && echo yes || echo no)"
     echo "kube-apiserver WATCH requests (apiserver_longrunning_requests{verb=\"WATCH\"}):"
     echo "  0 replicas: $(watch_total 0)"
     for ((i = 1; i <= replicas; i++)); do
-      echo "  $i replicas: $(watch_total "$i") ($(($(watch_total "$i") - $(watch_total $((i - 1)))))):$(watch_delta "$i")"
+      printf '  %d replicas: %d (%+d):%s\n' "$i" "$(watch_total "$i")" "$(($(watch_total "$i") - $(watch_total $((i - 1)))))" "$(watch_delta "$i")"
     done
     cat "$DIR/replicas.txt"
     "$DIR/perfload" summarize "$OUT/bursts.jsonl"
