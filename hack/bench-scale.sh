@@ -495,8 +495,8 @@ apiserver_watches() {
     END { for (r in n) print r, n[r] }' | sort
 }
 
-# record_watches N writes the watches with N replicas running to
-# $DIR/watches-N, once the count has stayed the same for 5 seconds: an
+# record_watches NAME writes the watches kube-apiserver serves to
+# $DIR/watches-NAME, once the count has stayed the same for 5 seconds: an
 # informer that was just started may still be opening its watch.
 record_watches() {
   local prev="" cur
@@ -511,13 +511,27 @@ record_watches() {
 
 watch_total() { awk '{ s += $2 } END { print s + 0 }' "$DIR/watches-$1"; }
 
-# watch_delta N prints the watches by resource that N replicas hold more
-# than N-1 did.
+# watch_delta BEFORE AFTER prints the watches by resource that changed
+# from the record BEFORE to the record AFTER.
 watch_delta() {
   awk 'NR == FNR { before[$1] = $2; next }
     { seen[$1] = 1 } $2 != before[$1] { printf " %s %+d", $1, $2 - before[$1] }
     END { for (r in before) if (!(r in seen)) printf " %s %+d", r, -before[r] }' \
-    "$DIR/watches-$(($1 - 1))" "$DIR/watches-$1"
+    "$DIR/watches-$1" "$DIR/watches-$2"
+}
+
+# crds_watched succeeds once something watches each of spreadguard's
+# CRDs: kube-controller-manager's garbage collector watches every
+# resource, and finds new ones in its discovery resync, every 30 seconds.
+# Until then a replica's count would take in the collector's watches.
+crds_watched() {
+  local watches crd
+  watches=$(apiserver_watches)
+  for crd in "$ROOT"/charts/spreadguard/crds/*.yaml; do
+    crd=${crd##*/}
+    crd=${crd%.yaml}
+    [[ $watches == *"${crd%%_*}/${crd#*_} "* ]] || return 1
+  done
 }
 
 # start_replica I starts replica I on HOST_IP, waits until its caches have
@@ -606,15 +620,17 @@ replicas_main() {
   log "waiting for kwok to mark every pod Running (at most $SETTLE_TIMEOUT)"
   "$DIR/perfload" wait-running --timeout "$SETTLE_TIMEOUT"
   replicas_service
-  record_watches 0
-  log "kube-apiserver serves $(watch_total 0) watches before any replica"
+  wait_until 90 crds_watched || log "warning: no watch of spreadguard's CRDs 90s after they were created: the first replica's count may take in the garbage collector's"
 
   local i
   : >"$DIR/replicas.txt"
   for ((i = 1; i <= replicas; i++)); do
+    # Recorded just before and after the start, so that another
+    # component's watches coming and going meanwhile are unlikely.
+    record_watches "before-$i"
     start_replica "$i"
     record_watches "$i"
-    log "kube-apiserver serves $(watch_total "$i") watches with $i replicas:$(watch_delta "$i")"
+    log "kube-apiserver serves $(watch_total "$i") watches with $i replicas, $(watch_total "before-$i") before replica $i started:$(watch_delta "before-$i" "$i")"
     replica_endpoint "$i"
     if ((i == 1)); then
       replicas_register
@@ -634,10 +650,10 @@ replicas_main() {
       echo "  replica $i: port ${REPLICA_PORTS[i]}, caches synced ${REPLICA_READY[i]}s after start, then ${REPLICA_RSS[i]}"
     done
     echo "bursts: dry-run=$([[ $DRY_RUN == 1 ]] && echo yes || echo no)"
-    echo "kube-apiserver WATCH requests (apiserver_longrunning_requests{verb=\"WATCH\"}):"
-    echo "  0 replicas: $(watch_total 0)"
+    echo "kube-apiserver WATCH requests (apiserver_longrunning_requests{verb=\"WATCH\"}), just before and after each replica started:"
     for ((i = 1; i <= replicas; i++)); do
-      printf '  %d replicas: %d (%+d):%s\n' "$i" "$(watch_total "$i")" "$(($(watch_total "$i") - $(watch_total $((i - 1)))))" "$(watch_delta "$i")"
+      printf '  %d replicas: %d -> %d replicas: %d (%+d):%s\n' $((i - 1)) "$(watch_total "before-$i")" "$i" "$(watch_total "$i")" \
+        "$(($(watch_total "$i") - $(watch_total "before-$i")))" "$(watch_delta "before-$i" "$i")"
     done
     cat "$DIR/replicas.txt"
     "$DIR/perfload" summarize "$OUT/bursts.jsonl"
