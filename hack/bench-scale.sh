@@ -351,6 +351,13 @@ main() {
 # not be loopback ones) and its port is listed in an EndpointSlice of its own,
 # added once the replica is ready. The serving certificate names the Service
 # (spreadguard.spreadguard-system.svc), the name the API server checks.
+# Two replicas share the reviews evenly; from three on they do not: the
+# resolver (RandomEndpoint in staging/src/k8s.io/apiserver/pkg/util/proxy/
+# proxy.go) shuffles the slices with sort.Slice and a comparator that looks
+# up a random permutation by the positions it is comparing, not by the
+# slices, which puts the slice sorted first first half of the time (with
+# three slices: 1/2, 1/3, 1/6 in a simulation of that code). One slice with
+# an endpoint per address would be even, but needs an address per replica.
 
 REPLICA_SERVICE=$RELEASE
 REPLICA_PIDS=()
