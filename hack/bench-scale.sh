@@ -2,7 +2,8 @@
 # bench-scale.sh is `make bench-scale`: spreadguard's webhook measured against
 # a real control plane holding a large cluster.
 #
-#   hack/bench-scale.sh
+#   hack/bench-scale.sh            the three modes below
+#   hack/bench-scale.sh replicas   BENCH_SCALE_REPLICAS replicas behind a Service
 #
 # It starts hack/local-cluster.sh, fills it through the API with the cluster
 # of test/perf/fixture (BENCH_SCALE_NODES kwok nodes in 3 zones, 30 bound pods
@@ -62,6 +63,15 @@
 # logs/ (one file per control-plane component) and pprof/, kept when the run
 # fails too.
 #
+# `replicas` fills the same cluster, with kube-apiserver started with
+# --enable-aggregator-routing, then starts spreadguard replicas one after the
+# other behind one Service (a Service without selector and an EndpointSlice
+# per replica, on the host's address), and after each start measures
+# BENCH_SCALE_ROUNDS bursts: per replica the reviews it answered, its CPU time
+# per review (from /proc/PID/stat) and its RSS; the create latency; and the
+# WATCH requests kube-apiserver serves with 0, 1, 2... replicas. Its results
+# go to _output/bench-replicas unless BENCH_SCALE_OUT says otherwise.
+#
 # Environment (defaults in brackets):
 #   BENCH_SCALE_NODES [5000]  BENCH_SCALE_PODS_PER_NODE [30]
 #   BENCH_SCALE_BURST [1000]  BENCH_SCALE_PARALLEL [8]  BENCH_SCALE_ROUNDS [5]
@@ -78,6 +88,7 @@
 #                            is lost. The burst pods are full-sized always.
 #   BENCH_SCALE_PPROF [0]     BENCH_SCALE_PPROF_SECONDS [20]
 #   BENCH_SCALE_PPROF_MODES [noop spreadguard]  the modes profiled, in order
+#   BENCH_SCALE_REPLICAS [2]  BENCH_SCALE_HOST_IP [the first non-loopback IPv4 address]  for replicas
 #   BENCH_SCALE_OUT, BIN, and those of hack/local-cluster.sh
 set -euo pipefail
 
@@ -448,6 +459,23 @@ profiles() {
   unregister
 }
 
+# fill_cluster fills the running cluster and waits for kwok to mark its pods
+# Running; it sets fill_seconds, settled, settle_seconds and cp_filled for
+# the summary.
+fill_cluster() {
+  log "filling: $NODES nodes, $((NODES * PODS_PER_NODE)) $POD_SIZE pods"
+  local t=$SECONDS
+  "$DIR/perfload" fill --nodes "$NODES" --pods-per-node "$PODS_PER_NODE" --workers "$WORKERS" --qps "$QPS" --pod-size "$POD_SIZE"
+  fill_seconds=$((SECONDS - t))
+  log "waiting for kwok to mark every pod Running (at most $SETTLE_TIMEOUT)"
+  t=$SECONDS
+  settled=yes
+  "$DIR/perfload" wait-running --timeout "$SETTLE_TIMEOUT" || settled="no, after $SETTLE_TIMEOUT"
+  settle_seconds=$((SECONDS - t))
+  cp_filled=$(control_plane_memory)
+  log "control plane: $cp_filled"
+}
+
 main() {
   preflight
   mkdir -p "$OUT"
@@ -461,18 +489,7 @@ main() {
   log "starting the local cluster"
   start_cluster
 
-  log "filling: $NODES nodes, $((NODES * PODS_PER_NODE)) pods"
-  local t=$SECONDS
-  "$DIR/perfload" fill --nodes "$NODES" --pods-per-node "$PODS_PER_NODE" --workers "$WORKERS" --qps "$QPS" --pod-size "$POD_SIZE"
-  local fill_seconds=$((SECONDS - t))
-  log "waiting for kwok to mark every pod Running (at most $SETTLE_TIMEOUT)"
-  t=$SECONDS
-  local settled=yes
-  "$DIR/perfload" wait-running --timeout "$SETTLE_TIMEOUT" || settled="no, after $SETTLE_TIMEOUT"
-  local settle_seconds=$((SECONDS - t))
-  local cp_filled
-  cp_filled=$(control_plane_memory)
-  log "control plane: $cp_filled"
+  fill_cluster
   local ready_nodes
   ready_nodes=$(k get nodes --no-headers | awk '$2 == "Ready"' | wc -l)
 
@@ -519,8 +536,336 @@ main() {
   } | tee "$OUT/summary.txt"
 }
 
+# ---------------------------------------------------------------- replicas
+#
+# `hack/bench-scale.sh replicas` runs BENCH_SCALE_REPLICAS spreadguard
+# replicas behind one Service, as the chart does in a cluster, and measures
+# what each one serves and costs. kube-apiserver is started with
+# --enable-aggregator-routing (LOCAL_CLUSTER_AGGREGATOR_ROUTING=1 of
+# hack/local-cluster.sh): it then resolves a webhook's Service to one of the
+# endpoints of the Service's EndpointSlices, at random, for each request (v1.37:
+# cmd/kube-apiserver/app/server.go buildServiceResolver,
+# staging/src/k8s.io/apiserver/pkg/util/webhook/client.go with the
+# WebhookRoundTripLoadBalancing gate, beta and on), instead of its cluster IP,
+# which nothing routes here without kube-proxy. The Service has no selector;
+# each replica is a process on the host's non-loopback address (endpoints may
+# not be loopback ones) and its port is listed in an EndpointSlice of its own,
+# added once the replica is ready. The serving certificate names the Service
+# (spreadguard.spreadguard-system.svc), the name the API server checks.
+# Two replicas share the reviews evenly; from three on they do not: the
+# resolver (RandomEndpoint in staging/src/k8s.io/apiserver/pkg/util/proxy/
+# proxy.go) shuffles the slices with sort.Slice and a comparator that looks
+# up a random permutation by the positions it is comparing, not by the
+# slices, which puts the slice sorted first first half of the time (with
+# three slices: 1/2, 1/3, 1/6 in a simulation of that code). One slice with
+# an endpoint per address would be even, but needs an address per replica.
+
+REPLICA_SERVICE=$RELEASE
+REPLICA_PIDS=()
+REPLICA_PORTS=()
+REPLICA_METRICS=()
+REPLICA_READY=()
+REPLICA_RSS=()
+HOST_IP=
+
+# replicas_cleanup stops the replicas, keeps their logs, then cleans up as
+# the other commands do.
+replicas_cleanup() {
+  local rc=$? pid i
+  for i in "${!REPLICA_PIDS[@]}"; do
+    pid=${REPLICA_PIDS[i]}
+    kill -TERM "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+    if [[ -n $DIR && -f $DIR/replica-$i.log ]]; then cp "$DIR/replica-$i.log" "$OUT/" 2>/dev/null || true; fi
+  done
+  # cleanup reads the exit status from $?; a function sets it without the
+  # subshell of (exit), which would run this trap again.
+  if ((rc == 0)); then cleanup; else status "$rc" || cleanup; fi
+}
+
+status() { return "$1"; }
+
+# replicas_host_ip sets HOST_IP to BENCH_SCALE_HOST_IP or the host's first
+# IPv4 address that is not a loopback one.
+replicas_host_ip() {
+  local ip
+  HOST_IP=${BENCH_SCALE_HOST_IP:-}
+  if [[ -z $HOST_IP ]]; then
+    for ip in $(hostname -I 2>/dev/null); do
+      if [[ $ip =~ ^[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+$ && $ip != 127.* ]]; then
+        HOST_IP=$ip
+        break
+      fi
+    done
+  fi
+  [[ -n $HOST_IP ]] || die "found no IPv4 address of this host outside 127.0.0.0/8; name one with BENCH_SCALE_HOST_IP"
+}
+
+# replicas_certs reissues the serving certificate for the Service's name too.
+replicas_certs() {
+  (cd "$ROOT" && go run ./hack/certs -dir "$DIR/certs" \
+    -hosts "localhost,127.0.0.1,::1,$REPLICA_SERVICE.$RELEASE_NAMESPACE.svc" >/dev/null)
+}
+
+# replicas_service creates the Service the webhook configurations name,
+# without a selector: its endpoints are the EndpointSlices of replica_endpoint.
+replicas_service() {
+  k apply -f - >/dev/null <<EOM
+apiVersion: v1
+kind: Namespace
+metadata: {name: $RELEASE_NAMESPACE}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: $REPLICA_SERVICE, namespace: $RELEASE_NAMESPACE}
+spec:
+  ports: [{name: https, port: 443, protocol: TCP}]
+EOM
+}
+
+# replica_endpoint I lists replica I in an EndpointSlice of the Service.
+# One slice per replica, as the replicas share an address and a slice
+# carries one port list for all its endpoints.
+replica_endpoint() {
+  k apply -f - >/dev/null <<EOM
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: $REPLICA_SERVICE-replica-$1
+  namespace: $RELEASE_NAMESPACE
+  labels:
+    kubernetes.io/service-name: $REPLICA_SERVICE
+    endpointslice.kubernetes.io/managed-by: bench-scale.spreadguard.io
+addressType: IPv4
+ports: [{name: https, port: ${REPLICA_PORTS[$1]}, protocol: TCP}]
+endpoints: [{addresses: ["$HOST_IP"], conditions: {ready: true}}]
+EOM
+}
+
+# replicas_register applies the chart's two webhook configurations in
+# Service mode, with the CA of $DIR/certs instead of the chart's own.
+replicas_register() {
+  local ca configs
+  ca=$(base64 <"$DIR/certs/ca.crt" | tr -d '\n')
+  configs=$("$BIN/helm" template "$RELEASE" "$ROOT/charts/spreadguard" --namespace "$RELEASE_NAMESPACE" \
+    --show-only templates/webhook-mutatingwebhookconfiguration.yaml \
+    --show-only templates/webhook-validatingwebhookconfiguration.yaml |
+    sed "s|^\([[:space:]]*caBundle:\).*|\1 $ca|")
+  [[ $(grep -c "service:" <<<"$configs") -eq $(grep -c "caBundle: $ca" <<<"$configs") ]] ||
+    die "the chart's webhook configurations do not have one caBundle per Service reference"
+  k apply -f - >/dev/null <<<"$configs"
+  wait_until 120 replicas_called || die "the API server does not call spreadguard through its Service 120s after registering it"
+}
+
+replicas_called() { [[ $(probe) == *denied* ]]; }
+
+# replica_counter I NAME prints the sum of every series of the counter NAME
+# at replica I's /metrics, 0 when it has none yet.
+replica_counter() {
+  k --server="http://${REPLICA_METRICS[$1]}" get --raw /metrics | awk -v name="$2" '
+    index($1, name) == 1 && (length($1) == length(name) || substr($1, length(name) + 1, 1) == "{") { s += $NF }
+    END { printf "%d\n", s }'
+}
+
+reviews() { replica_counter "$1" spreadguard_admission_requests_total; }
+
+# replica_serves I succeeds once a probe reached replica I.
+replica_serves() {
+  local before
+  before=$(reviews "$1")
+  probe >/dev/null
+  (($(reviews "$1") > before))
+}
+
+# cpu_ticks PID prints the CPU time PID used, user and system, in clock
+# ticks (fields 14 and 15 of /proc/PID/stat, counted after the command name,
+# which may hold spaces).
+cpu_ticks() { sed 's/^.*) //' "/proc/$1/stat" | awk '{ print $12 + $13 }'; }
+
+# rss PID prints the resident set of PID and its high-water mark, in MiB.
+rss() {
+  awk '/^VmRSS:/ { rss = $2 } /^VmHWM:/ { hwm = $2 } END { printf "RSS %.0f MiB (high-water %.0f MiB)", rss / 1024, hwm / 1024 }' "/proc/$1/status"
+}
+
+# apiserver_watches prints the WATCH requests kube-apiserver is serving, one
+# line per resource ("group/resource count", "core" for the empty group).
+apiserver_watches() {
+  k get --raw /metrics | awk '
+    function label(name,   i, s) {
+      i = index($0, name "=\"")
+      if (i == 0) return ""
+      s = substr($0, i + length(name) + 2)
+      return substr(s, 1, index(s, "\"") - 1)
+    }
+    /^apiserver_longrunning_requests\{/ && /verb="WATCH"/ && $NF > 0 {
+      g = label("group"); n[(g == "" ? "core" : g) "/" label("resource")] += $NF
+    }
+    END { for (r in n) print r, n[r] }' | sort
+}
+
+# record_watches NAME writes the watches kube-apiserver serves to
+# $DIR/watches-NAME, once the count has stayed the same for 5 seconds: an
+# informer that was just started may still be opening its watch.
+record_watches() {
+  local prev="" cur
+  for _ in $(seq 1 24); do
+    cur=$(apiserver_watches)
+    [[ -n $prev && $cur == "$prev" ]] && break
+    prev=$cur
+    sleep 5
+  done
+  echo "$cur" >"$DIR/watches-$1"
+}
+
+watch_total() { awk '{ s += $2 } END { print s + 0 }' "$DIR/watches-$1"; }
+
+# watch_delta BEFORE AFTER prints the watches by resource that changed
+# from the record BEFORE to the record AFTER.
+watch_delta() {
+  awk 'NR == FNR { before[$1] = $2; next }
+    { seen[$1] = 1 } $2 != before[$1] { printf " %s %+d", $1, $2 - before[$1] }
+    END { for (r in before) if (!(r in seen)) printf " %s %+d", r, -before[r] }' \
+    "$DIR/watches-$1" "$DIR/watches-$2"
+}
+
+# crds_watched succeeds once something watches each of spreadguard's
+# CRDs: kube-controller-manager's garbage collector watches every
+# resource, and finds new ones in its discovery resync, every 30 seconds.
+# Until then a replica's count would take in the collector's watches.
+crds_watched() {
+  local watches crd
+  watches=$(apiserver_watches)
+  for crd in "$ROOT"/charts/spreadguard/crds/*.yaml; do
+    crd=${crd##*/}
+    crd=${crd%.yaml}
+    [[ $watches == *"${crd%%_*}/${crd#*_} "* ]] || return 1
+  done
+}
+
+# start_replica I starts replica I on HOST_IP, waits until its caches have
+# synced and lists it in the Service's endpoints.
+start_replica() {
+  local i=$1 port metrics probe_port start=$SECONDS
+  free_port port
+  free_port metrics
+  free_port probe_port
+  REPLICA_PORTS[i]=$port
+  REPLICA_METRICS[i]=127.0.0.1:$metrics
+  "$DIR/spreadguard-webhook" --kubeconfig "$KUBECONFIG" --host "$HOST_IP" --port "$port" --cert-dir "$DIR/certs" \
+    --metrics-bind-address "127.0.0.1:$metrics" --metrics-secure=false --health-probe-bind-address "127.0.0.1:$probe_port" \
+    --default-action Deny --log-level info >"$DIR/replica-$i.log" 2>&1 </dev/null &
+  REPLICA_PIDS[i]=$!
+  wait_url "http://127.0.0.1:$probe_port/readyz" "$READY_TIMEOUT" "spreadguard replica $i" "${REPLICA_PIDS[i]}" "$DIR/replica-$i.log"
+  REPLICA_READY[i]=$((SECONDS - start))
+  REPLICA_RSS[i]=$(rss "${REPLICA_PIDS[i]}")
+  log "replica $i (pid ${REPLICA_PIDS[i]}, $HOST_IP:$port) ready after ${REPLICA_READY[i]}s: ${REPLICA_RSS[i]}"
+}
+
+# replicas_bursts N measures BENCH_SCALE_ROUNDS bursts with replicas 1..N
+# serving, and prints per replica the reviews it answered, the TLS
+# handshakes it began, its CPU time per review and its memory.
+replicas_bursts() {
+  local n=$1 i r ns=0 t0 args
+  local -a reviews0 cpu0 hs0
+  args=(--nodes "$NODES" --pods-per-node "$PODS_PER_NODE" --pods "$BURST" --parallel "$PARALLEL"
+    --tag "replicas=$n" --expect-mutated all)
+  [[ $DRY_RUN == 1 ]] && args+=(--dry-run)
+  for ((i = 1; i <= n; i++)); do
+    reviews0[i]=$(reviews "$i")
+    hs0[i]=$(replica_counter "$i" spreadguard_webhook_tls_handshakes_total)
+    cpu0[i]=$(cpu_ticks "${REPLICA_PIDS[i]}")
+  done
+  for r in $(seq 1 "$ROUNDS"); do
+    log "replicas=$n, round $r/$ROUNDS: $BURST creates, $PARALLEL parallel"
+    t0=$(date +%s%N)
+    "$DIR/perfload" burst "${args[@]}" | tee -a "$OUT/bursts.jsonl" | sed 's/,"latenciesMs":\[[^]]*\]//' >&2
+    ns=$((ns + $(date +%s%N) - t0))
+    if [[ $DRY_RUN != 1 ]]; then
+      k delete pods -A -l spreadguard.io/perf-burst=1 --wait=true --timeout=10m >/dev/null
+    fi
+  done
+  local tck total=0 now cpu hs
+  local -a d
+  tck=$(getconf CLK_TCK)
+  for ((i = 1; i <= n; i++)); do
+    now=$(reviews "$i")
+    d[i]=$((now - reviews0[i]))
+    total=$((total + d[i]))
+  done
+  echo "replicas=$n: $ROUNDS bursts of $BURST creates, $((ns / 1000000)) ms in all; $total reviews answered ($((2 * ROUNDS * BURST)) expected: a mutating and a validating review per create)"
+  for ((i = 1; i <= n; i++)); do
+    now=$(cpu_ticks "${REPLICA_PIDS[i]}")
+    cpu=$((now - cpu0[i]))
+    now=$(replica_counter "$i" spreadguard_webhook_tls_handshakes_total)
+    hs=$((now - hs0[i]))
+    awk -v i="$i" -v d="${d[i]}" -v t="$total" -v ns="$ns" -v cpu="$cpu" -v tck="$tck" -v hs="$hs" -v mem="$(rss "${REPLICA_PIDS[i]}")" 'BEGIN {
+      printf "  replica %d: %d reviews (%.1f%%), %.0f reviews/s over the bursts, %d TLS handshakes, CPU %.0f ms = %.3f ms per review, %s\n",
+        i, d, t ? 100 * d / t : 0, ns ? d / (ns / 1e9) : 0, hs, 1000 * cpu / tck, d ? 1000 * cpu / tck / d : 0, mem }'
+  done
+}
+
+replicas_main() {
+  OUT=${BENCH_SCALE_OUT:-$ROOT/_output/bench-replicas}
+  local replicas=${BENCH_SCALE_REPLICAS:-2}
+  [[ $replicas =~ ^[1-9][0-9]*$ ]] || die "BENCH_SCALE_REPLICAS must be a number of at least 1"
+  preflight
+  replicas_host_ip
+  mkdir -p "$OUT"
+  : >"$OUT/bursts.jsonl"
+  DIR=$(mktemp -d "${TMPDIR:-/tmp}/spreadguard-bench-replicas.XXXXXX")
+  trap replicas_cleanup EXIT
+  trap 'exit 130' INT
+  trap 'exit 143' TERM
+
+  build
+  replicas_certs
+  log "starting the local cluster, kube-apiserver with --enable-aggregator-routing"
+  LOCAL_CLUSTER_AGGREGATOR_ROUTING=1 start_cluster
+  fill_cluster
+  replicas_service
+  wait_until 90 crds_watched || log "warning: no watch of spreadguard's CRDs 90s after they were created: the first replica's count may take in the garbage collector's"
+
+  local i
+  : >"$DIR/replicas.txt"
+  for ((i = 1; i <= replicas; i++)); do
+    # Recorded just before and after the start, so that another
+    # component's watches coming and going meanwhile are unlikely.
+    record_watches "before-$i"
+    start_replica "$i"
+    record_watches "$i"
+    log "kube-apiserver serves $(watch_total "$i") watches with $i replicas, $(watch_total "before-$i") before replica $i started:$(watch_delta "before-$i" "$i")"
+    replica_endpoint "$i"
+    if ((i == 1)); then
+      replicas_register
+    else
+      wait_until 120 replica_serves "$i" || die "replica $i got no review 120s after its EndpointSlice was created"
+    fi
+    # Into a file, not through $(...): a failed burst must stop the run.
+    replicas_bursts "$i" >>"$DIR/replicas.txt"
+  done
+
+  {
+    echo "spreadguard bench-scale replicas, $(date -u +%FT%TZ), commit $COMMIT"
+    echo "machine: $(nproc) CPUs, $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1), load average $(cut -d' ' -f1-3 /proc/loadavg)"
+    echo "cluster: $NODES nodes, $((NODES * PODS_PER_NODE)) $POD_SIZE pods + the local cluster's own; filled in ${fill_seconds}s, kwok settled: $settled (${settle_seconds}s)"
+    echo "replicas: on $HOST_IP, behind Service $RELEASE_NAMESPACE/$REPLICA_SERVICE"
+    for ((i = 1; i <= replicas; i++)); do
+      echo "  replica $i: port ${REPLICA_PORTS[i]}, caches synced ${REPLICA_READY[i]}s after start, then ${REPLICA_RSS[i]}"
+    done
+    echo "bursts: dry-run=$([[ $DRY_RUN == 1 ]] && echo yes || echo no)"
+    echo "kube-apiserver WATCH requests (apiserver_longrunning_requests{verb=\"WATCH\"}), just before and after each replica started:"
+    for ((i = 1; i <= replicas; i++)); do
+      printf '  %d replicas: %d -> %d replicas: %d (%+d):%s\n' $((i - 1)) "$(watch_total "before-$i")" "$i" "$(watch_total "$i")" \
+        "$(($(watch_total "$i") - $(watch_total "before-$i")))" "$(watch_delta "before-$i" "$i")"
+    done
+    cat "$DIR/replicas.txt"
+    "$DIR/perfload" summarize "$OUT/bursts.jsonl"
+  } | tee "$OUT/summary.txt"
+}
+
 case ${1:-run} in
   run) main ;;
+  replicas) replicas_main ;;
   -h|--help|help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' ;;
-  *) die "unknown command \"$1\" (want run)" ;;
+  *) die "unknown command \"$1\" (want run or replicas)" ;;
 esac

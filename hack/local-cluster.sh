@@ -39,8 +39,12 @@
 #   LOCAL_CLUSTER_KEEP=1     keep the data directory on exit (for debugging)
 #   LOCAL_CLUSTER_KARPENTER=1  run Karpenter too (default 0)
 #   LOCAL_CLUSTER_ETCD_QUOTA etcd's --quota-backend-bytes (default: etcd's
-#                            2 GiB, which a cluster of 100,000 full-sized
-#                            pods and their status updates outgrows)
+#                            2 GiB)
+#   LOCAL_CLUSTER_AGGREGATOR_ROUTING=1  start kube-apiserver with
+#                            --enable-aggregator-routing=true (default 0): it
+#                            then calls a webhook given by a Service at one of
+#                            the Service's EndpointSlice endpoints, not at its
+#                            cluster IP, which nothing here routes
 #   ETCD_PORT, ETCD_PEER_PORT, APISERVER_PORT, SCHEDULER_PORT,
 #   CONTROLLER_MANAGER_PORT, KWOK_PORT, KARPENTER_METRICS_PORT,
 #   KARPENTER_HEALTH_PORT
@@ -58,6 +62,7 @@ LOCAL_CLUSTER_ENV=${LOCAL_CLUSTER_ENV:-$ROOT/_output/local-cluster.env}
 READY_TIMEOUT=${READY_TIMEOUT:-120}
 LOCAL_CLUSTER_KARPENTER=${LOCAL_CLUSTER_KARPENTER:-0}
 LOCAL_CLUSTER_ETCD_QUOTA=${LOCAL_CLUSTER_ETCD_QUOTA:-}
+LOCAL_CLUSTER_AGGREGATOR_ROUTING=${LOCAL_CLUSTER_AGGREGATOR_ROUTING:-0}
 
 # ---------------------------------------------------------------- down
 
@@ -471,6 +476,7 @@ run() {
     --authorization-mode=RBAC --allow-privileged=true \
     --service-cluster-ip-range=10.96.0.0/16 \
     --endpoint-reconciler-type=none)
+  [[ $LOCAL_CLUSTER_AGGREGATOR_ROUTING != 1 ]] || APISERVER_CMD+=(--enable-aggregator-routing=true)
   start kube-apiserver "${APISERVER_CMD[@]}"
   # The loopback address cannot be the kubernetes Service's endpoint, and
   # nothing in this cluster talks to the API through that Service.

@@ -59,3 +59,13 @@ export BENCH_SCALE_NODES BENCH_SCALE_PODS_PER_NODE BENCH_SCALE_BURST BENCH_SCALE
 .PHONY: bench-scale
 bench-scale: $(LOCAL_CLUSTER_BINARIES) $(HELM_BINARY) ## Fill a local cluster (5,000 kwok nodes, 150,000 pods) and measure pod creation with no webhook, a no-op webhook, one answering spreadguard's patch and spreadguard, and its RSS (BENCH_SCALE_PPROF=1: CPU profiles too).
 	hack/bench-scale.sh
+
+# The same cluster with BENCH_SCALE_REPLICAS spreadguard replicas behind one
+# Service: reviews, CPU per review and RSS per replica, and kube-apiserver's
+# watches with 0, 1, 2... replicas.
+BENCH_SCALE_REPLICAS ?= 2
+export BENCH_SCALE_REPLICAS
+
+.PHONY: bench-replicas
+bench-replicas: $(LOCAL_CLUSTER_BINARIES) $(HELM_BINARY) ## Fill a local cluster and measure BENCH_SCALE_REPLICAS spreadguard replicas behind a Service: reviews, CPU and RSS per replica, API server watches.
+	hack/bench-scale.sh replicas
