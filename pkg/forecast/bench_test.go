@@ -2,7 +2,6 @@ package forecast
 
 import (
 	"fmt"
-	"slices"
 	"testing"
 	"time"
 
@@ -51,18 +50,6 @@ func newBenchSetup(nodes int) benchSetup {
 	return benchSetup{ix: ix, src: src, rs: rs}
 }
 
-// reportLatency adds the p50 and p99 of the per-iteration times: the
-// target is a p99, which ns/op (a mean) does not show.
-func reportLatency(b *testing.B, samples []time.Duration) {
-	b.Helper()
-	if len(samples) == 0 {
-		return
-	}
-	slices.Sort(samples)
-	b.ReportMetric(float64(samples[len(samples)/2].Nanoseconds()), "p50-ns")
-	b.ReportMetric(float64(samples[len(samples)*99/100].Nanoseconds()), "p99-ns")
-}
-
 // BenchmarkForecast measures one forecast of 1,000 replicas: the mutation,
 // the check and the layout of the pod, then 1,000 placements. The
 // baselines, in the same run, are one check of the same pod: unexplained,
@@ -95,7 +82,7 @@ func BenchmarkForecast(b *testing.B) {
 				}
 				samples = append(samples, time.Since(start))
 			}
-			reportLatency(b, samples)
+			spreadtest.ReportLatency(b, samples)
 		})
 		m, err := engine.Mutate(w.Pod, withOwner(s.src, w.owner), engine.Config{})
 		if err != nil || m.Pod == nil {

@@ -103,17 +103,6 @@ func (m *cpuMeter) report(b *testing.B, ops int) {
 	}
 }
 
-// reportLatency adds the p50 and p99 of the per-iteration timings.
-func reportLatency(b *testing.B, samples []time.Duration) {
-	b.Helper()
-	if len(samples) == 0 {
-		return
-	}
-	slices.Sort(samples)
-	b.ReportMetric(float64(samples[len(samples)/2].Nanoseconds()), "p50-ns")
-	b.ReportMetric(float64(samples[len(samples)*99/100].Nanoseconds()), "p99-ns")
-}
-
 // measureCheck times checker.Check(pod) per iteration, reporting CPU, p50
 // and p99 and allocations.
 func measureCheck(b *testing.B, checker spread.Checker, pod *v1.Pod) {
@@ -129,7 +118,7 @@ func measureCheck(b *testing.B, checker spread.Checker, pod *v1.Pod) {
 	}
 	b.StopTimer()
 	cpu.report(b, len(samples))
-	reportLatency(b, samples)
+	st.ReportLatency(b, samples)
 }
 
 // BenchmarkCheck measures an admission decision from the index: the
@@ -265,7 +254,7 @@ func BenchmarkCheckExplain(b *testing.B) {
 				samples = append(samples, time.Since(start))
 			}
 			b.StopTimer()
-			reportLatency(b, samples)
+			st.ReportLatency(b, samples)
 		})
 	}
 }
