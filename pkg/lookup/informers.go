@@ -3,14 +3,13 @@ package lookup
 import (
 	"context"
 	"fmt"
+	"reflect"
 
-	appsv1 "k8s.io/api/apps/v1"
-	v1 "k8s.io/api/core/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
+	"github.com/spreadguard/spreadguard/pkg/cache"
 )
 
 // InformerStores are the stores of the informers behind the webhook's
@@ -29,9 +28,13 @@ import (
 // first (policy.Applied's constraints, the audit's status patches, the
 // forecast's ReplicaSet of a Deployment).
 type InformerStores struct {
-	replicationControllers, replicaSets, statefulSets, namespaces,
-	spreadPolicies, clusterSpreadPolicies toolscache.Indexer
+	byType map[reflect.Type]toolscache.Indexer
 }
+
+// inStores reports whether InformerStores holds kind k's store: every kind
+// the webhook always watches. (Optional kinds may have no informer, and
+// asking for one would start it.)
+func inStores(k cache.Kind) bool { return !k.Optional && !k.Unwatched }
 
 // indexed is what controller-runtime's informers are: client-go shared
 // index informers, whose store (with its namespace index) they read.
@@ -39,33 +42,36 @@ type indexed interface {
 	GetIndexer() toolscache.Indexer
 }
 
-// NewInformerStores returns the stores of c's informers for those kinds.
-// The informers must be c's own (watched from the start, as cache.Options
-// sets): asking for them never starts one.
+// NewInformerStores returns the stores of c's informers, one per kind of
+// cache.Kinds it always watches. The informers must be c's own (watched
+// from the start, as cache.Options sets): asking for them never starts one.
 func NewInformerStores(ctx context.Context, c crcache.Cache) (*InformerStores, error) {
-	s := &InformerStores{}
-	for _, k := range []struct {
-		obj   client.Object
-		store *toolscache.Indexer
-	}{
-		{&v1.ReplicationController{}, &s.replicationControllers},
-		{&appsv1.ReplicaSet{}, &s.replicaSets},
-		{&appsv1.StatefulSet{}, &s.statefulSets},
-		{&v1.Namespace{}, &s.namespaces},
-		{&v1alpha1.SpreadPolicy{}, &s.spreadPolicies},
-		{&v1alpha1.ClusterSpreadPolicy{}, &s.clusterSpreadPolicies},
-	} {
-		inf, err := c.GetInformer(ctx, k.obj)
+	s := &InformerStores{byType: map[reflect.Type]toolscache.Indexer{}}
+	for _, k := range cache.Kinds {
+		if !inStores(k) {
+			continue
+		}
+		obj := k.New()
+		inf, err := c.GetInformer(ctx, obj)
 		if err != nil {
-			return nil, fmt.Errorf("getting the informer for %T: %w", k.obj, err)
+			return nil, fmt.Errorf("getting the informer for %T: %w", obj, err)
 		}
 		ix, ok := inf.(indexed)
 		if !ok {
-			return nil, fmt.Errorf("the informer for %T is a %T, which has no store to read", k.obj, inf)
+			return nil, fmt.Errorf("the informer for %T is a %T, which has no store to read", obj, inf)
 		}
-		*k.store = ix.GetIndexer()
+		s.byType[reflect.TypeOf(obj)] = ix.GetIndexer()
 	}
 	return s, nil
+}
+
+// storeOf returns the store of the kind whose objects are PT, nil when
+// there is none (no stores, or a kind they do not hold).
+func storeOf[PT client.Object](s *InformerStores) toolscache.Indexer {
+	if s == nil {
+		return nil
+	}
+	return s.byType[reflect.TypeFor[PT]()]
 }
 
 // storeKey is the key client-go's stores file an object under.

@@ -1,45 +1,34 @@
 package lookup
 
 import (
+	"reflect"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
+	"github.com/spreadguard/spreadguard/pkg/cache"
 	"github.com/spreadguard/spreadguard/pkg/engine"
 	"github.com/spreadguard/spreadguard/pkg/policy/policytest"
 	"github.com/spreadguard/spreadguard/pkg/spread/spreadtest"
 )
 
-// storesOf returns stores holding objs, filed as an informer files them.
+// storesOf returns stores holding objs, filed as an informer files them,
+// with a store for every kind NewInformerStores gives one.
 func storesOf(t *testing.T, objs ...client.Object) *InformerStores {
 	t.Helper()
-	newStore := func() toolscache.Indexer {
-		return toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc,
-			toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc})
+	s := &InformerStores{byType: map[reflect.Type]toolscache.Indexer{}}
+	for _, k := range cache.Kinds {
+		if inStores(k) {
+			s.byType[reflect.TypeOf(k.New())] = toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc,
+				toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc})
+		}
 	}
-	s := &InformerStores{replicationControllers: newStore(), replicaSets: newStore(), statefulSets: newStore(),
-		namespaces: newStore(), spreadPolicies: newStore(), clusterSpreadPolicies: newStore()}
 	for _, obj := range objs {
-		var store toolscache.Indexer
-		switch obj.(type) {
-		case *v1.ReplicationController:
-			store = s.replicationControllers
-		case *appsv1.ReplicaSet:
-			store = s.replicaSets
-		case *appsv1.StatefulSet:
-			store = s.statefulSets
-		case *v1.Namespace:
-			store = s.namespaces
-		case *v1alpha1.SpreadPolicy:
-			store = s.spreadPolicies
-		case *v1alpha1.ClusterSpreadPolicy:
-			store = s.clusterSpreadPolicies
-		default:
+		store, ok := s.byType[reflect.TypeOf(obj)]
+		if !ok {
 			t.Fatalf("test setup: no store for %T", obj)
 		}
 		if err := store.Add(obj); err != nil {

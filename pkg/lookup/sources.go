@@ -7,7 +7,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
@@ -133,11 +132,12 @@ func getOrNil[T any, PT interface {
 func one[T any, PT interface {
 	*T
 	client.Object
-}](s *Sources, store func(*InformerStores) toolscache.Indexer, namespace, name string) (PT, error) {
-	if s.stores == nil || !s.isSynced() {
+}](s *Sources, namespace, name string) (PT, error) {
+	store := storeOf[PT](s.stores)
+	if store == nil || !s.isSynced() {
 		return getOrNil[T, PT](s, namespace, name)
 	}
-	obj, err := fromStore[T, PT](store(s.stores), namespace, name)
+	obj, err := fromStore[T, PT](store, namespace, name)
 	if err != nil {
 		return nil, fmt.Errorf("reading %T %s: %w", obj, storeKey(namespace, name), err)
 	}
@@ -153,11 +153,12 @@ func one[T any, PT interface {
 func all[T any, PT interface {
 	*T
 	client.Object
-}](s *Sources, store func(*InformerStores) toolscache.Indexer, namespace string, list func() ([]PT, error)) ([]PT, error) {
-	if s.stores == nil || !s.isSynced() {
+}](s *Sources, namespace string, list func() ([]PT, error)) ([]PT, error) {
+	store := storeOf[PT](s.stores)
+	if store == nil || !s.isSynced() {
 		return list()
 	}
-	objs, err := listStore[T, PT](store(s.stores), namespace)
+	objs, err := listStore[T, PT](store, namespace)
 	if err != nil {
 		return nil, fmt.Errorf("listing %T: %w", PT(nil), err)
 	}
@@ -186,28 +187,27 @@ func (s *Sources) ServicesSelecting(namespace string, podLabels map[string]strin
 
 // ReplicationController returns namespace/name, or nil if there is none.
 func (s *Sources) ReplicationController(namespace, name string) (*v1.ReplicationController, error) {
-	return one[v1.ReplicationController](s, func(st *InformerStores) toolscache.Indexer { return st.replicationControllers },
-		namespace, name)
+	return one[v1.ReplicationController](s, namespace, name)
 }
 
 // ReplicaSet returns namespace/name, or nil if there is none.
 func (s *Sources) ReplicaSet(namespace, name string) (*appsv1.ReplicaSet, error) {
-	return one[appsv1.ReplicaSet](s, func(st *InformerStores) toolscache.Indexer { return st.replicaSets }, namespace, name)
+	return one[appsv1.ReplicaSet](s, namespace, name)
 }
 
 // StatefulSet returns namespace/name, or nil if there is none.
 func (s *Sources) StatefulSet(namespace, name string) (*appsv1.StatefulSet, error) {
-	return one[appsv1.StatefulSet](s, func(st *InformerStores) toolscache.Indexer { return st.statefulSets }, namespace, name)
+	return one[appsv1.StatefulSet](s, namespace, name)
 }
 
 // Namespace returns the namespace called name, or nil if there is none.
 func (s *Sources) Namespace(name string) (*v1.Namespace, error) {
-	return one[v1.Namespace](s, func(st *InformerStores) toolscache.Indexer { return st.namespaces }, "", name)
+	return one[v1.Namespace](s, "", name)
 }
 
 // SpreadPolicies returns the SpreadPolicies of namespace.
 func (s *Sources) SpreadPolicies(namespace string) ([]*v1alpha1.SpreadPolicy, error) {
-	return all[v1alpha1.SpreadPolicy](s, func(st *InformerStores) toolscache.Indexer { return st.spreadPolicies }, namespace,
+	return all[v1alpha1.SpreadPolicy](s, namespace,
 		func() ([]*v1alpha1.SpreadPolicy, error) {
 			var list v1alpha1.SpreadPolicyList
 			if err := s.list(&list, client.InNamespace(namespace)); err != nil {
@@ -219,7 +219,7 @@ func (s *Sources) SpreadPolicies(namespace string) ([]*v1alpha1.SpreadPolicy, er
 
 // ClusterSpreadPolicies returns every ClusterSpreadPolicy.
 func (s *Sources) ClusterSpreadPolicies() ([]*v1alpha1.ClusterSpreadPolicy, error) {
-	return all[v1alpha1.ClusterSpreadPolicy](s, func(st *InformerStores) toolscache.Indexer { return st.clusterSpreadPolicies }, "",
+	return all[v1alpha1.ClusterSpreadPolicy](s, "",
 		func() ([]*v1alpha1.ClusterSpreadPolicy, error) {
 			var list v1alpha1.ClusterSpreadPolicyList
 			if err := s.list(&list); err != nil {
