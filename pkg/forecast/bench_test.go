@@ -101,7 +101,7 @@ func BenchmarkForecast(b *testing.B) {
 		b.Run(fmt.Sprintf("baseline=layout/nodes=%d,pods=%d", nodes, nodes*30), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := s.ix.Layout(m.Pod); err != nil {
+				if _, err := s.ix.Layout(m.Pod, spread.DetailNodes); err != nil {
 					b.Fatal(err)
 				}
 			}

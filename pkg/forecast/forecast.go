@@ -24,13 +24,31 @@ import (
 	"github.com/spreadguard/spreadguard/pkg/spread"
 )
 
-// Cluster is what a forecast reads of the cluster: the pod webhook's
-// check, and the layout of the nodes and templates the replicas can take.
-// *spread.Index implements it.
+// Cluster is what a forecast reads of the cluster: the layout of the nodes
+// and templates the replicas can take, which carries the pod webhook's
+// check. *spread.Index implements it.
 type Cluster interface {
-	spread.Checker
-	Layout(pod *v1.Pod) (*spread.Layout, error)
+	Layout(pod *v1.Pod, detail spread.MessageDetail) (*spread.Layout, error)
 }
+
+// layoutCheck answers the check engine.Validate makes with a layout, which
+// the placement then starts from: one pass over the index, not a check and
+// then a layout.
+type layoutCheck struct {
+	c      Cluster
+	layout *spread.Layout
+}
+
+func (lc *layoutCheck) Check(pod *v1.Pod, opts spread.Options) (*spread.Result, error) {
+	l, err := lc.c.Layout(pod, opts.Detail)
+	if err != nil {
+		return nil, err
+	}
+	lc.layout = l
+	return l.Result, nil
+}
+
+var _ spread.Checker = (*layoutCheck)(nil)
 
 var _ Cluster = (*spread.Index)(nil)
 
@@ -132,7 +150,8 @@ func Run(w *Workload, src engine.Sources, c Cluster, cfg engine.Config) (*Foreca
 	if m.Pod != nil {
 		f.Pod = m.Pod
 	}
-	v, err := engine.Validate(f.Pod, src, c, cfg, false)
+	lc := &layoutCheck{c: c}
+	v, err := engine.Validate(f.Pod, src, lc, cfg, false)
 	if err != nil {
 		return nil, fmt.Errorf("checking the pod of %s: %w", w, err)
 	}
@@ -164,11 +183,7 @@ func Run(w *Workload, src engine.Sources, c Cluster, cfg engine.Config) (*Foreca
 	if f.Action == "" {
 		f.Action = v1alpha1.ActionDeny
 	}
-	l, err := c.Layout(f.Pod)
-	if err != nil {
-		return nil, fmt.Errorf("laying out the nodes for the pod of %s: %w", w, err)
-	}
-	p := newPlacement(l)
+	p := newPlacement(lc.layout)
 	f.Constraints = p.initialCounts()
 	last := w.Replicas
 	if last-w.Existing > MaxPlacements {

@@ -15,7 +15,7 @@ package spread
 //	func PodRecordOf(p *v1.Pod) PodRecord
 //	func LabelSetOf(ls map[string]string) LabelSet
 //	func (ix *Index) Check(pod *v1.Pod, opts Options) (*Result, error)
-//	func (ix *Index) Layout(pod *v1.Pod) (*Layout, error)
+//	func (ix *Index) Layout(pod *v1.Pod, detail MessageDetail) (*Layout, error)
 
 import (
 	appsv1 "k8s.io/api/apps/v1"

@@ -58,10 +58,10 @@ func (l *Layout) NodeDomainsOf(k int) []int32 {
 	return l.NodeDomains[k*n : (k+1)*n : (k+1)*n]
 }
 
-// Layout checks pod as Check does and returns what placing its replicas
-// needs. It costs a check plus one pass over the counted and the candidate
-// nodes.
-func (ix *Index) Layout(pod *v1.Pod) (*Layout, error) {
+// Layout checks pod as Check does without Explain, its message worded to
+// detail, and returns what placing its replicas needs. It costs a check
+// plus one pass over the counted and the candidate nodes.
+func (ix *Index) Layout(pod *v1.Pod, detail MessageDetail) (*Layout, error) {
 	cs, err := hardConstraints(pod)
 	if err != nil {
 		return nil, err
@@ -74,7 +74,7 @@ func (ix *Index) Layout(pod *v1.Pod) (*Layout, error) {
 			ev.facts = newIndexFacts(q, ev)
 		}
 		var res *Result
-		if res, err = assemble(ev, Options{}); err != nil {
+		if res, err = assemble(ev, Options{Detail: detail}); err != nil {
 			return
 		}
 		l = &Layout{Result: res, Domains: make([]LayoutDomains, len(cs))}

@@ -365,7 +365,7 @@ func checkWorld(t *testing.T, w *world, pods int, seed string) (verdicts []sprea
 		}
 		want, wantErr := layoutOf(snap, pod)
 		for name, ix := range map[string]*spread.Index{"event-fed index": w.ix, "rebuilt index": rebuilt} {
-			got, err := ix.Layout(pod)
+			got, err := ix.Layout(pod, spread.DetailNodes)
 			if (err == nil) != (wantErr == nil) {
 				t.Fatalf("%s: incoming pod %d, %s: Index.Layout() error = %v, Snapshot.Check() error = %v", seed, i, name, err, wantErr)
 			}
