@@ -50,8 +50,8 @@ func newBenchSetup(nodes int) benchSetup {
 	return benchSetup{ix: ix, src: src, rs: rs}
 }
 
-// BenchmarkForecast measures one forecast of 1,000 replicas: the mutation,
-// the check and the layout of the pod, then 1,000 placements. The
+// BenchmarkForecast measures one forecast of 1,000 replicas: the mutation
+// and the layout of the pod, then 1,000 placements. The
 // baselines, in the same run, are one check of the same pod: unexplained,
 // what the pod webhook spends per pod, and explained, what listing every
 // node with its reason costs; and the layout alone.
