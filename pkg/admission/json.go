@@ -74,7 +74,11 @@ func skip[T any](want jsontext.Kind) *jsonv2.Unmarshalers {
 		if k := dec.PeekKind(); k != want && k != 'n' {
 			return fmt.Errorf("expected %s or null, found %s", want, k)
 		}
-		return dec.SkipValue()
+		// ReadValue, not SkipValue: SkipValue walks an array or object
+		// token by token, ReadValue scans it in one loop, and from an
+		// input slice it returns a slice of it without copying.
+		_, err := dec.ReadValue()
+		return err
 	})
 }
 
