@@ -11,6 +11,7 @@ import (
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
+	gomodulesjsonpatch "gomodules.xyz/jsonpatch/v2"
 	admissionv1 "k8s.io/api/admission/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -161,8 +162,8 @@ func mustJSON(v any) []byte {
 func patchedPod(t *testing.T, req admission.Request, resp admission.Response) *v1.Pod {
 	t.Helper()
 	raw := req.Object.Raw
-	if len(resp.Patches) > 0 {
-		raw = applyPatch(t, raw, mustJSON(resp.Patches))
+	if len(resp.Patch) > 0 {
+		raw = applyPatch(t, raw, resp.Patch)
 	}
 	pod := &v1.Pod{}
 	if err := json.Unmarshal(raw, pod); err != nil {
@@ -173,6 +174,20 @@ func patchedPod(t *testing.T, req admission.Request, resp admission.Response) *v
 
 // applyPatch applies an encoded JSON Patch to raw, failing where the
 // apiserver would refuse it (an add into a parent that is not there).
+// patchOperations decodes an encoded JSON Patch into its operations; no
+// patch has none.
+func patchOperations(t testing.TB, patch []byte) []gomodulesjsonpatch.Operation {
+	t.Helper()
+	if len(patch) == 0 {
+		return nil
+	}
+	var ops []gomodulesjsonpatch.Operation
+	if err := json.Unmarshal(patch, &ops); err != nil {
+		t.Fatalf("decoding the patch %s: %v", patch, err)
+	}
+	return ops
+}
+
 func applyPatch(t testing.TB, raw, patch []byte) []byte {
 	t.Helper()
 	p, err := jsonpatch.DecodePatch(patch)

@@ -45,8 +45,8 @@ func TestSkippedPodsAreCountedByReason(t *testing.T) {
 			h := &PodMutator{
 				PodWebhook: PodWebhook{Sources: staticSources(shopSources()), Config: testEngineConfig, Metrics: m},
 			}
-			if resp := h.Handle(t.Context(), tt.req); !resp.Allowed || len(resp.Patches) > 0 {
-				t.Fatalf("allowed = %v, patches %v: want the pod left alone", resp.Allowed, resp.Patches)
+			if resp := h.Handle(t.Context(), tt.req); !resp.Allowed || len(resp.Patch) > 0 {
+				t.Fatalf("allowed = %v, patch %s: want the pod left alone", resp.Allowed, resp.Patch)
 			}
 			if got := testutil.ToFloat64(m.Skips.WithLabelValues(WebhookMutatePod, tt.wantLabel)); got != 1 {
 				t.Errorf("skipped{reason=%q} = %v, want 1", tt.wantLabel, got)

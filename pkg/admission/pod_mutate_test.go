@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"encoding/json"
 	"errors"
 	"net/http"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	admissionv1 "k8s.io/api/admission/v1"
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
@@ -136,8 +138,8 @@ func TestPodMutator(t *testing.T) {
 				PodWebhook: PodWebhook{Sources: sourcesOrShop(tt.sources), Config: testEngineConfig, Metrics: m},
 			}
 			resp := handle(t, h, tt.req, tt.wantCode, tt.wantMsg)
-			if got := len(resp.Patches) > 0; got != tt.wantPatch {
-				t.Errorf("patched = %v, want %v (patches %v)", got, tt.wantPatch, resp.Patches)
+			if got := len(resp.Patch) > 0; got != tt.wantPatch {
+				t.Errorf("patched = %v, want %v (patch %s)", got, tt.wantPatch, resp.Patch)
 			}
 			if tt.wantPod != nil {
 				want := tt.wantPod.DeepCopy()
@@ -174,17 +176,18 @@ func TestPodMutatorKeepsFieldsUnknownToItsTypes(t *testing.T) {
 		PodWebhook: PodWebhook{Sources: staticSources(shopSources()), Config: testEngineConfig},
 	}
 	resp := h.Handle(t.Context(), req)
-	if !resp.Allowed || len(resp.Patches) == 0 {
-		t.Fatalf("want an allowed patch, got allowed=%v patches=%v result=%v", resp.Allowed, resp.Patches, resp.Result)
+	if !resp.Allowed || len(resp.Patch) == 0 {
+		t.Fatalf("want an allowed patch, got allowed=%v patch=%s result=%v", resp.Allowed, resp.Patch, resp.Result)
 	}
-	for _, p := range resp.Patches {
+	ops := patchOperations(t, resp.Patch)
+	for _, p := range ops {
 		if strings.Contains(p.Path, "futureField") {
 			t.Errorf("patch touches a field it does not know: %v", p)
 		}
 	}
 	want := []string{"/metadata/annotations", "/spec/topologySpreadConstraints"}
 	var got []string
-	for _, p := range resp.Patches {
+	for _, p := range ops {
 		got = append(got, p.Path)
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -318,7 +321,7 @@ func TestPodMutatorPatchStoresWhatTheMergeOfTheWholePodStored(t *testing.T) {
 			}
 
 			var ops []string
-			for _, p := range resp.Patches {
+			for _, p := range patchOperations(t, resp.Patch) {
 				ops = append(ops, p.Operation+" "+p.Path)
 			}
 			if diff := cmp.Diff(tt.wantOps, ops); diff != "" {
@@ -373,17 +376,86 @@ func TestMutationPatch(t *testing.T) {
 			mutated.Spec.TopologySpreadConstraints = []v1.TopologySpreadConstraint{constraint}
 			mutated.Annotations = map[string]string{v1alpha1.AnnotationPolicy: "shop/zones"}
 
-			patch := mutationPatch(shape, mutated)
-			got := applyPatch(t, req.Object.Raw, mustJSON(patch))
+			patch, err := mutationPatch(shape, mutated)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := applyPatch(t, req.Object.Raw, patch)
 			if diff := diffJSON(t, oracleStored(t, req.Object.Raw, decoded, mutated), got); diff != "" {
 				t.Errorf("stored object (-want +got):\n%s", diff)
 			}
 			var ops []string
-			for _, p := range patch {
+			for _, p := range patchOperations(t, patch) {
 				ops = append(ops, p.Operation+" "+p.Path)
 			}
 			if diff := cmp.Diff(tt.wantOps, ops); diff != "" {
 				t.Errorf("patch operations (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestMutationPatchEncodesConstraintsAsEncodingJSON(t *testing.T) {
+	tests := []struct {
+		name        string
+		constraints []v1.TopologySpreadConstraint
+	}{
+		{
+			name: "every optional field set, selector of several labels and expressions",
+			constraints: []v1.TopologySpreadConstraint{spreadtest.Constraint(2, v1.LabelTopologyZone).
+				MinDomains(3).NodeAffinityPolicy(v1.NodeInclusionPolicyIgnore).NodeTaintsPolicy(v1.NodeInclusionPolicyHonor).
+				MatchLabelKeys("pod-template-hash").MatchLabel("tier", "web").MatchLabel("app", "shop").
+				MatchExpression("track", metav1.LabelSelectorOpNotIn, "canary", "<beta&>").
+				MatchExpression("release", metav1.LabelSelectorOpExists).Obj()},
+		},
+		{
+			name: "a soft constraint with nothing optional, beside one with an empty selector",
+			constraints: []v1.TopologySpreadConstraint{
+				spreadtest.Constraint(1, v1.LabelHostname).ScheduleAnyway().Obj(),
+				spreadtest.Constraint(1, v1.LabelTopologyZone).Selector(&metav1.LabelSelector{}).Obj(),
+			},
+		},
+		{
+			name: "empty, not nil, lists and maps -> left out as encoding/json leaves them out",
+			constraints: []v1.TopologySpreadConstraint{spreadtest.Constraint(1, v1.LabelTopologyZone).MatchLabelKeys().
+				Selector(&metav1.LabelSelector{MatchLabels: map[string]string{}, MatchExpressions: []metav1.LabelSelectorRequirement{}}).Obj()},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			mutated := webPod().Obj()
+			mutated.Spec.TopologySpreadConstraints = tt.constraints
+			mutated.Annotations = map[string]string{v1alpha1.AnnotationPolicy: "shop/zones"}
+			patch, err := mutationPatch(rawShape{metadata: true, annotations: true, spec: true}, mutated)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ops []struct {
+				Path  string          `json:"path"`
+				Value json.RawMessage `json:"value"`
+			}
+			if err := json.Unmarshal(patch, &ops); err != nil {
+				t.Fatalf("decoding the patch %s: %v", patch, err)
+			}
+			want := map[string]any{
+				policyAnnotationPath:              "shop/zones",
+				"/spec/topologySpreadConstraints": tt.constraints,
+			}
+			if len(ops) != len(want) {
+				t.Fatalf("got %d operations, want %d: %s", len(ops), len(want), patch)
+			}
+			for _, op := range ops {
+				// As decoded values: encoding/json also escapes <, > and &.
+				var wantValue, gotValue any
+				if err := json.Unmarshal(mustJSON(want[op.Path]), &wantValue); err != nil {
+					t.Fatal(err)
+				}
+				if err := json.Unmarshal(op.Value, &gotValue); err != nil {
+					t.Fatal(err)
+				}
+				if diff := cmp.Diff(wantValue, gotValue); diff != "" {
+					t.Errorf("value at %s (-encoding/json +patch):\n%s", op.Path, diff)
+				}
 			}
 		})
 	}

@@ -216,8 +216,8 @@ func TestPodValidator(t *testing.T) {
 			if diff := cmp.Diff(tt.wantAuditAnnotations, resp.AuditAnnotations); diff != "" {
 				t.Errorf("audit annotations (-want +got):\n%s", diff)
 			}
-			if len(resp.Patches) > 0 {
-				t.Errorf("a validating answer carries a patch: %v", resp.Patches)
+			if len(resp.Patches) > 0 || len(resp.Patch) > 0 {
+				t.Errorf("a validating answer carries a patch: %v %s", resp.Patches, resp.Patch)
 			}
 			if tt.checker.calls != tt.wantChecks {
 				t.Errorf("checks = %d, want %d", tt.checker.calls, tt.wantChecks)
