@@ -111,6 +111,12 @@ func DefaultSelector(pod *v1.Pod, src SelectorSources) (labels.Selector, error) 
 // owner selector parses to labels.Nothing, which has no requirements, so it
 // adds nothing, exactly as upstream.
 func addOwnerSelector(selector labels.Selector, owner *metav1.LabelSelector) labels.Selector {
+	if owner != nil && len(owner.MatchExpressions) == 0 && len(owner.MatchLabels) > 0 && labelSelectorValid(owner) {
+		// A Deployment's ReplicaSet: LabelSelectorAsSelector would make the
+		// same sorted equalities, after checking the labels again.
+		reqs, _ := labels.SelectorFromValidatedSet(owner.MatchLabels).Requirements()
+		return selector.Add(reqs...)
+	}
 	other, err := metav1.LabelSelectorAsSelector(owner)
 	if err != nil {
 		return selector
@@ -171,6 +177,9 @@ func SelectorToLabelSelector(sel labels.Selector) (*metav1.LabelSelector, error)
 	}
 	// The API validates keys and values that labels.SelectorFromSet never
 	// checked; refuse here what the apiserver would refuse later.
+	if labelSelectorValid(out) {
+		return out, nil
+	}
 	if _, err := metav1.LabelSelectorAsSelector(out); err != nil {
 		return nil, fmt.Errorf("converting selector %q: %w", sel.String(), err)
 	}
