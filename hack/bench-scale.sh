@@ -78,6 +78,9 @@
 #   BENCH_SCALE_DRY_RUN [1]   BENCH_SCALE_WORKERS [32] BENCH_SCALE_QPS [2000]
 #   BENCH_SCALE_SETTLE_TIMEOUT [30m]  how long to wait for kwok to mark every pod Running
 #   BENCH_SCALE_ETCD_QUOTA [8589934592]  etcd's backend quota in bytes
+#   BENCH_SCALE_KWOK_POD_PARALLELISM [32]  pods kwok moves at once (see
+#                            LOCAL_CLUSTER_KWOK_POD_PARALLELISM); kwok's own 4
+#                            takes an hour to mark 150,000 pods Running
 #   BENCH_SCALE_POD_SIZE [auto]  the filled pods: full (as real pods are), lean
 #                            (only what the scheduler and spreadguard read; see
 #                            perfload fill --pod-size), or auto: full up to
@@ -104,6 +107,7 @@ WORKERS=${BENCH_SCALE_WORKERS:-32}
 QPS=${BENCH_SCALE_QPS:-2000}
 SETTLE_TIMEOUT=${BENCH_SCALE_SETTLE_TIMEOUT:-30m}
 ETCD_QUOTA=${BENCH_SCALE_ETCD_QUOTA:-8589934592}
+KWOK_POD_PARALLELISM=${BENCH_SCALE_KWOK_POD_PARALLELISM:-32}
 POD_SIZE=${BENCH_SCALE_POD_SIZE:-auto}
 if [[ $POD_SIZE == auto ]]; then
   POD_SIZE=full
@@ -197,6 +201,7 @@ start_cluster() {
   rm -rf "$OUT/logs"
   export LOCAL_CLUSTER_LOGS=$OUT/logs
   export LOCAL_CLUSTER_ETCD_QUOTA=$ETCD_QUOTA
+  export LOCAL_CLUSTER_KWOK_POD_PARALLELISM=$KWOK_POD_PARALLELISM
   "$ROOT/hack/local-cluster.sh" run >"$DIR/cluster.log" 2>&1 &
   CLUSTER_PID=$!
   until [[ -f $LOCAL_CLUSTER_ENV ]]; do
@@ -522,7 +527,7 @@ main() {
   {
     echo "spreadguard bench-scale, $(date -u +%FT%TZ), commit $COMMIT"
     echo "machine: $(nproc) CPUs, $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1), load average $(cut -d' ' -f1-3 /proc/loadavg)"
-    echo "cluster: $NODES nodes ($ready_nodes Ready), $((NODES * PODS_PER_NODE)) $POD_SIZE pods + the local cluster's own; filled in ${fill_seconds}s, kwok settled: $settled (${settle_seconds}s)"
+    echo "cluster: $NODES nodes ($ready_nodes Ready), $((NODES * PODS_PER_NODE)) $POD_SIZE pods + the local cluster's own; filled in ${fill_seconds}s, kwok settled: $settled (${settle_seconds}s, $KWOK_POD_PARALLELISM pods at once)"
     echo "webhook: ready (caches synced) ${WEBHOOK_READY_SECONDS}s after start"
     echo "webhook memory: idle after sync: $rss_idle; after the bursts: $rss_after"
     echo "control plane after the fill: $cp_filled"
@@ -847,7 +852,7 @@ replicas_main() {
   {
     echo "spreadguard bench-scale replicas, $(date -u +%FT%TZ), commit $COMMIT"
     echo "machine: $(nproc) CPUs, $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1), load average $(cut -d' ' -f1-3 /proc/loadavg)"
-    echo "cluster: $NODES nodes, $((NODES * PODS_PER_NODE)) $POD_SIZE pods + the local cluster's own; filled in ${fill_seconds}s, kwok settled: $settled (${settle_seconds}s)"
+    echo "cluster: $NODES nodes, $((NODES * PODS_PER_NODE)) $POD_SIZE pods + the local cluster's own; filled in ${fill_seconds}s, kwok settled: $settled (${settle_seconds}s, $KWOK_POD_PARALLELISM pods at once)"
     echo "replicas: on $HOST_IP, behind Service $RELEASE_NAMESPACE/$REPLICA_SERVICE"
     for ((i = 1; i <= replicas; i++)); do
       echo "  replica $i: port ${REPLICA_PORTS[i]}, caches synced ${REPLICA_READY[i]}s after start, then ${REPLICA_RSS[i]}"
