@@ -357,8 +357,26 @@ kwok_config() {
   [[ -n $mod && -d $mod/kustomize/stage ]] || die "cannot find kwok $KWOK_VERSION's default stages in the Go module cache (go mod download sigs.k8s.io/kwok@$KWOK_VERSION)"
   {
     if [[ -n $LOCAL_CLUSTER_KWOK_POD_PARALLELISM ]]; then
-      printf -- '---\napiVersion: config.kwok.x-k8s.io/v1alpha1\nkind: KwokConfiguration\noptions:\n  podPlayStageParallelism: %s\n' \
-        "$LOCAL_CLUSTER_KWOK_POD_PARALLELISM"
+      # kwok does not default the options of a KwokConfiguration it reads
+      # (a parallelism left out is 0, which it refuses), so the others are
+      # kwok's own defaults, spelled out.
+      cat <<KWOK
+---
+apiVersion: config.kwok.x-k8s.io/v1alpha1
+kind: KwokConfiguration
+options:
+  cidr: 10.0.0.0/24
+  manageAllNodes: false
+  enableDebuggingHandlers: true
+  enableContentionProfiling: false
+  enableProfilingHandler: true
+  podPlayStageParallelism: $LOCAL_CLUSTER_KWOK_POD_PARALLELISM
+  nodePlayStageParallelism: 4
+  nodeLeaseParallelism: 4
+  podsOnNodeSyncParallelism: 1
+  enablePodsOnNodeSyncListPager: true
+  enablePodsOnNodeSyncStreamWatch: false
+KWOK
     fi
     for f in node/fast/node-initialize.yaml node/heartbeat-with-lease/node-heartbeat-with-lease.yaml \
       pod/fast/pod-ready.yaml pod/fast/pod-complete.yaml pod/fast/pod-delete.yaml; do
