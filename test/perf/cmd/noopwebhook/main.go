@@ -11,11 +11,14 @@
 // webhook server. Every path answers; of the AdmissionReview it reads only
 // request.uid. It shares no code with spreadguard's admission handlers.
 //
-// On --metrics-bind-address, over plain HTTP, /metrics prints two counters in
+// On --metrics-bind-address, over plain HTTP, /metrics prints counters in
 // the Prometheus text format: noopwebhook_admission_requests_total (reviews
-// answered: the probe that tells it is registered) and
+// answered: the probe that tells it is registered),
 // noopwebhook_tls_handshakes_total (one per new connection: whether the API
-// server keeps its connections alive), and /debug/pprof/ serves the Go
+// server keeps its connections alive), and its CPU time and garbage
+// collections under the names spreadguard's /metrics gives them
+// (process_cpu_seconds_total, go_gc_duration_seconds_count), and
+// /debug/pprof/ serves the Go
 // runtime's profiles (net/http/pprof), so that a CPU profile of a burst can
 // be taken.
 //
@@ -41,6 +44,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	runtimemetrics "runtime/metrics"
 	"strconv"
 	"sync/atomic"
 	"syscall"
@@ -211,6 +215,18 @@ func (h *handler) metrics(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4")
 	fmt.Fprintf(w, "# TYPE noopwebhook_admission_requests_total counter\nnoopwebhook_admission_requests_total %d\n", h.requests.Load())
 	fmt.Fprintf(w, "# TYPE noopwebhook_tls_handshakes_total counter\nnoopwebhook_tls_handshakes_total %d\n", h.handshakes.Load())
+	// The names Prometheus' process and Go collectors give these in
+	// spreadguard's /metrics, so that perfload reads both alike.
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err == nil {
+		cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+		fmt.Fprintf(w, "# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total %g\n", cpu.Seconds())
+	}
+	gc := []runtimemetrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}}
+	runtimemetrics.Read(gc)
+	if gc[0].Value.Kind() == runtimemetrics.KindUint64 {
+		fmt.Fprintf(w, "# TYPE go_gc_duration_seconds summary\ngo_gc_duration_seconds_count %d\n", gc[0].Value.Uint64())
+	}
 }
 
 // metricsMux serves /metrics and the runtime's profiles.

@@ -5,8 +5,11 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -140,5 +143,40 @@ func TestMetricsMuxServesProfiles(t *testing.T) {
 	(&handler{}).metricsMux().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/debug/pprof/", nil))
 	if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), "profile") {
 		t.Errorf("/debug/pprof/ = %d, want 200 with the list of profiles:\n%s", rec.Code, rec.Body.String())
+	}
+}
+
+func TestMetricsCountCPUAndCollections(t *testing.T) {
+	read := func() (cpu, gc float64) {
+		t.Helper()
+		rec := httptest.NewRecorder()
+		(&handler{}).metricsMux().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+		found := map[string]float64{}
+		for line := range strings.Lines(rec.Body.String()) {
+			f := strings.Fields(line)
+			if len(f) == 2 && (f[0] == "process_cpu_seconds_total" || f[0] == "go_gc_duration_seconds_count") {
+				v, err := strconv.ParseFloat(f[1], 64)
+				if err != nil {
+					t.Fatalf("%s: %v", line, err)
+				}
+				found[f[0]] = v
+			}
+		}
+		if len(found) != 2 {
+			t.Fatalf("/metrics lacks the CPU or GC counter:\n%s", rec.Body.String())
+		}
+		return found["process_cpu_seconds_total"], found["go_gc_duration_seconds_count"]
+	}
+	cpu0, gc0 := read()
+	runtime.GC()
+	for deadline := time.Now().Add(50 * time.Millisecond); time.Now().Before(deadline); {
+		// Burn some CPU time to count.
+	}
+	cpu1, gc1 := read()
+	if gc1 < gc0+1 {
+		t.Errorf("go_gc_duration_seconds_count went from %v to %v across runtime.GC(), want one more at least", gc0, gc1)
+	}
+	if cpu1 <= cpu0 {
+		t.Errorf("process_cpu_seconds_total went from %v to %v across 50 ms of work, want it to grow", cpu0, cpu1)
 	}
 }

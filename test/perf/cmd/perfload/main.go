@@ -457,6 +457,13 @@ type burstResult struct {
 	// during the burst: about as many as its connections when the API server
 	// keeps them alive, one per review when it does not.
 	Handshakes *int64 `json:"handshakes,omitempty"`
+	// WebhookCPUSeconds and WebhookGCCycles are the CPU time the webhook
+	// under test used and the garbage collections it completed during the
+	// burst, when its /metrics has them (metricCPUSeconds, metricGCCycles):
+	// the webhook shares the API server's cores, and a collection of a large
+	// heap takes one of them for a while.
+	WebhookCPUSeconds *float64 `json:"webhookCPUSeconds,omitempty"`
+	WebhookGCCycles   *int64   `json:"webhookGCCycles,omitempty"`
 	// LatenciesMs are every create's latency, in milliseconds, sorted: what
 	// summarize pools over the rounds.
 	LatenciesMs []float64 `json:"latenciesMs,omitempty"`
@@ -494,9 +501,9 @@ func burst(ctx context.Context, o *options, b *burstOptions) error {
 			return fmt.Errorf("--expect-constraints %s: %w", b.expectConstraints, err)
 		}
 	}
-	var handshakes *float64
+	var before *webhookCounters
 	if b.metricsURL != "" {
-		if handshakes, err = readCounter(ctx, b.metricsURL, b.handshakesMetric); err != nil {
+		if before, err = readWebhookCounters(ctx, b.metricsURL, b.handshakesMetric); err != nil {
 			return err
 		}
 	}
@@ -532,13 +539,12 @@ func burst(ctx context.Context, o *options, b *burstOptions) error {
 	res := burstResult{Tag: b.tag, Pods: b.pods, Parallel: b.parallel, DryRun: b.dryRun, Errors: int(errs.Load()), Mutated: int(mutated.Load()),
 		P50: percentile(ms, 0.5), P90: percentile(ms, 0.9), P99: percentile(ms, 0.99), P999: percentile(ms, 0.999), Max: percentile(ms, 1),
 		PerSecond: float64(b.pods) / elapsed.Seconds(), LatenciesMs: ms}
-	if handshakes != nil {
-		after, err := readCounter(ctx, b.metricsURL, b.handshakesMetric)
+	if before != nil {
+		after, err := readWebhookCounters(ctx, b.metricsURL, b.handshakesMetric)
 		if err != nil {
 			return err
 		}
-		n := int64(*after - *handshakes)
-		res.Handshakes = &n
+		after.since(before, &res)
 	}
 	if e, ok := firstErr.Load().(string); ok {
 		res.FirstError = e
@@ -578,9 +584,25 @@ func burstPod(ctx context.Context, cl client.Client, c fixture.Cluster, k int, k
 	return p, nil
 }
 
-// readCounter reads the counter name, without labels, from the Prometheus
-// text at url.
-func readCounter(ctx context.Context, url, name string) (*float64, error) {
+// The webhook's process counters, as Prometheus' process and Go collectors
+// name them (controller-runtime registers both; noopwebhook prints the same
+// names).
+const (
+	metricCPUSeconds = "process_cpu_seconds_total"
+	metricGCCycles   = "go_gc_duration_seconds_count"
+)
+
+// webhookCounters are the counters of the webhook under test that a burst
+// reports the increase of; cpu and gc are nil when its /metrics lacks them.
+type webhookCounters struct {
+	handshakes float64
+	cpu, gc    *float64
+}
+
+// readWebhookCounters reads the counter handshakesMetric, which must be
+// there, and the process counters, which may not, from the Prometheus text
+// at url.
+func readWebhookCounters(ctx context.Context, url, handshakesMetric string) (*webhookCounters, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", url, err)
@@ -589,11 +611,32 @@ func readCounter(ctx context.Context, url, name string) (*float64, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", url, err)
 	}
-	v, err := counterValue(string(body), name)
-	if err != nil {
+	text := string(body)
+	var c webhookCounters
+	if c.handshakes, err = counterValue(text, handshakesMetric); err != nil {
 		return nil, fmt.Errorf("reading %s: %w", url, err)
 	}
-	return &v, nil
+	if v, err := counterValue(text, metricCPUSeconds); err == nil {
+		c.cpu = &v
+	}
+	if v, err := counterValue(text, metricGCCycles); err == nil {
+		c.gc = &v
+	}
+	return &c, nil
+}
+
+// since records in res what the counters grew by since before.
+func (c *webhookCounters) since(before *webhookCounters, res *burstResult) {
+	n := int64(c.handshakes - before.handshakes)
+	res.Handshakes = &n
+	if c.cpu != nil && before.cpu != nil {
+		cpu := *c.cpu - *before.cpu
+		res.WebhookCPUSeconds = &cpu
+	}
+	if c.gc != nil && before.gc != nil {
+		gc := int64(*c.gc - *before.gc)
+		res.WebhookGCCycles = &gc
+	}
 }
 
 // do sends req with hc and returns the body of the answer, which must be

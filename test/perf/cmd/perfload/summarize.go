@@ -98,6 +98,7 @@ func writeSummary(w io.Writer, results []burstResult) {
 		if h := handshakes(rs); h != "" {
 			fmt.Fprintf(w, "  %-10s %s (per round)\n", "handshakes", h)
 		}
+		writeWebhookProcess(w, rs)
 	}
 
 	if _, ok := byTag[tagNone]; !ok {
@@ -172,6 +173,44 @@ func writeSummary(w io.Writer, results []burstResult) {
 			fmt.Fprintf(w, "  %s %.2fx", name, r)
 		}
 		fmt.Fprintln(w)
+	}
+}
+
+// writeWebhookProcess prints, for rounds that counted them, the webhook's
+// CPU time per create and its garbage collections in each round, and the
+// median p99 of the rounds in which it collected against that of the
+// others: whether the webhook's collections line up with the slow rounds.
+func writeWebhookProcess(w io.Writer, rs []burstResult) {
+	var cpu []float64
+	var gc strings.Builder
+	var withGC, withoutGC []float64
+	for _, r := range rs {
+		if r.WebhookCPUSeconds != nil && r.Pods > 0 {
+			cpu = append(cpu, *r.WebhookCPUSeconds*1000/float64(r.Pods))
+		}
+		if r.WebhookGCCycles == nil {
+			continue
+		}
+		fmt.Fprintf(&gc, " %d", *r.WebhookGCCycles)
+		if *r.WebhookGCCycles > 0 {
+			withGC = append(withGC, r.P99)
+		} else {
+			withoutGC = append(withoutGC, r.P99)
+		}
+	}
+	if len(cpu) > 0 {
+		slices.Sort(cpu)
+		fmt.Fprintf(w, "  %-10s %9.3f  (%.3f .. %.3f) ms of the webhook's CPU per create\n", "webhook", median(cpu), cpu[0], cpu[len(cpu)-1])
+	}
+	if gc.Len() == 0 {
+		return
+	}
+	fmt.Fprintf(w, "  %-10s%s (the webhook's, per round)\n", "GC cycles", gc.String())
+	if len(withGC) > 0 && len(withoutGC) > 0 {
+		slices.Sort(withGC)
+		slices.Sort(withoutGC)
+		fmt.Fprintf(w, "  p99 ms of the rounds in which the webhook collected: median %.2f (%d rounds); in which it did not: %.2f (%d rounds)\n",
+			median(withGC), len(withGC), median(withoutGC), len(withoutGC))
 	}
 }
 

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -70,6 +73,13 @@ func aRound(tag string, latencies ...float64) *round {
 }
 
 func (b *round) handshakes(n int64) *round { b.r.Handshakes = &n; return b }
+
+// webhook records the webhook's CPU seconds and garbage collections during
+// the round.
+func (b *round) webhook(cpuSeconds float64, gcCycles int64) *round {
+	b.r.WebhookCPUSeconds, b.r.WebhookGCCycles = &cpuSeconds, &gcCycles
+	return b
+}
 
 func TestWriteSummary(t *testing.T) {
 	tests := []struct {
@@ -158,6 +168,34 @@ func TestWriteSummary(t *testing.T) {
 			},
 		},
 		{
+			name: "the webhook's CPU per create and its collections per round, and the p99 of rounds with and without one",
+			rounds: []*round{
+				aRound(tagSpreadguard, 1, 2, 3, 4).webhook(0.002, 0),
+				aRound(tagSpreadguard, 1, 2, 3, 40).webhook(0.004, 1),
+				aRound(tagSpreadguard, 1, 2, 3, 6).webhook(0.003, 0),
+				aRound(tagSpreadguard, 1, 2, 3, 30).webhook(0.006, 2),
+			},
+			want: []string{
+				"  webhook        0.875  (0.500 .. 1.500) ms of the webhook's CPU per create",
+				"  GC cycles  0 1 0 2 (the webhook's, per round)",
+				"  p99 ms of the rounds in which the webhook collected: median 35.00 (2 rounds); in which it did not: 5.00 (2 rounds)",
+			},
+		},
+		{
+			name: "a webhook that never collected has no p99 to set apart",
+			rounds: []*round{
+				aRound(tagNoop, 1, 2).webhook(0.001, 0),
+				aRound(tagNoop, 1, 3).webhook(0.001, 0),
+			},
+			want:         []string{"  GC cycles  0 0 (the webhook's, per round)"},
+			wantNoPrefix: []string{"  p99 ms of the rounds"},
+		},
+		{
+			name:         "rounds without the webhook's counters print none of them",
+			rounds:       []*round{aRound(tagNoop, 1, 2).handshakes(1)},
+			wantNoPrefix: []string{"  webhook ", "  GC cycles"},
+		},
+		{
 			name:         "without the none mode there is no addition to print",
 			rounds:       []*round{aRound(tagSpreadguard, 1, 2)},
 			want:         []string{"webhook=spreadguard: 1 rounds of 2 creates, 8 parallel, dry-run true, 0 errors"},
@@ -226,6 +264,53 @@ noopwebhook_tls_handshakes_total_other 3
 			}
 		})
 	}
+}
+
+func TestReadWebhookCounters(t *testing.T) {
+	pages := []string{
+		"spreadguard_webhook_tls_handshakes_total 3\nprocess_cpu_seconds_total 10.5\ngo_gc_duration_seconds_count 40\n",
+		"spreadguard_webhook_tls_handshakes_total 5\nprocess_cpu_seconds_total 11.25\ngo_gc_duration_seconds_count 42\n",
+		"spreadguard_webhook_tls_handshakes_total 5\n",
+	}
+	page := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprint(w, pages[page])
+		page++
+	}))
+	defer srv.Close()
+	read := func() *webhookCounters {
+		t.Helper()
+		c, err := readWebhookCounters(t.Context(), srv.URL, "spreadguard_webhook_tls_handshakes_total")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	before, after, bare := read(), read(), read()
+
+	var res burstResult
+	after.since(before, &res)
+	if res.Handshakes == nil || *res.Handshakes != 2 || res.WebhookCPUSeconds == nil || *res.WebhookCPUSeconds != 0.75 ||
+		res.WebhookGCCycles == nil || *res.WebhookGCCycles != 2 {
+		t.Errorf("a burst between the first two pages: handshakes %v, CPU %v s, GC %v; want 2, 0.75 and 2",
+			deref(res.Handshakes), deref(res.WebhookCPUSeconds), deref(res.WebhookGCCycles))
+	}
+	res = burstResult{}
+	bare.since(after, &res)
+	if res.Handshakes == nil || *res.Handshakes != 0 || res.WebhookCPUSeconds != nil || res.WebhookGCCycles != nil {
+		t.Errorf("a webhook whose /metrics lost its process counters: handshakes %v, CPU %v, GC %v; want 0 and none of the others",
+			deref(res.Handshakes), deref(res.WebhookCPUSeconds), deref(res.WebhookGCCycles))
+	}
+	if _, err := readWebhookCounters(t.Context(), srv.URL, "no_such_counter"); err == nil {
+		t.Error("a /metrics without the handshakes counter was read without an error")
+	}
+}
+
+func deref[T any](p *T) any {
+	if p == nil {
+		return nil
+	}
+	return *p
 }
 
 func TestPairedAdded(t *testing.T) {
