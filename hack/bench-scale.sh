@@ -31,7 +31,10 @@
 # burst fails unless its pods came back mutated as the mode mutates them
 # (with the patch's constraints exactly under noop-patch). It reports the
 # latency of a create call (p50/p90/p99/p99.9), the TLS handshakes each
-# webhook began per burst, and, over all rounds pooled, what each webhook
+# webhook began per burst, its CPU time per create and the garbage
+# collections it completed in each burst (with the median p99 of the rounds
+# in which it collected and of those in which it did not), and, over all
+# rounds pooled, what each webhook
 # adds to webhook=none and the ratios of spreadguard's addition to the
 # no-op's and to the patching no-op's. Last, the webhook's resident memory
 # (VmRSS, VmHWM) and its own decision-time metric.
