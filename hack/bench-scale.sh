@@ -34,10 +34,10 @@
 # webhook began per burst, its CPU time per create and the garbage
 # collections it completed in each burst (with the median p99 of the rounds
 # in which it collected and of those in which it did not), and, over all
-# rounds pooled, what each webhook
-# adds to webhook=none and the ratios of spreadguard's addition to the
-# no-op's and to the patching no-op's. Last, the webhook's resident memory
-# (VmRSS, VmHWM) and its own decision-time metric.
+# rounds pooled, what each webhook adds to webhook=none and the ratios of
+# spreadguard's addition to the no-op's and to the patching no-op's. Last,
+# the webhook's resident memory (VmRSS, VmHWM) and its own decision-time
+# metric.
 #
 # With BENCH_SCALE_PPROF=1, after the rounds (and apart from them: their
 # figures do not carry the profilers' cost), it takes CPU profiles of
@@ -94,6 +94,9 @@
 #                            is lost. The burst pods are full-sized always.
 #   BENCH_SCALE_PPROF [0]     BENCH_SCALE_PPROF_SECONDS [20]
 #   BENCH_SCALE_PPROF_MODES [noop spreadguard]  the modes profiled, in order
+#   BENCH_SCALE_WEBHOOK_GOGC, BENCH_SCALE_WEBHOOK_GOMEMLIMIT [Go's defaults]
+#                            GOGC and GOMEMLIMIT of spreadguard-webhook alone
+#                            (the chart's goRuntime.gogc and goRuntime.memoryLimit)
 #   BENCH_SCALE_REPLICAS [2]  BENCH_SCALE_HOST_IP [the first non-loopback IPv4 address]  for replicas
 #   BENCH_SCALE_OUT, BIN, and those of hack/local-cluster.sh
 set -euo pipefail
@@ -110,6 +113,8 @@ WORKERS=${BENCH_SCALE_WORKERS:-32}
 QPS=${BENCH_SCALE_QPS:-2000}
 SETTLE_TIMEOUT=${BENCH_SCALE_SETTLE_TIMEOUT:-30m}
 ETCD_QUOTA=${BENCH_SCALE_ETCD_QUOTA:-8589934592}
+WEBHOOK_GOGC=${BENCH_SCALE_WEBHOOK_GOGC:-}
+WEBHOOK_GOMEMLIMIT=${BENCH_SCALE_WEBHOOK_GOMEMLIMIT:-}
 KWOK_POD_PARALLELISM=${BENCH_SCALE_KWOK_POD_PARALLELISM:-32}
 POD_SIZE=${BENCH_SCALE_POD_SIZE:-auto}
 if [[ $POD_SIZE == auto ]]; then
@@ -301,7 +306,8 @@ start_webhook() {
   free_port probe_port
   METRICS_ADDRESS=127.0.0.1:$metrics
   PROBE_ADDRESS=127.0.0.1:$probe_port
-  "$DIR/spreadguard-webhook" --kubeconfig "$KUBECONFIG" --port "$WEBHOOK_PORT" --cert-dir "$DIR/certs" \
+  env ${WEBHOOK_GOGC:+GOGC="$WEBHOOK_GOGC"} ${WEBHOOK_GOMEMLIMIT:+GOMEMLIMIT="$WEBHOOK_GOMEMLIMIT"} \
+    "$DIR/spreadguard-webhook" --kubeconfig "$KUBECONFIG" --port "$WEBHOOK_PORT" --cert-dir "$DIR/certs" \
     --metrics-bind-address "$METRICS_ADDRESS" --metrics-secure=false --health-probe-bind-address "$PROBE_ADDRESS" \
     --default-action Deny --log-level info >"$DIR/webhook.log" 2>&1 </dev/null &
   WEBHOOK_PID=$!
@@ -531,7 +537,7 @@ main() {
     echo "spreadguard bench-scale, $(date -u +%FT%TZ), commit $COMMIT"
     echo "machine: $(nproc) CPUs, $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1), load average $(cut -d' ' -f1-3 /proc/loadavg)"
     echo "cluster: $NODES nodes ($ready_nodes Ready), $((NODES * PODS_PER_NODE)) $POD_SIZE pods + the local cluster's own; filled in ${fill_seconds}s, kwok settled: $settled (${settle_seconds}s, $KWOK_POD_PARALLELISM pods at once)"
-    echo "webhook: ready (caches synced) ${WEBHOOK_READY_SECONDS}s after start"
+    echo "webhook: ready (caches synced) ${WEBHOOK_READY_SECONDS}s after start; GOGC=${WEBHOOK_GOGC:-default} GOMEMLIMIT=${WEBHOOK_GOMEMLIMIT:-default}"
     echo "webhook memory: idle after sync: $rss_idle; after the bursts: $rss_after"
     echo "control plane after the fill: $cp_filled"
     echo "control plane after the bursts: $(control_plane_memory)"
