@@ -172,6 +172,7 @@ func run(ctx context.Context, args []string) error {
 		fs.StringVar(&b.metricsURL, "metrics-url", "", "a webhook's /metrics in the Prometheus text format, read before and after the burst")
 		fs.StringVar(&b.handshakesMetric, "handshakes-metric", "", "the counter of TLS handshakes at --metrics-url; its increase is the burst's handshakes")
 		fs.StringVar(&b.expectConstraints, "expect-constraints", "", "a JSON Patch file: fail unless every pod came back with the topology spread constraints it adds")
+		fs.BoolVar(&b.apiserverCalls, "apiserver-webhook-calls", false, "report kube-apiserver's mean webhook call time during the burst (its /metrics)")
 		if err := fs.Parse(args[1:]); err != nil {
 			return err
 		}
@@ -436,6 +437,9 @@ type burstOptions struct {
 	// expectConstraints is a JSON Patch file: every pod must come back with
 	// the topology spread constraints it adds. None when empty.
 	expectConstraints string
+	// apiserverCalls reads kube-apiserver's webhook call durations before and
+	// after the burst.
+	apiserverCalls bool
 }
 
 // burstResult is what burst prints.
@@ -464,6 +468,14 @@ type burstResult struct {
 	// heap takes one of them for a while.
 	WebhookCPUSeconds *float64 `json:"webhookCPUSeconds,omitempty"`
 	WebhookGCCycles   *int64   `json:"webhookGCCycles,omitempty"`
+	// MutatingCallMs and ValidatingCallMs are the mean time kube-apiserver
+	// spent in a call of a mutating and of a validating webhook during the
+	// burst, as it measures them
+	// (apiserver_admission_webhook_admission_duration_seconds), with
+	// --apiserver-webhook-calls: from sending the review to reading the
+	// answer, so what a webhook costs apart from the API server's own work.
+	MutatingCallMs   *float64 `json:"mutatingCallMs,omitempty"`
+	ValidatingCallMs *float64 `json:"validatingCallMs,omitempty"`
 	// LatenciesMs are every create's latency, in milliseconds, sorted: what
 	// summarize pools over the rounds.
 	LatenciesMs []float64 `json:"latenciesMs,omitempty"`
@@ -499,6 +511,12 @@ func burst(ctx context.Context, o *options, b *burstOptions) error {
 		}
 		if wantConstraints, err = patchConstraints(patch); err != nil {
 			return fmt.Errorf("--expect-constraints %s: %w", b.expectConstraints, err)
+		}
+	}
+	var calls *apiserverCalls
+	if b.apiserverCalls {
+		if calls, err = o.readAPIServerCalls(ctx); err != nil {
+			return err
 		}
 	}
 	var before *webhookCounters
@@ -539,6 +557,13 @@ func burst(ctx context.Context, o *options, b *burstOptions) error {
 	res := burstResult{Tag: b.tag, Pods: b.pods, Parallel: b.parallel, DryRun: b.dryRun, Errors: int(errs.Load()), Mutated: int(mutated.Load()),
 		P50: percentile(ms, 0.5), P90: percentile(ms, 0.9), P99: percentile(ms, 0.99), P999: percentile(ms, 0.999), Max: percentile(ms, 1),
 		PerSecond: float64(b.pods) / elapsed.Seconds(), LatenciesMs: ms}
+	if calls != nil {
+		after, err := o.readAPIServerCalls(ctx)
+		if err != nil {
+			return err
+		}
+		res.MutatingCallMs, res.ValidatingCallMs = after.meanSince(calls, "admit"), after.meanSince(calls, "validating")
+	}
 	if before != nil {
 		after, err := readWebhookCounters(ctx, b.metricsURL, b.handshakesMetric)
 		if err != nil {
@@ -582,6 +607,78 @@ func burstPod(ctx context.Context, cl client.Client, c fixture.Cluster, k int, k
 	}
 	p.OwnerReferences[0].UID = rc.UID
 	return p, nil
+}
+
+// apiserverCalls are kube-apiserver's sums and counts of webhook call
+// durations, by the type label of
+// apiserver_admission_webhook_admission_duration_seconds ("admit" for
+// mutating webhooks, "validating"), summed over the webhooks' names.
+type apiserverCalls struct {
+	seconds, calls map[string]float64
+}
+
+const webhookCallMetric = "apiserver_admission_webhook_admission_duration_seconds"
+
+func (o *options) readAPIServerCalls(ctx context.Context) (*apiserverCalls, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("loading --kubeconfig %q: %w", o.kubeconfig, err)
+	}
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("a client of kube-apiserver's /metrics: %w", err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(cfg.Host, "/")+"/metrics", nil)
+	if err != nil {
+		return nil, err
+	}
+	body, err := do(hc, req)
+	if err != nil {
+		return nil, fmt.Errorf("reading kube-apiserver's /metrics: %w", err)
+	}
+	return parseAPIServerCalls(string(body))
+}
+
+// parseAPIServerCalls reads the _sum and _count samples of
+// webhookCallMetric from Prometheus text.
+func parseAPIServerCalls(text string) (*apiserverCalls, error) {
+	c := &apiserverCalls{seconds: map[string]float64{}, calls: map[string]float64{}}
+	for line := range strings.Lines(text) {
+		into := c.seconds
+		rest, ok := strings.CutPrefix(line, webhookCallMetric+"_sum{")
+		if !ok {
+			if rest, ok = strings.CutPrefix(line, webhookCallMetric+"_count{"); !ok {
+				continue
+			}
+			into = c.calls
+		}
+		labels, value, ok := strings.Cut(rest, "} ")
+		if !ok {
+			return nil, fmt.Errorf("a sample of %s without a value: %q", webhookCallMetric, line)
+		}
+		_, typ, ok := strings.Cut(labels, `type="`)
+		if !ok {
+			continue
+		}
+		typ, _, _ = strings.Cut(typ, `"`)
+		v, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
+		if err != nil {
+			return nil, fmt.Errorf("a sample of %s: %w", webhookCallMetric, err)
+		}
+		into[typ] += v
+	}
+	return c, nil
+}
+
+// meanSince is the mean duration, in milliseconds, of the calls of type typ
+// made since before; nil when there were none.
+func (c *apiserverCalls) meanSince(before *apiserverCalls, typ string) *float64 {
+	n := c.calls[typ] - before.calls[typ]
+	if n <= 0 {
+		return nil
+	}
+	ms := (c.seconds[typ] - before.seconds[typ]) / n * 1000
+	return &ms
 }
 
 // The webhook's process counters, as Prometheus' process and Go collectors

@@ -176,10 +176,11 @@ func writeSummary(w io.Writer, results []burstResult) {
 	}
 }
 
-// writeWebhookProcess prints, for rounds that counted them, the webhook's
-// CPU time per create and its garbage collections in each round, and the
-// median p99 of the rounds in which it collected against that of the
-// others: whether the webhook's collections line up with the slow rounds.
+// writeWebhookProcess prints, for rounds that counted them, how long
+// kube-apiserver's calls of the webhooks took, the webhook's CPU time per
+// create and its garbage collections in each round, and the median p99 of
+// the rounds in which it collected against that of the others: whether the
+// webhook's collections line up with the slow rounds.
 func writeWebhookProcess(w io.Writer, rs []burstResult) {
 	var cpu []float64
 	var gc strings.Builder
@@ -198,6 +199,11 @@ func writeWebhookProcess(w io.Writer, rs []burstResult) {
 			withoutGC = append(withoutGC, r.P99)
 		}
 	}
+	if mutating, validating := roundMedian(rs, func(r burstResult) *float64 { return r.MutatingCallMs }),
+		roundMedian(rs, func(r burstResult) *float64 { return r.ValidatingCallMs }); mutating != "" || validating != "" {
+		fmt.Fprintf(w, "  kube-apiserver's mean webhook call, median of rounds: mutating %s ms, validating %s ms\n",
+			cmp.Or(mutating, "-"), cmp.Or(validating, "-"))
+	}
 	if len(cpu) > 0 {
 		slices.Sort(cpu)
 		fmt.Fprintf(w, "  %-10s %9.3f  (%.3f .. %.3f) ms of the webhook's CPU per create\n", "webhook", median(cpu), cpu[0], cpu[len(cpu)-1])
@@ -212,6 +218,22 @@ func writeWebhookProcess(w io.Writer, rs []burstResult) {
 		fmt.Fprintf(w, "  p99 ms of the rounds in which the webhook collected: median %.2f (%d rounds); in which it did not: %.2f (%d rounds)\n",
 			median(withGC), len(withGC), median(withoutGC), len(withoutGC))
 	}
+}
+
+// roundMedian is the median, with its range, of get over the rounds that
+// have it, or "" when none has.
+func roundMedian(rs []burstResult, get func(burstResult) *float64) string {
+	var v []float64
+	for _, r := range rs {
+		if p := get(r); p != nil {
+			v = append(v, *p)
+		}
+	}
+	if len(v) == 0 {
+		return ""
+	}
+	slices.Sort(v)
+	return fmt.Sprintf("%.2f (%.2f .. %.2f)", median(v), v[0], v[len(v)-1])
 }
 
 // figure is one number of a burst, by name.

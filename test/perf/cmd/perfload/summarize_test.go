@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -303,6 +304,51 @@ func TestReadWebhookCounters(t *testing.T) {
 	}
 	if _, err := readWebhookCounters(t.Context(), srv.URL, "no_such_counter"); err == nil {
 		t.Error("a /metrics without the handshakes counter was read without an error")
+	}
+}
+
+func TestAPIServerCalls(t *testing.T) {
+	page := func(mutatingSeconds, mutatingCalls, validatingSeconds, validatingCalls float64) string {
+		return fmt.Sprintf(`# TYPE apiserver_admission_webhook_admission_duration_seconds histogram
+apiserver_admission_webhook_admission_duration_seconds_bucket{name="pods.mutate.spreadguard.io",operation="CREATE",rejected="false",type="admit",le="0.005"} 3
+apiserver_admission_webhook_admission_duration_seconds_sum{name="pods.mutate.spreadguard.io",operation="CREATE",rejected="false",type="admit"} %g
+apiserver_admission_webhook_admission_duration_seconds_count{name="pods.mutate.spreadguard.io",operation="CREATE",rejected="false",type="admit"} %g
+apiserver_admission_webhook_admission_duration_seconds_sum{name="pods.validate.spreadguard.io",operation="CREATE",rejected="false",type="validating"} %g
+apiserver_admission_webhook_admission_duration_seconds_count{name="pods.validate.spreadguard.io",operation="CREATE",rejected="false",type="validating"} %g
+apiserver_admission_webhook_admission_duration_seconds_sum{name="pods.validate.spreadguard.io",operation="CREATE",rejected="true",type="validating"} 1
+apiserver_admission_webhook_admission_duration_seconds_count{name="pods.validate.spreadguard.io",operation="CREATE",rejected="true",type="validating"} 2
+apiserver_admission_webhook_admission_duration_seconds_sum_other{type="admit"} 99
+`, mutatingSeconds, mutatingCalls, validatingSeconds, validatingCalls)
+	}
+	before, err := parseAPIServerCalls(page(1.5, 100, 0.5, 100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, err := parseAPIServerCalls(page(5.5, 1100, 2.5, 1100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := after.meanSince(before, "admit"); got == nil || math.Abs(*got-4) > 1e-9 {
+		t.Errorf("mutating calls: 4 s over 1,000 calls is a mean of 4 ms, got %v", deref(got))
+	}
+	if got := after.meanSince(before, "validating"); got == nil || math.Abs(*got-2) > 1e-9 {
+		t.Errorf("validating calls: 2 s over 1,000 calls is a mean of 2 ms, got %v", deref(got))
+	}
+	if got := before.meanSince(before, "admit"); got != nil {
+		t.Errorf("no call in between has no mean, got %v", *got)
+	}
+	if _, err := parseAPIServerCalls(webhookCallMetric + `_sum{type="admit"}`); err == nil {
+		t.Error("a sample without a value was read without an error")
+	}
+
+	var out strings.Builder
+	mutating, validating := 4.0, 2.0
+	r := aRound(tagSpreadguard, 1, 2)
+	r.r.MutatingCallMs, r.r.ValidatingCallMs = &mutating, &validating
+	writeSummary(&out, results([]*round{r}))
+	want := "  kube-apiserver's mean webhook call, median of rounds: mutating 4.00 (4.00 .. 4.00) ms, validating 2.00 (2.00 .. 2.00) ms"
+	if !containsLine(strings.Split(out.String(), "\n"), want) {
+		t.Errorf("the summary has no line %q:\n%s", want, out.String())
 	}
 }
 
