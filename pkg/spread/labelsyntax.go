@@ -8,7 +8,8 @@ import (
 
 // A selector built for every mutated pod is checked against the label
 // syntax the API enforces, and apimachinery checks it with regular
-// expressions, a tenth of a mutation's CPU. These functions accept exactly
+// expressions, about 6% of a mutating review's server CPU in its profile at
+// 5,000 nodes. These functions accept exactly
 // what it accepts (FuzzLabelSyntax holds them equal to
 // k8s.io/apimachinery/pkg/api/validate/content.IsLabelKey and
 // k8s.io/apimachinery/pkg/util/validation.IsValidLabelValue), so that the

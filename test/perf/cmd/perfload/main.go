@@ -619,6 +619,8 @@ type apiserverCalls struct {
 
 const webhookCallMetric = "apiserver_admission_webhook_admission_duration_seconds"
 
+// readAPIServerCalls reads the webhook call durations from the /metrics of
+// the kube-apiserver of --kubeconfig.
 func (o *options) readAPIServerCalls(ctx context.Context) (*apiserverCalls, error) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
 	if err != nil {
@@ -645,14 +647,14 @@ func parseAPIServerCalls(text string) (*apiserverCalls, error) {
 	c := &apiserverCalls{seconds: map[string]float64{}, calls: map[string]float64{}}
 	for line := range strings.Lines(text) {
 		into := c.seconds
-		rest, ok := strings.CutPrefix(line, webhookCallMetric+"_sum{")
+		sample, ok := strings.CutPrefix(line, webhookCallMetric+"_sum{")
 		if !ok {
-			if rest, ok = strings.CutPrefix(line, webhookCallMetric+"_count{"); !ok {
+			if sample, ok = strings.CutPrefix(line, webhookCallMetric+"_count{"); !ok {
 				continue
 			}
 			into = c.calls
 		}
-		labels, value, ok := strings.Cut(rest, "} ")
+		labels, value, ok := strings.Cut(sample, "} ")
 		if !ok {
 			return nil, fmt.Errorf("a sample of %s without a value: %q", webhookCallMetric, line)
 		}
