@@ -513,9 +513,13 @@ func burst(ctx context.Context, o *options, b *burstOptions) error {
 			return fmt.Errorf("--expect-constraints %s: %w", b.expectConstraints, err)
 		}
 	}
+	var metrics *apiserverMetrics
 	var calls *apiserverCalls
 	if b.apiserverCalls {
-		if calls, err = o.readAPIServerCalls(ctx); err != nil {
+		if metrics, err = o.apiserverMetrics(); err != nil {
+			return err
+		}
+		if calls, err = metrics.readCalls(ctx); err != nil {
 			return err
 		}
 	}
@@ -558,7 +562,7 @@ func burst(ctx context.Context, o *options, b *burstOptions) error {
 		P50: percentile(ms, 0.5), P90: percentile(ms, 0.9), P99: percentile(ms, 0.99), P999: percentile(ms, 0.999), Max: percentile(ms, 1),
 		PerSecond: float64(b.pods) / elapsed.Seconds(), LatenciesMs: ms}
 	if calls != nil {
-		after, err := o.readAPIServerCalls(ctx)
+		after, err := metrics.readCalls(ctx)
 		if err != nil {
 			return err
 		}
@@ -619,9 +623,14 @@ type apiserverCalls struct {
 
 const webhookCallMetric = "apiserver_admission_webhook_admission_duration_seconds"
 
-// readAPIServerCalls reads the webhook call durations from the /metrics of
-// the kube-apiserver of --kubeconfig.
-func (o *options) readAPIServerCalls(ctx context.Context) (*apiserverCalls, error) {
+// apiserverMetrics reads the /metrics of the kube-apiserver of
+// --kubeconfig.
+type apiserverMetrics struct {
+	client *http.Client
+	url    string
+}
+
+func (o *options) apiserverMetrics() (*apiserverMetrics, error) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
 	if err != nil {
 		return nil, fmt.Errorf("loading --kubeconfig %q: %w", o.kubeconfig, err)
@@ -630,11 +639,16 @@ func (o *options) readAPIServerCalls(ctx context.Context) (*apiserverCalls, erro
 	if err != nil {
 		return nil, fmt.Errorf("a client of kube-apiserver's /metrics: %w", err)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(cfg.Host, "/")+"/metrics", nil)
+	return &apiserverMetrics{client: hc, url: strings.TrimSuffix(cfg.Host, "/") + "/metrics"}, nil
+}
+
+// readCalls reads the webhook call durations.
+func (m *apiserverMetrics) readCalls(ctx context.Context) (*apiserverCalls, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, m.url, nil)
 	if err != nil {
 		return nil, err
 	}
-	body, err := do(hc, req)
+	body, err := do(m.client, req)
 	if err != nil {
 		return nil, fmt.Errorf("reading kube-apiserver's /metrics: %w", err)
 	}
