@@ -30,26 +30,29 @@ type InvalidPolicyGauge func(kind string, n int)
 // of lower priority applies instead. The watcher sees each policy as it
 // enters the cache and, once per generation, logs why it is rejected,
 // records a Warning event on it and keeps the count of rejected policies
-// per kind. Admission requests never pay for this.
+// per kind. Admission requests never pay for this: policy.Resolve reads the
+// watcher's verdict on a policy (PolicyVerdict) instead of validating it again.
 type PolicyWatcher struct {
 	log      logr.Logger
 	recorder events.EventRecorder
 	gauge    InvalidPolicyGauge
 
 	mu sync.Mutex
-	// rejected holds the generation reported for each rejected policy.
-	rejected map[types.UID]rejection
+	// verdicts holds, for each policy, the generation last validated and
+	// whether it passed.
+	verdicts map[types.UID]verdict
 }
 
-type rejection struct {
+type verdict struct {
 	kind       string
 	generation int64
+	valid      bool
 }
 
 // NewPolicyWatcher returns a watcher that reports through log, recorder
 // and gauge; recorder and gauge may be nil.
 func NewPolicyWatcher(log logr.Logger, recorder events.EventRecorder, gauge InvalidPolicyGauge) *PolicyWatcher {
-	return &PolicyWatcher{log: log, recorder: recorder, gauge: gauge, rejected: map[types.UID]rejection{}}
+	return &PolicyWatcher{log: log, recorder: recorder, gauge: gauge, verdicts: map[types.UID]verdict{}}
 }
 
 // Handler returns the informer event handler for SpreadPolicies and
@@ -74,21 +77,18 @@ func (w *PolicyWatcher) Observe(obj any) {
 		return
 	}
 	w.mu.Lock()
-	prev, known := w.rejected[meta.UID]
-	if len(errs) == 0 {
-		delete(w.rejected, meta.UID)
-	} else {
-		w.rejected[meta.UID] = rejection{kind: kind, generation: meta.Generation}
-	}
+	prev, known := w.verdicts[meta.UID]
+	wasRejected := known && !prev.valid
+	w.verdicts[meta.UID] = verdict{kind: kind, generation: meta.Generation, valid: len(errs) == 0}
 	n := w.countLocked(kind)
 	w.mu.Unlock()
 	if w.gauge != nil {
 		w.gauge(kind, n)
 	}
 	switch {
-	case len(errs) == 0 && known:
+	case len(errs) == 0 && wasRejected:
 		w.log.Info("policy accepted again", "kind", kind, "policy", name, "generation", meta.Generation)
-	case len(errs) > 0 && (!known || prev.generation != meta.Generation):
+	case len(errs) > 0 && (!wasRejected || prev.generation != meta.Generation):
 		msg := fmt.Sprintf("spreadguard ignores this %s: %s. Pods it would select get the next policy by priority, or none.",
 			kind, errs.ToAggregate().Error())
 		w.log.Error(errs.ToAggregate(), "policy rejected; it is passed over until fixed",
@@ -106,7 +106,7 @@ func (w *PolicyWatcher) Forget(obj any) {
 		return
 	}
 	w.mu.Lock()
-	delete(w.rejected, meta.UID)
+	delete(w.verdicts, meta.UID)
 	n := w.countLocked(kind)
 	w.mu.Unlock()
 	if w.gauge != nil {
@@ -116,12 +116,26 @@ func (w *PolicyWatcher) Forget(obj any) {
 
 func (w *PolicyWatcher) countLocked(kind string) int {
 	n := 0
-	for _, r := range w.rejected {
-		if r.kind == kind {
+	for _, v := range w.verdicts {
+		if v.kind == kind && !v.valid {
 			n++
 		}
 	}
 	return n
+}
+
+// PolicyVerdict reports whether the policy uid passed validation at
+// generation; known is false when the watcher has not validated that
+// generation (not yet observed, or changed since), and the caller validates
+// it itself.
+func (w *PolicyWatcher) PolicyVerdict(uid types.UID, generation int64) (valid, known bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	v, ok := w.verdicts[uid]
+	if !ok || v.generation != generation {
+		return false, false
+	}
+	return v.valid, true
 }
 
 type objectMeta struct {

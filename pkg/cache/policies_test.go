@@ -65,3 +65,33 @@ func TestPolicyWatcherReportsARejectedPolicyOncePerGeneration(t *testing.T) {
 		}
 	}
 }
+
+func TestPolicyWatcherVerdictIsThatOfTheGenerationItValidated(t *testing.T) {
+	zone := policytest.MakeConstraint().Zone().MaxSkew(1).DoNotSchedule().Obj()
+	policy := func(gen int64, podOperator metav1.LabelSelectorOperator) *v1alpha1.SpreadPolicy {
+		p := policytest.MakeSpreadPolicy().Namespace("shop").Name("zones").Generation(gen).
+			PodExpression("app", podOperator, "web").Constraint(zone).Obj()
+		p.UID = types.UID("uid-zones")
+		return p
+	}
+	w := NewPolicyWatcher(logr.Discard(), nil, nil)
+	h := w.Handler()
+	type verdict struct{ valid, known bool }
+	check := func(step string, gen int64, want verdict) {
+		t.Helper()
+		var got verdict
+		got.valid, got.known = w.PolicyVerdict("uid-zones", gen)
+		if got != want {
+			t.Errorf("%s: verdict on generation %d = %+v, want %+v", step, gen, got, want)
+		}
+	}
+	check("not observed yet", 1, verdict{})
+	h.OnAdd(policy(1, "In"), false)
+	check("a valid policy observed", 1, verdict{valid: true, known: true})
+	check("a valid policy observed, asked of the next generation", 2, verdict{})
+	h.OnUpdate(policy(1, "In"), policy(2, "in"))
+	check("a new generation with operator 'in'", 2, verdict{valid: false, known: true})
+	check("a new generation observed, asked of the old one", 1, verdict{})
+	h.OnDelete(policy(2, "in"))
+	check("deleted", 2, verdict{})
+}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -168,5 +169,19 @@ func TestMutationLeavesTheSharedObjectsAsTheyWere(t *testing.T) {
 		if diff := cmp.Diff(before[i], obj); diff != "" {
 			t.Errorf("%T %s after the mutations (-before +after):\n%s", obj, obj.GetName(), diff)
 		}
+	}
+}
+
+type fixedVerdict struct{ valid, known bool }
+
+func (f fixedVerdict) PolicyVerdict(types.UID, int64) (valid, known bool) { return f.valid, f.known }
+
+func TestSourcesPassOnThePolicyVerdicts(t *testing.T) {
+	if valid, known := NewSources(reader(t)).PolicyVerdict("uid", 1); valid || known {
+		t.Errorf("without verdicts: (%v, %v), want none known", valid, known)
+	}
+	s := NewSources(reader(t)).WithPolicyVerdicts(fixedVerdict{valid: true, known: true}).WithContext(t.Context())
+	if valid, known := s.PolicyVerdict("uid", 1); !valid || !known {
+		t.Errorf("with verdicts, after WithContext: (%v, %v), want the verdict (true, true)", valid, known)
 	}
 }

@@ -7,14 +7,19 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
 	"github.com/spreadguard/spreadguard/pkg/engine"
+	"github.com/spreadguard/spreadguard/pkg/policy"
 	"github.com/spreadguard/spreadguard/pkg/spread"
 )
 
-var _ engine.Sources = (*Sources)(nil)
+var (
+	_ engine.Sources  = (*Sources)(nil)
+	_ policy.Verdicts = (*Sources)(nil)
+)
 
 // Sources is the one implementation of engine.Sources: it answers the
 // engine's lookups (owners, Services, namespaces, policies) from a
@@ -38,6 +43,7 @@ type Sources struct {
 	synced   func() bool
 	services spread.ServiceCandidates
 	stores   *InformerStores
+	verdicts policy.Verdicts
 }
 
 // NewSources returns lookups over r.
@@ -76,6 +82,24 @@ func (s *Sources) WithInformerStores(st *InformerStores) *Sources {
 	c := *s
 	c.stores = st
 	return &c
+}
+
+// WithPolicyVerdicts returns a copy whose policies policy.Resolve takes as
+// v judged them (see policy.Verdicts), so that a request does not validate
+// them again.
+func (s *Sources) WithPolicyVerdicts(v policy.Verdicts) *Sources {
+	c := *s
+	c.verdicts = v
+	return &c
+}
+
+// PolicyVerdict is the verdict of the policy verdicts given to
+// WithPolicyVerdicts; none is known without them.
+func (s *Sources) PolicyVerdict(uid types.UID, generation int64) (valid, known bool) {
+	if s.verdicts == nil {
+		return false, false
+	}
+	return s.verdicts.PolicyVerdict(uid, generation)
 }
 
 func (s *Sources) isSynced() bool { return s.synced == nil || s.synced() }

@@ -2,6 +2,7 @@ package policy
 
 import (
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
 )
@@ -16,6 +17,15 @@ type Lister interface {
 	SpreadPolicies(namespace string) ([]*v1alpha1.SpreadPolicy, error)
 	// ClusterSpreadPolicies returns every ClusterSpreadPolicy.
 	ClusterSpreadPolicies() ([]*v1alpha1.ClusterSpreadPolicy, error)
+}
+
+// Verdicts is implemented by a Lister whose policies were validated as
+// they entered its cache (cache.PolicyWatcher, through lookup.Sources):
+// Resolve then reads the verdict on a policy instead of validating it on
+// every request. known is false for a policy, or a generation of it, not
+// validated yet; Resolve validates that one itself.
+type Verdicts interface {
+	PolicyVerdict(uid types.UID, generation int64) (valid, known bool)
 }
 
 // SliceLister is a Lister over plain slices: the kubectl plugin's snapshot

@@ -9,6 +9,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
@@ -46,6 +47,8 @@ type candidate struct {
 	namespaced bool
 	spec       *v1alpha1.PolicySpec
 	nsSelector *metav1.LabelSelector // cluster policies only
+	uid        types.UID
+	generation int64
 	validate   func() field.ErrorList
 }
 
@@ -69,12 +72,13 @@ func Resolve(pod *v1.Pod, l Lister) (*Applied, error) {
 
 	nsLabels := namespaceLabels{name: pod.Namespace, lister: l}
 	podLabels := labels.Set(pod.Labels)
+	verdicts, _ := l.(Verdicts)
 	for _, c := range cands {
 		matched, selErrs, err := c.matches(podLabels, &nsLabels)
 		if err != nil {
 			return nil, err
 		}
-		if selErrs != nil || !matched || len(c.validate()) > 0 {
+		if selErrs != nil || !matched || !c.valid(verdicts) {
 			continue
 		}
 		return c.applied(), nil
@@ -110,7 +114,7 @@ func appendCandidates[P any](out []candidate, ps []*P, candidateOf func(*P) cand
 func spreadPolicyCandidate(p *v1alpha1.SpreadPolicy) candidate {
 	return candidate{
 		kind: v1alpha1.KindSpreadPolicy, name: p.Name, annotation: p.Namespace + "/" + p.Name,
-		spec: &p.Spec, namespaced: true,
+		spec: &p.Spec, namespaced: true, uid: p.UID, generation: p.Generation,
 		validate: func() field.ErrorList { return ValidateSpreadPolicy(p) },
 	}
 }
@@ -118,9 +122,22 @@ func spreadPolicyCandidate(p *v1alpha1.SpreadPolicy) candidate {
 func clusterSpreadPolicyCandidate(p *v1alpha1.ClusterSpreadPolicy) candidate {
 	return candidate{
 		kind: v1alpha1.KindClusterSpreadPolicy, name: p.Name, annotation: p.Name,
-		spec: &p.Spec.PolicySpec, nsSelector: p.Spec.NamespaceSelector,
+		spec: &p.Spec.PolicySpec, nsSelector: p.Spec.NamespaceSelector, uid: p.UID, generation: p.Generation,
 		validate: func() field.ErrorList { return ValidateClusterSpreadPolicy(p) },
 	}
+}
+
+// valid reports whether the candidate passes validation: the verdict
+// reached when it entered the cache, when v has one for this generation;
+// otherwise validating it now. An object without uid or generation (a
+// file, a test) is always validated.
+func (c candidate) valid(v Verdicts) bool {
+	if v != nil && c.uid != "" && c.generation != 0 {
+		if valid, known := v.PolicyVerdict(c.uid, c.generation); known {
+			return valid
+		}
+	}
+	return len(c.validate()) == 0
 }
 
 // rank orders candidates: highest priority first, then SpreadPolicy before

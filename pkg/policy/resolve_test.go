@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
 	"github.com/spreadguard/spreadguard/pkg/policy"
@@ -336,3 +337,62 @@ func TestResolveErrors(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// verdictLister is a Lister that knows a verdict on each policy uid, at the
+// generation it validated.
+type verdictLister struct {
+	policy.SliceLister
+	verdicts map[types.UID]verdictAt
+}
+
+type verdictAt struct {
+	generation int64
+	valid      bool
+}
+
+func (l verdictLister) PolicyVerdict(uid types.UID, generation int64) (valid, known bool) {
+	v, ok := l.verdicts[uid]
+	if !ok || v.generation != generation {
+		return false, false
+	}
+	return v.valid, true
+}
+
+func TestResolveTakesTheVerdictOfTheGenerationItIsAsked(t *testing.T) {
+	pod := spreadtest.MakePod().Namespace("shop").Name("web-1").Label("app", "web").Obj()
+	withMeta := func(w *pt.SpreadPolicyWrapper, uid types.UID, gen int64) *v1alpha1.SpreadPolicy {
+		p := w.Generation(gen).Obj()
+		p.UID = uid
+		return p
+	}
+	high := withMeta(sp("shop", "high").Priority(5), "uid-high", 2)
+	low := withMeta(sp("shop", "low").Priority(1), "uid-low", 1)
+	// invalid selects the pod, but a maxSkew of 0 fails validation.
+	invalid := withMeta(pt.MakeSpreadPolicy().Namespace("shop").Name("invalid").Priority(9).
+		Constraint(pt.MakeConstraint().Hostname().MaxSkew(0).DoNotSchedule().Obj()), "uid-invalid", 1)
+	tests := []struct {
+		name     string
+		verdicts map[types.UID]verdictAt
+		want     string
+	}{
+		{name: "no verdicts -> each policy validated: the invalid one passed over, high applies", want: "shop/high"},
+		{name: "verdict 'rejected' on high's generation -> high passed over without validating it, low applies",
+			verdicts: map[types.UID]verdictAt{"uid-high": {generation: 2, valid: false}}, want: "shop/low"},
+		{name: "verdict on an older generation of high -> not taken: high validated, and applies",
+			verdicts: map[types.UID]verdictAt{"uid-high": {generation: 1, valid: false}}, want: "shop/high"},
+		{name: "verdict 'accepted' on the invalid policy's generation -> taken, it applies",
+			verdicts: map[types.UID]verdictAt{"uid-invalid": {generation: 1, valid: true}}, want: "shop/invalid"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := verdictLister{SliceLister: policy.SliceLister{Policies: []*v1alpha1.SpreadPolicy{high, low, invalid}}, verdicts: tt.verdicts}
+			got, err := policy.Resolve(pod, l)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.String() != tt.want {
+				t.Errorf("Resolve = %q, want %q", got.String(), tt.want)
+			}
+		})
+	}
+}

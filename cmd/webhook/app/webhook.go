@@ -261,7 +261,7 @@ func Run(ctx context.Context, cfg *Config, opts ...Option) error {
 		return err
 	}
 	sources := lookup.NewSources(mgr.GetCache()).WithFallback(mgr.GetAPIReader(), tracker.Synced).WithServiceIndex(services).
-		WithInformerStores(stores)
+		WithInformerStores(stores).WithPolicyVerdicts(policyWatcher)
 	sourcesFor := func(ctx context.Context) engine.Sources { return sources.WithContext(ctx) }
 	if wrap := o.wrapSources; wrap != nil {
 		sourcesFor = func(ctx context.Context) engine.Sources { return wrap(sources.WithContext(ctx)) }
