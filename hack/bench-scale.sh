@@ -17,7 +17,8 @@
 # /mutate-v1-pod; kept in $OUT/noop-patch.json) and starts a second
 # noopwebhook that answers every mutating review with that patch.
 # Then it measures bursts of pod creations (BENCH_SCALE_BURST pods from
-# BENCH_SCALE_PARALLEL clients) BENCH_SCALE_ROUNDS times in each of four
+# BENCH_SCALE_PARALLEL clients, or started at BENCH_SCALE_RATE a second
+# whatever the answers, when that is set) BENCH_SCALE_ROUNDS times in each of four
 # modes: no webhook registered (webhook=none), the chart's two webhook
 # configurations pointing at the no-op webhook (webhook=noop), the same
 # pointing at the patching no-op (webhook=noop-patch: the API server applies
@@ -37,7 +38,8 @@
 # collections it completed in each burst (with the median p99 of the rounds
 # in which it collected and of those in which it did not), and, over all
 # rounds pooled, what each webhook adds to webhook=none and the ratios of
-# spreadguard's addition to the no-op's and to the patching no-op's. Last,
+# spreadguard's addition to the no-op's and to the patching no-op's, with
+# the 90% interval of each ratio over the rounds resampled. Last,
 # the webhook's resident memory (VmRSS, VmHWM) and its own decision-time
 # metric.
 #
@@ -80,6 +82,11 @@
 # Environment (defaults in brackets):
 #   BENCH_SCALE_NODES [5000]  BENCH_SCALE_PODS_PER_NODE [30]
 #   BENCH_SCALE_BURST [1000]  BENCH_SCALE_PARALLEL [8]  BENCH_SCALE_ROUNDS [5]
+#   BENCH_SCALE_RATE [unset]  creates started per second in the four modes'
+#                            bursts (an open loop, as users' creates arrive),
+#                            in place of BENCH_SCALE_PARALLEL clients, which
+#                            keep the API server saturated: what a create
+#                            waits then is mostly the queue the clients fill
 #   BENCH_SCALE_DRY_RUN [1]   BENCH_SCALE_WORKERS [32] BENCH_SCALE_QPS [2000]
 #   BENCH_SCALE_SETTLE_TIMEOUT [30m]  how long to wait for kwok to mark every pod Running
 #   BENCH_SCALE_ETCD_QUOTA [8589934592]  etcd's backend quota in bytes
@@ -109,6 +116,9 @@ NODES=${BENCH_SCALE_NODES:-5000}
 PODS_PER_NODE=${BENCH_SCALE_PODS_PER_NODE:-30}
 BURST=${BENCH_SCALE_BURST:-1000}
 PARALLEL=${BENCH_SCALE_PARALLEL:-8}
+RATE=${BENCH_SCALE_RATE:-}
+LOAD=${RATE:+$RATE/s, open loop}
+LOAD=${LOAD:-$PARALLEL parallel}
 ROUNDS=${BENCH_SCALE_ROUNDS:-5}
 DRY_RUN=${BENCH_SCALE_DRY_RUN:-1}
 WORKERS=${BENCH_SCALE_WORKERS:-32}
@@ -385,8 +395,9 @@ decisions() {
 # its line goes to FILE (default $OUT/bursts.jsonl).
 burst() {
   local mode=$1 file=${2:-$OUT/bursts.jsonl} expect=none
-  local args=(--nodes "$NODES" --pods-per-node "$PODS_PER_NODE" --pods "$BURST" --parallel "$PARALLEL" --tag "webhook=$mode"
+  local args=(--nodes "$NODES" --pods-per-node "$PODS_PER_NODE" --pods "$BURST" --tag "webhook=$mode"
     --apiserver-webhook-calls)
+  if [[ -n $RATE ]]; then args+=(--rate "$RATE"); else args+=(--parallel "$PARALLEL"); fi
   case $mode in
     noop) args+=(--metrics-url "$NOOP_METRICS_URL" --handshakes-metric noopwebhook_tls_handshakes_total) ;;
     noop-patch)
@@ -523,7 +534,7 @@ main() {
   for r in $(seq 1 "$ROUNDS"); do
     for i in "${!modes[@]}"; do
       local mode=${modes[(r - 1 + i) % ${#modes[@]}]}
-      log "round $r/$ROUNDS: $BURST creates, $PARALLEL parallel, webhook=$mode"
+      log "round $r/$ROUNDS: $BURST creates, $LOAD, webhook=$mode"
       unregister
       if [[ $mode != none ]]; then register "$mode"; fi
       burst "$mode"

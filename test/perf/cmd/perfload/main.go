@@ -165,6 +165,7 @@ func run(ctx context.Context, args []string) error {
 		var b burstOptions
 		fs.IntVar(&b.pods, "pods", 1000, "pods to create")
 		fs.IntVar(&b.parallel, "parallel", 8, "clients creating at once")
+		fs.Float64Var(&b.rate, "rate", 0, "creates started per second, each without waiting for the others (an open loop); when set, --parallel is not used")
 		fs.BoolVar(&b.dryRun, "dry-run", false, "create with dryRun=All: admitted, not stored")
 		fs.StringVar(&b.label, "label", "spreadguard.io/perf-burst=1", "key=value label on every burst pod, to delete them later")
 		fs.StringVar(&b.tag, "tag", "", "copied into the result line, to tell runs apart")
@@ -175,6 +176,9 @@ func run(ctx context.Context, args []string) error {
 		fs.BoolVar(&b.apiserverCalls, "apiserver-webhook-calls", false, "report kube-apiserver's mean webhook call time during the burst (its /metrics)")
 		if err := fs.Parse(args[1:]); err != nil {
 			return err
+		}
+		if b.rate < 0 || math.IsNaN(b.rate) || math.IsInf(b.rate, 0) {
+			return fmt.Errorf("--rate %v: want creates per second, or 0 for --parallel clients", b.rate)
 		}
 		return burst(ctx, &o, &b)
 	case "mutate-patch":
@@ -225,6 +229,28 @@ func forEach(ctx context.Context, workers, n int, fn func(ctx context.Context, i
 	}
 	wg.Wait()
 	return context.Cause(ctx)
+}
+
+// paced runs fn(i) for i in [0, n), starting the i-th at i/rate seconds
+// after the first whatever the others' progress, and waits for all of them.
+// It is an open loop, as users' creates are: with a fixed number of clients
+// a slow answer holds back the next request, so the latency measured at
+// saturation is mostly the queue that the clients themselves keep full.
+func paced(ctx context.Context, rate float64, n int, fn func(ctx context.Context, i int) error) {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	start := time.Now()
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for i := range n {
+		timer.Reset(time.Until(start.Add(time.Duration(float64(i) / rate * float64(time.Second)))))
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+		}
+		wg.Go(func() { _ = fn(ctx, i) })
+	}
 }
 
 // create creates obj, leaving an existing one alone; it returns the stored
@@ -426,9 +452,11 @@ func waitFor(ctx context.Context, timeout time.Duration, cond func() error) erro
 type burstOptions struct {
 	pods     int
 	parallel int
-	dryRun   bool
-	label    string
-	tag      string
+	// rate, when above 0, paces the creates instead of parallel.
+	rate   float64
+	dryRun bool
+	label  string
+	tag    string
 	// expectMutated is "all", "none" or "" (no check).
 	expectMutated string
 	// metricsURL and handshakesMetric name the counter of TLS handshakes of
@@ -444,9 +472,12 @@ type burstOptions struct {
 
 // burstResult is what burst prints.
 type burstResult struct {
-	Tag        string  `json:"tag,omitempty"`
-	Pods       int     `json:"pods"`
-	Parallel   int     `json:"parallel"`
+	Tag      string `json:"tag,omitempty"`
+	Pods     int    `json:"pods"`
+	Parallel int    `json:"parallel"`
+	// Rate is the creates started per second, for a burst paced by --rate;
+	// Parallel is then 0.
+	Rate       float64 `json:"ratePerSecond,omitempty"`
 	DryRun     bool    `json:"dryRun"`
 	Errors     int     `json:"errors"`
 	FirstError string  `json:"firstError,omitempty"`
@@ -533,7 +564,7 @@ func burst(ctx context.Context, o *options, b *burstOptions) error {
 	var errs, mutated, otherConstraints atomic.Int64
 	var firstErr atomic.Value
 	start := time.Now()
-	_ = forEach(ctx, b.parallel, b.pods, func(ctx context.Context, k int) error {
+	createOne := func(ctx context.Context, k int) error {
 		p := pods[k]
 		t0 := time.Now()
 		err := cl.Create(ctx, p, opts...)
@@ -550,7 +581,14 @@ func burst(ctx context.Context, o *options, b *burstOptions) error {
 			otherConstraints.Add(1)
 		}
 		return nil
-	})
+	}
+	parallel := b.parallel
+	if b.rate > 0 {
+		parallel = 0
+		paced(ctx, b.rate, b.pods, createOne)
+	} else {
+		_ = forEach(ctx, b.parallel, b.pods, createOne)
+	}
 	elapsed := time.Since(start)
 	ms := make([]float64, len(latencies))
 	for i, l := range latencies {
@@ -558,7 +596,7 @@ func burst(ctx context.Context, o *options, b *burstOptions) error {
 		ms[i] = math.Round(float64(l)/float64(time.Microsecond)) / 1000
 	}
 	slices.Sort(ms)
-	res := burstResult{Tag: b.tag, Pods: b.pods, Parallel: b.parallel, DryRun: b.dryRun, Errors: int(errs.Load()), Mutated: int(mutated.Load()),
+	res := burstResult{Tag: b.tag, Pods: b.pods, Parallel: parallel, Rate: b.rate, DryRun: b.dryRun, Errors: int(errs.Load()), Mutated: int(mutated.Load()),
 		P50: percentile(ms, 0.5), P90: percentile(ms, 0.9), P99: percentile(ms, 0.99), P999: percentile(ms, 0.999), Max: percentile(ms, 1),
 		PerSecond: float64(b.pods) / elapsed.Seconds(), LatenciesMs: ms}
 	if calls != nil {

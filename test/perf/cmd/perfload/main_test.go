@@ -1,8 +1,11 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -65,4 +68,40 @@ func jsonSize(t *testing.T, p *v1.Pod) int {
 		t.Fatal(err)
 	}
 	return len(b)
+}
+
+func TestPacedStartsEachCreateOnTimeWithoutWaitingForTheOthers(t *testing.T) {
+	const n, rate = 20, 1000.0
+	var started atomic.Int64
+	allStarted := make(chan struct{})
+	starts := make([]time.Time, n)
+	begin := time.Now()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		paced(t.Context(), rate, n, func(ctx context.Context, i int) error {
+			starts[i] = time.Now()
+			if started.Add(1) == n {
+				close(allStarted)
+			}
+			// Each create answers only once every create has started: paced
+			// that waited for one before starting the next would never end.
+			select {
+			case <-allStarted:
+			case <-time.After(10 * time.Second):
+				t.Errorf("create %d: not every create started within 10s of it", i)
+			}
+			return nil
+		})
+	}()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("paced did not return within 20s")
+	}
+	for i, s := range starts {
+		if due := begin.Add(time.Duration(float64(i) / rate * float64(time.Second))); s.Before(due) {
+			t.Errorf("create %d started %v before its time", i, due.Sub(s))
+		}
+	}
 }

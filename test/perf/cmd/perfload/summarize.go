@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/rand/v2"
 	"os"
 	"slices"
 	"strconv"
@@ -85,8 +86,8 @@ func writeSummary(w io.Writer, results []burstResult) {
 		for _, r := range rs {
 			errs += r.Errors
 		}
-		fmt.Fprintf(w, "%s: %d rounds of %d creates, %d parallel, dry-run %t, %d errors\n",
-			tag, len(rs), rs[0].Pods, rs[0].Parallel, rs[0].DryRun, errs)
+		fmt.Fprintf(w, "%s: %d rounds of %d creates, %s, dry-run %t, %d errors\n",
+			tag, len(rs), rs[0].Pods, rs[0].load(), rs[0].DryRun, errs)
 		for _, f := range figures {
 			v := make([]float64, len(rs))
 			for i, r := range rs {
@@ -173,7 +174,79 @@ func writeSummary(w io.Writer, results []burstResult) {
 			fmt.Fprintf(w, "  %s %.2fx", name, r)
 		}
 		fmt.Fprintln(w)
+		if iv, ok := ratioInterval(byTag[tagSpreadguard], byTag[b.tag], byTag[tagNone], []float64{0.5, 0.99}); ok {
+			fmt.Fprintf(w, "  %d%% interval, rounds resampled %d times: p50 %s  p99 %s\n",
+				int(math.Round(100*(1-2*intervalTail))), resamples, iv[0], iv[1])
+		}
 	}
+}
+
+// The bootstrap of ratioInterval: how many resamples, and the share of them
+// left out at each end.
+const (
+	resamples    = 1000
+	intervalTail = 0.05
+)
+
+// ratioInterval is how far the pooled ratio of spreadguard's added latency
+// to a baseline's, at each quantile of qs, moves when the rounds are drawn
+// again: the 5th and 95th percentile of the ratio over resamples bootstrap
+// resamples, each of which draws as many rounds as the run had, with
+// replacement, and pools them. It draws round numbers, not creates, and
+// takes the same round of every mode, because a round's creates share the
+// machine's state of the moment and the modes of one round ran one after
+// the other. A resample in which the baseline adds nothing has no ratio;
+// the interval says how many had none. The seed is fixed, so the summary of
+// a file is always the same. It is not defined (false) with fewer than
+// three rounds.
+func ratioInterval(sg, baseline, none []burstResult, qs []float64) ([]string, bool) {
+	n := min(len(sg), len(baseline), len(none))
+	if n < 3 {
+		return nil, false
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	ratios := make([][]float64, len(qs))
+	draw := make([]int, n)
+	pooled := func(rs []burstResult) []float64 {
+		var all []float64
+		for _, i := range draw {
+			all = append(all, rs[i].LatenciesMs...)
+		}
+		slices.Sort(all)
+		return all
+	}
+	for range resamples {
+		for i := range draw {
+			draw[i] = rng.IntN(n)
+		}
+		s, b, z := pooled(sg), pooled(baseline), pooled(none)
+		for j, q := range qs {
+			if r, ok := addedRatio(percentile(s, q), percentile(b, q), percentile(z, q)); ok {
+				ratios[j] = append(ratios[j], r)
+			}
+		}
+	}
+	out := make([]string, len(qs))
+	for j, r := range ratios {
+		if len(r) == 0 {
+			out[j] = "n/a (no resample with a ratio)"
+			continue
+		}
+		slices.Sort(r)
+		out[j] = fmt.Sprintf("%.2fx .. %.2fx", percentile(r, intervalTail), percentile(r, 1-intervalTail))
+		if undefined := resamples - len(r); undefined > 0 {
+			out[j] += fmt.Sprintf(" (%d without a ratio)", undefined)
+		}
+	}
+	return out, true
+}
+
+// load says how the burst's creates were started.
+func (r burstResult) load() string {
+	if r.Rate > 0 {
+		return fmt.Sprintf("%g/s (open loop)", r.Rate)
+	}
+	return fmt.Sprintf("%d parallel", r.Parallel)
 }
 
 // writeWebhookProcess prints, for rounds that counted them, how long

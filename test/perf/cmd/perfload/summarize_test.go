@@ -75,6 +75,9 @@ func aRound(tag string, latencies ...float64) *round {
 
 func (b *round) handshakes(n int64) *round { b.r.Handshakes = &n; return b }
 
+// rate makes the round one paced at perSecond creates a second.
+func (b *round) rate(perSecond float64) *round { b.r.Parallel, b.r.Rate = 0, perSecond; return b }
+
 // webhook records the webhook's CPU seconds and garbage collections during
 // the round.
 func (b *round) webhook(cpuSeconds float64, gcCycles int64) *round {
@@ -195,6 +198,34 @@ func TestWriteSummary(t *testing.T) {
 			name:         "rounds without the webhook's counters print none of them",
 			rounds:       []*round{aRound(tagNoop, 1, 2).handshakes(1)},
 			wantNoPrefix: []string{"  webhook ", "  GC cycles"},
+		},
+		{
+			name: "bursts paced by a rate say so in place of their clients",
+			rounds: []*round{
+				aRound(tagNone, 1, 2).rate(40),
+				aRound(tagSpreadguard, 2, 3).rate(40),
+			},
+			want: []string{"webhook=spreadguard: 1 rounds of 2 creates, 40/s (open loop), dry-run true, 0 errors"},
+		},
+		{
+			name: "three rounds or more give the ratio an interval over resampled rounds",
+			rounds: []*round{
+				aRound(tagNone, 1, 2, 3, 4), aRound(tagNoop, 3, 4, 5, 6), aRound(tagSpreadguard, 5, 6, 7, 8),
+				aRound(tagNone, 1, 2, 3, 4), aRound(tagNoop, 3, 4, 5, 6), aRound(tagSpreadguard, 5, 6, 7, 8),
+				aRound(tagNone, 1, 2, 3, 4), aRound(tagNoop, 3, 4, 5, 6), aRound(tagSpreadguard, 5, 6, 7, 8),
+			},
+			want: []string{
+				"spreadguard / no-op, of the added latency (pooled):  p50 2.00x  p99 2.00x  p99.9 2.00x",
+				"  90% interval, rounds resampled 1000 times: p50 2.00x .. 2.00x  p99 2.00x .. 2.00x",
+			},
+		},
+		{
+			name: "two rounds are too few for an interval",
+			rounds: []*round{
+				aRound(tagNone, 1, 2), aRound(tagNoop, 2, 3), aRound(tagSpreadguard, 3, 4),
+				aRound(tagNone, 1, 2), aRound(tagNoop, 2, 3), aRound(tagSpreadguard, 3, 4),
+			},
+			wantNoPrefix: []string{"  90% interval"},
 		},
 		{
 			name:         "without the none mode there is no addition to print",
@@ -389,6 +420,61 @@ func TestPairedAdded(t *testing.T) {
 			got := pairedAdded(results(tt.mode), results(tt.none), p50)
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("pairedAdded (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestRatioInterval(t *testing.T) {
+	// Rounds of one create each: every mode's pooled p50 is then the median
+	// of the rounds drawn.
+	rounds := func(tag string, latencies ...float64) []burstResult {
+		var rs []*round
+		for _, l := range latencies {
+			rs = append(rs, aRound(tag, l))
+		}
+		return results(rs)
+	}
+	tests := []struct {
+		name               string
+		sg, baseline, none []burstResult
+		want               string
+		wantOK             bool
+	}{
+		{
+			name: "rounds that agree give a point: spreadguard adds 3 ms, the no-op 2, in every round -> 1.50x",
+			sg:   rounds(tagSpreadguard, 4, 4, 4, 4), baseline: rounds(tagNoop, 3, 3, 3, 3), none: rounds(tagNone, 1, 1, 1, 1),
+			want: "1.50x .. 1.50x", wantOK: true,
+		},
+		{
+			name: "one slow spreadguard round of five widens the interval above the point, never below",
+			sg:   rounds(tagSpreadguard, 4, 4, 4, 4, 9), baseline: rounds(tagNoop, 3, 3, 3, 3, 3), none: rounds(tagNone, 1, 1, 1, 1, 1),
+			want: "1.50x .. 4.00x", wantOK: true,
+		},
+		{
+			name: "resamples in which the no-op adds nothing are counted, not given a ratio",
+			sg:   rounds(tagSpreadguard, 4, 4, 4), baseline: rounds(tagNoop, 3, 1, 1), none: rounds(tagNone, 1, 1, 1),
+			wantOK: true,
+		},
+		{
+			name: "two rounds are too few",
+			sg:   rounds(tagSpreadguard, 4, 4), baseline: rounds(tagNoop, 3, 3), none: rounds(tagNone, 1, 1),
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := ratioInterval(tt.sg, tt.baseline, tt.none, []float64{0.5})
+			if ok != tt.wantOK {
+				t.Fatalf("ratioInterval defined = %t, want %t", ok, tt.wantOK)
+			}
+			if !ok {
+				return
+			}
+			if tt.want != "" && got[0] != tt.want {
+				t.Errorf("ratioInterval = %q, want %q", got[0], tt.want)
+			}
+			if tt.want == "" && !strings.Contains(got[0], "without a ratio") {
+				t.Errorf("ratioInterval = %q, want it to count the resamples without a ratio", got[0])
 			}
 		})
 	}
