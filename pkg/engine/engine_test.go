@@ -151,6 +151,12 @@ func TestMutate(t *testing.T) {
 			wantPolicy:   "shop/zones",
 		},
 		{
+			name:         "a pod with annotations of its own gets the policy annotation in a map of the copy's, its own map unchanged",
+			pod:          webPod().Annotation("team", "shop").Obj(),
+			wantInjected: injected,
+			wantPolicy:   "shop/zones",
+		},
+		{
 			name:        "a pod that declares its own constraint is left as it is",
 			pod:         webPod().SpreadConstraint(spreadtest.Constraint(2, v1.LabelHostname).ScheduleAnyway().MatchLabel("app", "web").Obj()).Obj(),
 			wantSkipped: engine.SkipOwnConstraints,
