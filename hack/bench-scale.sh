@@ -107,6 +107,16 @@
 #                            GOGC and GOMEMLIMIT of spreadguard-webhook alone
 #                            (the chart's goRuntime.gogc and goRuntime.memoryLimit)
 #   BENCH_SCALE_REPLICAS [2]  BENCH_SCALE_HOST_IP [the first non-loopback IPv4 address]  for replicas
+#   BENCH_SCALE_REPLICA_CPU [unset]  for replicas: each replica's CPU limit, in
+#                            millicores ("100m") or whole cores ("1"), enforced
+#                            as the kubelet enforces a container's
+#                            limits.cpu: a CFS quota per 100 ms on a cgroup of
+#                            its own (cgroup v2 cpu.max, or v1
+#                            cpu.cfs_quota_us; needs a writable cpu
+#                            controller), from when the replica is ready
+#                            (its caches' first sync runs unlimited). With
+#                            it the replicas, not kube-apiserver, can be
+#                            the limit of the throughput on a small machine.
 #   BENCH_SCALE_OUT, BIN, and those of hack/local-cluster.sh
 set -euo pipefail
 
@@ -594,7 +604,13 @@ REPLICA_PORTS=()
 REPLICA_METRICS=()
 REPLICA_READY=()
 REPLICA_RSS=()
+REPLICA_CGROUPS=()
 HOST_IP=
+# REPLICA_CPU_QUOTA is each replica's CFS quota in microseconds per 100 ms
+# period, from BENCH_SCALE_REPLICA_CPU; empty for no limit.
+REPLICA_CPU_QUOTA=
+CPU_CGROUP_VERSION=
+CPU_CGROUP_ROOT=
 
 # replicas_cleanup stops the replicas, keeps their logs, then cleans up as
 # the other commands do.
@@ -605,6 +621,9 @@ replicas_cleanup() {
     kill -TERM "$pid" 2>/dev/null || true
     wait "$pid" 2>/dev/null || true
     if [[ -n $DIR && -f $DIR/replica-$i.log ]]; then cp "$DIR/replica-$i.log" "$OUT/" 2>/dev/null || true; fi
+  done
+  for i in "${!REPLICA_CGROUPS[@]}"; do
+    rmdir "${REPLICA_CGROUPS[i]}" 2>/dev/null || true
   done
   # cleanup reads the exit status from $?; a function sets it without the
   # subshell of (exit), which would run this trap again.
@@ -627,6 +646,59 @@ replicas_host_ip() {
     done
   fi
   [[ -n $HOST_IP ]] || die "found no IPv4 address of this host outside 127.0.0.0/8; name one with BENCH_SCALE_HOST_IP"
+}
+
+# replicas_cpu_limit reads BENCH_SCALE_REPLICA_CPU into REPLICA_CPU_QUOTA
+# and finds where to make the replicas' cgroups: cgroup v2's root when it
+# hands the cpu controller to its children, else the hierarchy of cgroup
+# v1's cpu controller.
+replicas_cpu_limit() {
+  local limit=${BENCH_SCALE_REPLICA_CPU:-} millicores
+  [[ -n $limit ]] || return 0
+  if [[ $limit =~ ^([1-9][0-9]*)m$ ]]; then
+    millicores=${BASH_REMATCH[1]}
+  elif [[ $limit =~ ^[1-9][0-9]*$ ]]; then
+    millicores=$((limit * 1000))
+  else
+    die "BENCH_SCALE_REPLICA_CPU=$limit: want millicores (\"250m\") or whole cores (\"1\")"
+  fi
+  # The kubelet's conversion (MilliCPUToQuota): quota = millicores x period / 1000.
+  REPLICA_CPU_QUOTA=$((millicores * 100))
+  ((REPLICA_CPU_QUOTA >= 1000)) || die "BENCH_SCALE_REPLICA_CPU=$limit: at least 10m, the kernel's smallest quota of 1 ms per period"
+  if [[ -w /sys/fs/cgroup/cgroup.subtree_control ]] && grep -qw cpu /sys/fs/cgroup/cgroup.subtree_control; then
+    CPU_CGROUP_VERSION=2 CPU_CGROUP_ROOT=/sys/fs/cgroup
+  else
+    CPU_CGROUP_VERSION=1
+    CPU_CGROUP_ROOT=$(awk '$3 == "cgroup" && $4 ~ /(^|,)cpu(,|$)/ { print $2; exit }' /proc/mounts)
+    [[ -n $CPU_CGROUP_ROOT && -w $CPU_CGROUP_ROOT/cpu.cfs_quota_us ]] ||
+      die "BENCH_SCALE_REPLICA_CPU needs a writable cgroup cpu controller (cgroup v2 with cpu in /sys/fs/cgroup/cgroup.subtree_control, or a v1 cpu hierarchy): found neither; run as root, or leave it unset"
+  fi
+}
+
+# replica_cgroup I makes replica I's cgroup with REPLICA_CPU_QUOTA and
+# prints its directory.
+replica_cgroup() {
+  local cg=$CPU_CGROUP_ROOT/spreadguard-bench-$$-replica-$1
+  mkdir "$cg" || die "cannot make the cgroup $cg"
+  if [[ $CPU_CGROUP_VERSION == 2 ]]; then
+    echo "$REPLICA_CPU_QUOTA 100000" >"$cg/cpu.max"
+  else
+    echo 100000 >"$cg/cpu.cfs_period_us"
+    echo "$REPLICA_CPU_QUOTA" >"$cg/cpu.cfs_quota_us"
+  fi
+  echo "$cg"
+}
+
+# throttled I prints how many CFS periods replica I's cgroup had and in how
+# many it was throttled, "periods throttled" (cpu.stat's nr_periods and
+# nr_throttled, in cgroup v1 and v2 alike); "0 0" without a limit.
+throttled() {
+  local cg=${REPLICA_CGROUPS[$1]:-}
+  if [[ -z $cg ]]; then
+    echo "0 0"
+    return
+  fi
+  awk '$1 == "nr_periods" { p = $2 } $1 == "nr_throttled" { t = $2 } END { print p + 0, t + 0 }' "$cg/cpu.stat"
 }
 
 # replicas_certs reissues the serving certificate for the Service's name too.
@@ -787,6 +859,14 @@ start_replica() {
   REPLICA_READY[i]=$((SECONDS - start))
   REPLICA_RSS[i]=$(rss "${REPLICA_PIDS[i]}")
   log "replica $i (pid ${REPLICA_PIDS[i]}, $HOST_IP:$port) ready after ${REPLICA_READY[i]}s: ${REPLICA_RSS[i]}"
+  if [[ -n $REPLICA_CPU_QUOTA ]]; then
+    # Limited once ready, so that its caches' first list (tens of seconds of
+    # CPU at 5,000 nodes) does not stretch each start; writing the process
+    # to cgroup.procs moves all its threads.
+    REPLICA_CGROUPS[i]=$(replica_cgroup "$i")
+    echo "${REPLICA_PIDS[i]}" >"${REPLICA_CGROUPS[i]}/cgroup.procs"
+    log "replica $i limited to $BENCH_SCALE_REPLICA_CPU of CPU (${REPLICA_CGROUPS[i]})"
+  fi
 }
 
 # replicas_bursts N measures BENCH_SCALE_ROUNDS bursts with replicas 1..N
@@ -794,7 +874,7 @@ start_replica() {
 # handshakes it began, its CPU time per review and its memory.
 replicas_bursts() {
   local n=$1 i r ns=0 t0 args
-  local -a reviews0 cpu0 hs0
+  local -a reviews0 cpu0 hs0 throttled0
   args=(--nodes "$NODES" --pods-per-node "$PODS_PER_NODE" --pods "$BURST" --parallel "$PARALLEL"
     --tag "replicas=$n" --expect-mutated all)
   [[ $DRY_RUN == 1 ]] && args+=(--dry-run)
@@ -802,6 +882,7 @@ replicas_bursts() {
     reviews0[i]=$(reviews "$i")
     hs0[i]=$(replica_counter "$i" spreadguard_webhook_tls_handshakes_total)
     cpu0[i]=$(cpu_ticks "${REPLICA_PIDS[i]}")
+    throttled0[i]=$(throttled "$i")
   done
   for r in $(seq 1 "$ROUNDS"); do
     log "replicas=$n, round $r/$ROUNDS: $BURST creates, $PARALLEL parallel"
@@ -826,9 +907,15 @@ replicas_bursts() {
     cpu=$((now - cpu0[i]))
     now=$(replica_counter "$i" spreadguard_webhook_tls_handshakes_total)
     hs=$((now - hs0[i]))
-    awk -v i="$i" -v d="${d[i]}" -v t="$total" -v ns="$ns" -v cpu="$cpu" -v tck="$tck" -v hs="$hs" -v mem="$(rss "${REPLICA_PIDS[i]}")" 'BEGIN {
-      printf "  replica %d: %d reviews (%.1f%%), %.0f reviews/s over the bursts, %d TLS handshakes, CPU %.0f ms = %.3f ms per review, %s\n",
-        i, d, t ? 100 * d / t : 0, ns ? d / (ns / 1e9) : 0, hs, 1000 * cpu / tck, d ? 1000 * cpu / tck / d : 0, mem }'
+    awk -v i="$i" -v d="${d[i]}" -v t="$total" -v ns="$ns" -v cpu="$cpu" -v tck="$tck" -v hs="$hs" -v mem="$(rss "${REPLICA_PIDS[i]}")" \
+      -v th0="${throttled0[i]}" -v th="$(throttled "$i")" -v limited="${REPLICA_CGROUPS[i]:+1}" 'BEGIN {
+      printf "  replica %d: %d reviews (%.1f%%), %.0f reviews/s over the bursts, %d TLS handshakes, CPU %.0f ms = %.3f ms per review, %s",
+        i, d, t ? 100 * d / t : 0, ns ? d / (ns / 1e9) : 0, hs, 1000 * cpu / tck, d ? 1000 * cpu / tck / d : 0, mem
+      if (limited) {
+        split(th0, a, " "); split(th, b, " ")
+        printf ", throttled in %d of %d CFS periods", b[2] - a[2], b[1] - a[1]
+      }
+      printf "\n" }'
   done
 }
 
@@ -838,6 +925,7 @@ replicas_main() {
   [[ $replicas =~ ^[1-9][0-9]*$ ]] || die "BENCH_SCALE_REPLICAS must be a number of at least 1"
   preflight
   replicas_host_ip
+  replicas_cpu_limit
   mkdir -p "$OUT"
   : >"$OUT/bursts.jsonl"
   DIR=$(mktemp -d "${TMPDIR:-/tmp}/spreadguard-bench-replicas.XXXXXX")
@@ -876,7 +964,7 @@ replicas_main() {
     echo "spreadguard bench-scale replicas, $(date -u +%FT%TZ), commit $COMMIT"
     echo "machine: $(nproc) CPUs, $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1), load average $(cut -d' ' -f1-3 /proc/loadavg)"
     echo "cluster: $NODES nodes, $((NODES * PODS_PER_NODE)) $POD_SIZE pods + the local cluster's own; filled in ${fill_seconds}s, kwok settled: $settled (${settle_seconds}s, $KWOK_POD_PARALLELISM pods at once)"
-    echo "replicas: on $HOST_IP, behind Service $RELEASE_NAMESPACE/$REPLICA_SERVICE"
+    echo "replicas: on $HOST_IP, behind Service $RELEASE_NAMESPACE/$REPLICA_SERVICE, CPU limit ${BENCH_SCALE_REPLICA_CPU:-none}${REPLICA_CPU_QUOTA:+ (a quota of $REPLICA_CPU_QUOTA µs per 100 ms, cgroup v$CPU_CGROUP_VERSION)}"
     for ((i = 1; i <= replicas; i++)); do
       echo "  replica $i: port ${REPLICA_PORTS[i]}, caches synced ${REPLICA_READY[i]}s after start, then ${REPLICA_RSS[i]}"
     done
