@@ -11,7 +11,6 @@ package engine
 import (
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 
@@ -94,9 +93,7 @@ func (e lookupError) Unwrap() []error { return []error{ErrLookup, e.err} }
 
 // Mutation is the outcome of Mutate.
 type Mutation struct {
-	// Pod is the mutated copy, nil when nothing changes. It shares all but
-	// its annotations and constraints with the pod given to Mutate: neither
-	// may be changed while the other is in use.
+	// Pod is the mutated deep copy, nil when nothing changes.
 	Pod *v1.Pod
 	// Policy is the policy that applies to the pod, if any.
 	Policy *policy.Applied
@@ -162,19 +159,15 @@ func defaults(pod *v1.Pod, src Sources) (*policy.Applied, []v1.TopologySpreadCon
 }
 
 // withDefaults is the mutation that writes injected and the policy
-// annotation into a copy of pod. The copy is shallow: it has a map of
-// annotations of its own and shares every other field with pod, since its
-// readers (the patch, Validate) only read it, and a deep copy of a pod was
-// a fiftieth of a mutating review's CPU.
+// annotation into a copy of pod.
 func withDefaults(pod *v1.Pod, applied *policy.Applied, injected []v1.TopologySpreadConstraint) *Mutation {
-	out := *pod
+	out := pod.DeepCopy()
 	out.Spec.TopologySpreadConstraints = injected
-	out.Annotations = maps.Clone(pod.Annotations)
 	if out.Annotations == nil {
 		out.Annotations = map[string]string{}
 	}
 	out.Annotations[v1alpha1.AnnotationPolicy] = applied.Name
-	return &Mutation{Pod: &out, Policy: applied, Injected: injected}
+	return &Mutation{Pod: out, Policy: applied, Injected: injected}
 }
 
 // reinvoked decides for a pod that carries spreadguard's policy annotation
