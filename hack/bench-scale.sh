@@ -34,9 +34,10 @@
 # latency of a create call (p50/p90/p99/p99.9), the TLS handshakes each
 # webhook began per burst, kube-apiserver's mean time per call of a
 # mutating and of a validating webhook (its own measure, from sending the
-# review to reading the answer), the webhook's CPU time per create and the garbage
-# collections it completed in each burst (with the median p99 of the rounds
-# in which it collected and of those in which it did not), and, over all
+# review to reading the answer), the webhook's CPU time per create, the
+# garbage collections it and kube-apiserver completed in each burst (with,
+# for each, the median p99 of the rounds in which it collected and of those
+# in which it did not), and, over all
 # rounds pooled, what each webhook adds to webhook=none and the ratios of
 # spreadguard's addition to the no-op's and to the patching no-op's, with
 # the 90% interval of each ratio over the rounds resampled. Last,

@@ -173,7 +173,7 @@ func run(ctx context.Context, args []string) error {
 		fs.StringVar(&b.metricsURL, "metrics-url", "", "a webhook's /metrics in the Prometheus text format, read before and after the burst")
 		fs.StringVar(&b.handshakesMetric, "handshakes-metric", "", "the counter of TLS handshakes at --metrics-url; its increase is the burst's handshakes")
 		fs.StringVar(&b.expectConstraints, "expect-constraints", "", "a JSON Patch file: fail unless every pod came back with the topology spread constraints it adds")
-		fs.BoolVar(&b.apiserverCalls, "apiserver-webhook-calls", false, "report kube-apiserver's mean webhook call time during the burst (its /metrics)")
+		fs.BoolVar(&b.apiserverCalls, "apiserver-webhook-calls", false, "report kube-apiserver's mean webhook call time and its garbage collections during the burst (its /metrics)")
 		if err := fs.Parse(args[1:]); err != nil {
 			return err
 		}
@@ -507,6 +507,11 @@ type burstResult struct {
 	// answer, so what a webhook costs apart from the API server's own work.
 	MutatingCallMs   *float64 `json:"mutatingCallMs,omitempty"`
 	ValidatingCallMs *float64 `json:"validatingCallMs,omitempty"`
+	// APIServerGCCycles are the garbage collections kube-apiserver completed
+	// during the burst, with --apiserver-webhook-calls: at 1,000 nodes and
+	// more its heap is several GiB, and a collection of it takes CPU from
+	// every mode's creates alike.
+	APIServerGCCycles *int64 `json:"apiserverGCCycles,omitempty"`
 	// LatenciesMs are every create's latency, in milliseconds, sorted: what
 	// summarize pools over the rounds.
 	LatenciesMs []float64 `json:"latenciesMs,omitempty"`
@@ -605,6 +610,7 @@ func burst(ctx context.Context, o *options, b *burstOptions) error {
 			return err
 		}
 		res.MutatingCallMs, res.ValidatingCallMs = after.meanSince(calls, "admit"), after.meanSince(calls, "validating")
+		res.APIServerGCCycles = after.gcSince(calls)
 	}
 	if before != nil {
 		after, err := readWebhookCounters(ctx, b.metricsURL, b.handshakesMetric)
@@ -657,6 +663,9 @@ func burstPod(ctx context.Context, cl client.Client, c fixture.Cluster, k int, k
 // mutating webhooks, "validating"), summed over the webhooks' names.
 type apiserverCalls struct {
 	seconds, calls map[string]float64
+	// gc is kube-apiserver's count of completed garbage collections
+	// (metricGCCycles), nil when its /metrics has none.
+	gc *float64
 }
 
 const webhookCallMetric = "apiserver_admission_webhook_admission_duration_seconds"
@@ -721,7 +730,20 @@ func parseAPIServerCalls(text string) (*apiserverCalls, error) {
 		}
 		into[typ] += v
 	}
+	if v, err := counterValue(text, metricGCCycles); err == nil {
+		c.gc = &v
+	}
 	return c, nil
+}
+
+// gcSince is how many collections kube-apiserver completed since before;
+// nil when either reading lacks the count.
+func (c *apiserverCalls) gcSince(before *apiserverCalls) *int64 {
+	if c.gc == nil || before.gc == nil {
+		return nil
+	}
+	n := int64(*c.gc - *before.gc)
+	return &n
 }
 
 // meanSince is the mean duration, in milliseconds, of the calls of type typ

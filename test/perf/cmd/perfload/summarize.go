@@ -256,20 +256,9 @@ func (r burstResult) load() string {
 // webhook's collections line up with the slow rounds.
 func writeWebhookProcess(w io.Writer, rs []burstResult) {
 	var cpu []float64
-	var gc strings.Builder
-	var withGC, withoutGC []float64
 	for _, r := range rs {
 		if r.WebhookCPUSeconds != nil && r.Pods > 0 {
 			cpu = append(cpu, *r.WebhookCPUSeconds*1000/float64(r.Pods))
-		}
-		if r.WebhookGCCycles == nil {
-			continue
-		}
-		fmt.Fprintf(&gc, " %d", *r.WebhookGCCycles)
-		if *r.WebhookGCCycles > 0 {
-			withGC = append(withGC, r.P99)
-		} else {
-			withoutGC = append(withoutGC, r.P99)
 		}
 	}
 	if mutating, validating := roundMedian(rs, func(r burstResult) *float64 { return r.MutatingCallMs }),
@@ -281,15 +270,39 @@ func writeWebhookProcess(w io.Writer, rs []burstResult) {
 		slices.Sort(cpu)
 		fmt.Fprintf(w, "  %-10s %9.3f  (%.3f .. %.3f) ms of the webhook's CPU per create\n", "webhook", median(cpu), cpu[0], cpu[len(cpu)-1])
 	}
+	writeCollections(w, rs, "the webhook", func(r burstResult) *int64 { return r.WebhookGCCycles })
+	writeCollections(w, rs, "kube-apiserver", func(r burstResult) *int64 { return r.APIServerGCCycles })
+}
+
+// writeCollections prints the garbage collections that get reads of each
+// round, those of the process called who, and the median p99 of the rounds
+// in which it collected against that of the others: whether its
+// collections line up with the slow rounds. It prints nothing when no round
+// has the count.
+func writeCollections(w io.Writer, rs []burstResult, who string, get func(burstResult) *int64) {
+	var gc strings.Builder
+	var withGC, withoutGC []float64
+	for _, r := range rs {
+		n := get(r)
+		if n == nil {
+			continue
+		}
+		fmt.Fprintf(&gc, " %d", *n)
+		if *n > 0 {
+			withGC = append(withGC, r.P99)
+		} else {
+			withoutGC = append(withoutGC, r.P99)
+		}
+	}
 	if gc.Len() == 0 {
 		return
 	}
-	fmt.Fprintf(w, "  %-10s%s (the webhook's, per round)\n", "GC cycles", gc.String())
+	fmt.Fprintf(w, "  %-10s%s (%s's, per round)\n", "GC cycles", gc.String(), who)
 	if len(withGC) > 0 && len(withoutGC) > 0 {
 		slices.Sort(withGC)
 		slices.Sort(withoutGC)
-		fmt.Fprintf(w, "  p99 ms of the rounds in which the webhook collected: median %.2f (%d rounds); in which it did not: %.2f (%d rounds)\n",
-			median(withGC), len(withGC), median(withoutGC), len(withoutGC))
+		fmt.Fprintf(w, "  p99 ms of the rounds in which %s collected: median %.2f (%d rounds); in which it did not: %.2f (%d rounds)\n",
+			who, median(withGC), len(withGC), median(withoutGC), len(withoutGC))
 	}
 }
 

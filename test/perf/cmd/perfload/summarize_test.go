@@ -75,6 +75,10 @@ func aRound(tag string, latencies ...float64) *round {
 
 func (b *round) handshakes(n int64) *round { b.r.Handshakes = &n; return b }
 
+// apiserverGC records the collections kube-apiserver completed during the
+// round.
+func (b *round) apiserverGC(n int64) *round { b.r.APIServerGCCycles = &n; return b }
+
 // rate makes the round one paced at perSecond creates a second.
 func (b *round) rate(perSecond float64) *round { b.r.Parallel, b.r.Rate = 0, perSecond; return b }
 
@@ -184,6 +188,19 @@ func TestWriteSummary(t *testing.T) {
 				"  GC cycles  0 1 0 2 (the webhook's, per round)",
 				"  p99 ms of the rounds in which the webhook collected: median 35.00 (2 rounds); in which it did not: 5.00 (2 rounds)",
 			},
+		},
+		{
+			name: "kube-apiserver's collections per round, and the p99 of rounds with and without one, beside the webhook's",
+			rounds: []*round{
+				aRound(tagNone, 1, 2, 3, 90).apiserverGC(1),
+				aRound(tagNone, 1, 2, 3, 5).apiserverGC(0),
+				aRound(tagNone, 1, 2, 3, 70).apiserverGC(2),
+			},
+			want: []string{
+				"  GC cycles  1 0 2 (kube-apiserver's, per round)",
+				"  p99 ms of the rounds in which kube-apiserver collected: median 80.00 (2 rounds); in which it did not: 5.00 (1 rounds)",
+			},
+			wantNoPrefix: []string{"  p99 ms of the rounds in which the webhook"},
 		},
 		{
 			name: "a webhook that never collected has no p99 to set apart",
@@ -339,7 +356,7 @@ func TestReadWebhookCounters(t *testing.T) {
 }
 
 func TestAPIServerCalls(t *testing.T) {
-	page := func(mutatingSeconds, mutatingCalls, validatingSeconds, validatingCalls float64) string {
+	page := func(mutatingSeconds, mutatingCalls, validatingSeconds, validatingCalls, gcCycles float64) string {
 		return fmt.Sprintf(`# TYPE apiserver_admission_webhook_admission_duration_seconds histogram
 apiserver_admission_webhook_admission_duration_seconds_bucket{name="pods.mutate.spreadguard.io",operation="CREATE",rejected="false",type="admit",le="0.005"} 3
 apiserver_admission_webhook_admission_duration_seconds_sum{name="pods.mutate.spreadguard.io",operation="CREATE",rejected="false",type="admit"} %g
@@ -349,15 +366,27 @@ apiserver_admission_webhook_admission_duration_seconds_count{name="pods.validate
 apiserver_admission_webhook_admission_duration_seconds_sum{name="pods.validate.spreadguard.io",operation="CREATE",rejected="true",type="validating"} 1
 apiserver_admission_webhook_admission_duration_seconds_count{name="pods.validate.spreadguard.io",operation="CREATE",rejected="true",type="validating"} 2
 apiserver_admission_webhook_admission_duration_seconds_sum_other{type="admit"} 99
-`, mutatingSeconds, mutatingCalls, validatingSeconds, validatingCalls)
+go_gc_duration_seconds_sum 0.25
+go_gc_duration_seconds_count %g
+`, mutatingSeconds, mutatingCalls, validatingSeconds, validatingCalls, gcCycles)
 	}
-	before, err := parseAPIServerCalls(page(1.5, 100, 0.5, 100))
+	before, err := parseAPIServerCalls(page(1.5, 100, 0.5, 100, 40))
 	if err != nil {
 		t.Fatal(err)
 	}
-	after, err := parseAPIServerCalls(page(5.5, 1100, 2.5, 1100))
+	after, err := parseAPIServerCalls(page(5.5, 1100, 2.5, 1100, 43))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if got := after.gcSince(before); got == nil || *got != 3 {
+		t.Errorf("kube-apiserver's collections: from 40 to 43 is 3, got %v", deref(got))
+	}
+	noGC, err := parseAPIServerCalls(webhookCallMetric + `_count{type="admit"} 1` + "\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := after.gcSince(noGC); got != nil {
+		t.Errorf("a /metrics without Go's collector has no count of collections, got %v", *got)
 	}
 	if got := after.meanSince(before, "admit"); got == nil || math.Abs(*got-4) > 1e-9 {
 		t.Errorf("mutating calls: 4 s over 1,000 calls is a mean of 4 ms, got %v", deref(got))
