@@ -207,13 +207,12 @@ func ratioInterval(sg, baseline, none []burstResult, qs []float64) ([]string, bo
 	rng := rand.New(rand.NewPCG(1, 2))
 	ratios := make([][]float64, len(qs))
 	draw := make([]int, n)
+	drawn := make([]burstResult, n)
 	pooled := func(rs []burstResult) []float64 {
-		var all []float64
-		for _, i := range draw {
-			all = append(all, rs[i].LatenciesMs...)
+		for k, i := range draw {
+			drawn[k] = rs[i]
 		}
-		slices.Sort(all)
-		return all
+		return pool(drawn)
 	}
 	for range resamples {
 		for i := range draw {
@@ -251,9 +250,8 @@ func (r burstResult) load() string {
 
 // writeWebhookProcess prints, for rounds that counted them, how long
 // kube-apiserver's calls of the webhooks took, the webhook's CPU time per
-// create and its garbage collections in each round, and the median p99 of
-// the rounds in which it collected against that of the others: whether the
-// webhook's collections line up with the slow rounds.
+// create, and the garbage collections of the webhook and of kube-apiserver
+// (writeCollections).
 func writeWebhookProcess(w io.Writer, rs []burstResult) {
 	var cpu []float64
 	for _, r := range rs {
