@@ -34,8 +34,8 @@
 # latency of a create call (p50/p90/p99/p99.9), the TLS handshakes each
 # webhook began per burst, kube-apiserver's mean time per call of a
 # mutating and of a validating webhook (its own measure, from sending the
-# review to reading the answer), the webhook's CPU time per create, the
-# garbage collections it and kube-apiserver completed in each burst (with,
+# review to reading the answer), the CPU time per create of the webhook and
+# of kube-apiserver, the garbage collections each completed in each burst (with,
 # for each, the median p99 of the rounds in which it collected and of those
 # in which it did not), and, over all
 # rounds pooled, what each webhook adds to webhook=none and the ratios of

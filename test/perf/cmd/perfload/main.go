@@ -173,7 +173,7 @@ func run(ctx context.Context, args []string) error {
 		fs.StringVar(&b.metricsURL, "metrics-url", "", "a webhook's /metrics in the Prometheus text format, read before and after the burst")
 		fs.StringVar(&b.handshakesMetric, "handshakes-metric", "", "the counter of TLS handshakes at --metrics-url; its increase is the burst's handshakes")
 		fs.StringVar(&b.expectConstraints, "expect-constraints", "", "a JSON Patch file: fail unless every pod came back with the topology spread constraints it adds")
-		fs.BoolVar(&b.apiserverCalls, "apiserver-webhook-calls", false, "report kube-apiserver's mean webhook call time and its garbage collections during the burst (its /metrics)")
+		fs.BoolVar(&b.apiserverCalls, "apiserver-webhook-calls", false, "report kube-apiserver's mean webhook call time, its CPU time and its garbage collections during the burst (its /metrics)")
 		if err := fs.Parse(args[1:]); err != nil {
 			return err
 		}
@@ -512,6 +512,9 @@ type burstResult struct {
 	// more its heap is several GiB, and a collection of it takes CPU from
 	// every mode's creates alike.
 	APIServerGCCycles *int64 `json:"apiserverGCCycles,omitempty"`
+	// APIServerCPUSeconds is the CPU time kube-apiserver used during the
+	// burst, with --apiserver-webhook-calls.
+	APIServerCPUSeconds *float64 `json:"apiserverCPUSeconds,omitempty"`
 	// LatenciesMs are every create's latency, in milliseconds, sorted: what
 	// summarize pools over the rounds.
 	LatenciesMs []float64 `json:"latenciesMs,omitempty"`
@@ -610,7 +613,7 @@ func burst(ctx context.Context, o *options, b *burstOptions) error {
 			return err
 		}
 		res.MutatingCallMs, res.ValidatingCallMs = after.meanSince(calls, "admit"), after.meanSince(calls, "validating")
-		res.APIServerGCCycles = after.gcSince(calls)
+		after.processSince(calls, &res)
 	}
 	if before != nil {
 		after, err := readWebhookCounters(ctx, b.metricsURL, b.handshakesMetric)
@@ -663,9 +666,10 @@ func burstPod(ctx context.Context, cl client.Client, c fixture.Cluster, k int, k
 // mutating webhooks, "validating"), summed over the webhooks' names.
 type apiserverCalls struct {
 	seconds, calls map[string]float64
-	// gc is kube-apiserver's count of completed garbage collections
-	// (metricGCCycles), nil when its /metrics has none.
-	gc *float64
+	// gc and cpu are kube-apiserver's count of completed garbage
+	// collections (metricGCCycles) and its CPU seconds (metricCPUSeconds),
+	// nil when its /metrics has none.
+	gc, cpu *float64
 }
 
 const webhookCallMetric = "apiserver_admission_webhook_admission_duration_seconds"
@@ -733,17 +737,23 @@ func parseAPIServerCalls(text string) (*apiserverCalls, error) {
 	if v, err := counterValue(text, metricGCCycles); err == nil {
 		c.gc = &v
 	}
+	if v, err := counterValue(text, metricCPUSeconds); err == nil {
+		c.cpu = &v
+	}
 	return c, nil
 }
 
-// gcSince is how many collections kube-apiserver completed since before;
-// nil when either reading lacks the count.
-func (c *apiserverCalls) gcSince(before *apiserverCalls) *int64 {
-	if c.gc == nil || before.gc == nil {
-		return nil
+// processSince records in res kube-apiserver's collections and CPU
+// seconds since before, those that both readings have.
+func (c *apiserverCalls) processSince(before *apiserverCalls, res *burstResult) {
+	if c.gc != nil && before.gc != nil {
+		n := int64(*c.gc - *before.gc)
+		res.APIServerGCCycles = &n
 	}
-	n := int64(*c.gc - *before.gc)
-	return &n
+	if c.cpu != nil && before.cpu != nil {
+		cpu := *c.cpu - *before.cpu
+		res.APIServerCPUSeconds = &cpu
+	}
 }
 
 // meanSince is the mean duration, in milliseconds, of the calls of type typ

@@ -250,13 +250,17 @@ func (r burstResult) load() string {
 
 // writeWebhookProcess prints, for rounds that counted them, how long
 // kube-apiserver's calls of the webhooks took, the webhook's CPU time per
-// create, and the garbage collections of the webhook and of kube-apiserver
+// create, kube-apiserver's CPU time per create in each round, and the
+// garbage collections of the webhook and of kube-apiserver
 // (writeCollections).
 func writeWebhookProcess(w io.Writer, rs []burstResult) {
-	var cpu []float64
+	var cpu, apiserverCPU []float64
 	for _, r := range rs {
 		if r.WebhookCPUSeconds != nil && r.Pods > 0 {
 			cpu = append(cpu, *r.WebhookCPUSeconds*1000/float64(r.Pods))
+		}
+		if r.APIServerCPUSeconds != nil && r.Pods > 0 {
+			apiserverCPU = append(apiserverCPU, *r.APIServerCPUSeconds*1000/float64(r.Pods))
 		}
 	}
 	if mutating, validating := roundMedian(rs, func(r burstResult) *float64 { return r.MutatingCallMs }),
@@ -267,6 +271,15 @@ func writeWebhookProcess(w io.Writer, rs []burstResult) {
 	if len(cpu) > 0 {
 		slices.Sort(cpu)
 		fmt.Fprintf(w, "  %-10s %9.3f  (%.3f .. %.3f) ms of the webhook's CPU per create\n", "webhook", median(cpu), cpu[0], cpu[len(cpu)-1])
+	}
+	if len(apiserverCPU) > 0 {
+		var b strings.Builder
+		for _, v := range apiserverCPU {
+			fmt.Fprintf(&b, " %.2f", v)
+		}
+		slices.Sort(apiserverCPU)
+		fmt.Fprintf(w, "  %-10s %9.3f  (%.3f .. %.3f) ms of kube-apiserver's CPU per create; per round:%s\n",
+			"apiserver", median(apiserverCPU), apiserverCPU[0], apiserverCPU[len(apiserverCPU)-1], b.String())
 	}
 	writeCollections(w, rs, "the webhook", func(r burstResult) *int64 { return r.WebhookGCCycles })
 	writeCollections(w, rs, "kube-apiserver", func(r burstResult) *int64 { return r.APIServerGCCycles })

@@ -76,8 +76,11 @@ func aRound(tag string, latencies ...float64) *round {
 func (b *round) handshakes(n int64) *round { b.r.Handshakes = &n; return b }
 
 // apiserverGC records the collections kube-apiserver completed during the
-// round.
-func (b *round) apiserverGC(n int64) *round { b.r.APIServerGCCycles = &n; return b }
+// round and the CPU seconds it used.
+func (b *round) apiserverGC(n int64, cpuSeconds float64) *round {
+	b.r.APIServerGCCycles, b.r.APIServerCPUSeconds = &n, &cpuSeconds
+	return b
+}
 
 // rate makes the round one paced at perSecond creates a second.
 func (b *round) rate(perSecond float64) *round { b.r.Parallel, b.r.Rate = 0, perSecond; return b }
@@ -190,13 +193,14 @@ func TestWriteSummary(t *testing.T) {
 			},
 		},
 		{
-			name: "kube-apiserver's collections per round, and the p99 of rounds with and without one, beside the webhook's",
+			name: "kube-apiserver's CPU per create and collections per round, and the p99 of rounds with and without a collection",
 			rounds: []*round{
-				aRound(tagNone, 1, 2, 3, 90).apiserverGC(1),
-				aRound(tagNone, 1, 2, 3, 5).apiserverGC(0),
-				aRound(tagNone, 1, 2, 3, 70).apiserverGC(2),
+				aRound(tagNone, 1, 2, 3, 90).apiserverGC(1, 0.02),
+				aRound(tagNone, 1, 2, 3, 5).apiserverGC(0, 0.006),
+				aRound(tagNone, 1, 2, 3, 70).apiserverGC(2, 0.008),
 			},
 			want: []string{
+				"  apiserver      2.000  (1.500 .. 5.000) ms of kube-apiserver's CPU per create; per round: 5.00 1.50 2.00",
 				"  GC cycles  1 0 2 (kube-apiserver's, per round)",
 				"  p99 ms of the rounds in which kube-apiserver collected: median 80.00 (2 rounds); in which it did not: 5.00 (1 rounds)",
 			},
@@ -356,7 +360,7 @@ func TestReadWebhookCounters(t *testing.T) {
 }
 
 func TestAPIServerCalls(t *testing.T) {
-	page := func(mutatingSeconds, mutatingCalls, validatingSeconds, validatingCalls, gcCycles float64) string {
+	page := func(mutatingSeconds, mutatingCalls, validatingSeconds, validatingCalls, gcCycles, cpuSeconds float64) string {
 		return fmt.Sprintf(`# TYPE apiserver_admission_webhook_admission_duration_seconds histogram
 apiserver_admission_webhook_admission_duration_seconds_bucket{name="pods.mutate.spreadguard.io",operation="CREATE",rejected="false",type="admit",le="0.005"} 3
 apiserver_admission_webhook_admission_duration_seconds_sum{name="pods.mutate.spreadguard.io",operation="CREATE",rejected="false",type="admit"} %g
@@ -368,25 +372,34 @@ apiserver_admission_webhook_admission_duration_seconds_count{name="pods.validate
 apiserver_admission_webhook_admission_duration_seconds_sum_other{type="admit"} 99
 go_gc_duration_seconds_sum 0.25
 go_gc_duration_seconds_count %g
-`, mutatingSeconds, mutatingCalls, validatingSeconds, validatingCalls, gcCycles)
+process_cpu_seconds_total %g
+`, mutatingSeconds, mutatingCalls, validatingSeconds, validatingCalls, gcCycles, cpuSeconds)
 	}
-	before, err := parseAPIServerCalls(page(1.5, 100, 0.5, 100, 40))
+	before, err := parseAPIServerCalls(page(1.5, 100, 0.5, 100, 40, 10))
 	if err != nil {
 		t.Fatal(err)
 	}
-	after, err := parseAPIServerCalls(page(5.5, 1100, 2.5, 1100, 43))
+	after, err := parseAPIServerCalls(page(5.5, 1100, 2.5, 1100, 43, 12.5))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := after.gcSince(before); got == nil || *got != 3 {
-		t.Errorf("kube-apiserver's collections: from 40 to 43 is 3, got %v", deref(got))
+	var res burstResult
+	after.processSince(before, &res)
+	if res.APIServerGCCycles == nil || *res.APIServerGCCycles != 3 {
+		t.Errorf("kube-apiserver's collections: from 40 to 43 is 3, got %v", deref(res.APIServerGCCycles))
 	}
-	noGC, err := parseAPIServerCalls(webhookCallMetric + `_count{type="admit"} 1` + "\n")
+	if res.APIServerCPUSeconds == nil || math.Abs(*res.APIServerCPUSeconds-2.5) > 1e-9 {
+		t.Errorf("kube-apiserver's CPU: from 10 to 12.5 s is 2.5 s, got %v", deref(res.APIServerCPUSeconds))
+	}
+	bare, err := parseAPIServerCalls(webhookCallMetric + `_count{type="admit"} 1` + "\n")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := after.gcSince(noGC); got != nil {
-		t.Errorf("a /metrics without Go's collector has no count of collections, got %v", *got)
+	res = burstResult{}
+	after.processSince(bare, &res)
+	if res.APIServerGCCycles != nil || res.APIServerCPUSeconds != nil {
+		t.Errorf("a /metrics without Go's and the process's collectors has no collections or CPU, got %v and %v",
+			deref(res.APIServerGCCycles), deref(res.APIServerCPUSeconds))
 	}
 	if got := after.meanSince(before, "admit"); got == nil || math.Abs(*got-4) > 1e-9 {
 		t.Errorf("mutating calls: 4 s over 1,000 calls is a mean of 4 ms, got %v", deref(got))
