@@ -35,14 +35,13 @@
 # webhook began per burst, kube-apiserver's mean time per call of a
 # mutating and of a validating webhook (its own measure, from sending the
 # review to reading the answer), the CPU time per create of the webhook and
-# of kube-apiserver, the garbage collections each completed in each burst (with,
-# for each, the median p99 of the rounds in which it collected and of those
-# in which it did not), and, over all
-# rounds pooled, what each webhook adds to webhook=none and the ratios of
-# spreadguard's addition to the no-op's and to the patching no-op's, with
-# the 90% interval of each ratio over the rounds resampled. Last,
-# the webhook's resident memory (VmRSS, VmHWM) and its own decision-time
-# metric.
+# of kube-apiserver, the garbage collections each completed in each burst
+# (with, for each, the median p99 of the rounds in which it collected and of
+# those in which it did not), and, over all rounds pooled, what each webhook
+# adds to webhook=none and the ratios of spreadguard's addition to the
+# no-op's and to the patching no-op's, with the 90% interval of each ratio
+# over the rounds resampled. Last, the webhook's resident memory (VmRSS,
+# VmHWM) and its own decision-time metric.
 #
 # With BENCH_SCALE_PPROF=1, after the rounds (and apart from them: their
 # figures do not carry the profilers' cost), it takes CPU profiles of
