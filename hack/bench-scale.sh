@@ -117,6 +117,8 @@
 #                            (its caches' first sync runs unlimited). With
 #                            it the replicas, not kube-apiserver, can be
 #                            the limit of the throughput on a small machine.
+#   BENCH_SCALE_IDLE_SECONDS [20]  for replicas: before each phase's bursts, how
+#                            long to measure each replica's CPU without a review
 #   BENCH_SCALE_OUT, BIN, and those of hack/local-cluster.sh
 set -euo pipefail
 
@@ -609,6 +611,7 @@ HOST_IP=
 # REPLICA_CPU_QUOTA is each replica's CFS quota in microseconds per 100 ms
 # period, from BENCH_SCALE_REPLICA_CPU; empty for no limit.
 REPLICA_CPU_QUOTA=
+IDLE_SECONDS=${BENCH_SCALE_IDLE_SECONDS:-20}
 CPU_CGROUP_VERSION=
 CPU_CGROUP_ROOT=
 
@@ -869,6 +872,21 @@ start_replica() {
   fi
 }
 
+# replicas_idle N prints the CPU each of replicas 1..N uses per second while
+# no review comes, over BENCH_SCALE_IDLE_SECONDS: what its informers cost,
+# which a replica pays whatever its share of the reviews.
+replicas_idle() {
+  local n=$1 i tck
+  local -a cpu0
+  tck=$(getconf CLK_TCK)
+  for ((i = 1; i <= n; i++)); do cpu0[i]=$(cpu_ticks "${REPLICA_PIDS[i]}"); done
+  sleep "$IDLE_SECONDS"
+  for ((i = 1; i <= n; i++)); do
+    awk -v i="$i" -v n="$n" -v d="$(($(cpu_ticks "${REPLICA_PIDS[i]}") - cpu0[i]))" -v tck="$tck" -v s="$IDLE_SECONDS" \
+      'BEGIN { printf "  replica %d of %d, idle: %.1f ms of CPU per second over %ds without a review\n", i, n, 1000 * d / tck / s, s }'
+  done
+}
+
 # replicas_bursts N measures BENCH_SCALE_ROUNDS bursts with replicas 1..N
 # serving, and prints per replica the reviews it answered, the TLS
 # handshakes it began, its CPU time per review and its memory.
@@ -923,6 +941,7 @@ replicas_main() {
   OUT=${BENCH_SCALE_OUT:-$ROOT/_output/bench-replicas}
   local replicas=${BENCH_SCALE_REPLICAS:-2}
   [[ $replicas =~ ^[1-9][0-9]*$ ]] || die "BENCH_SCALE_REPLICAS must be a number of at least 1"
+  [[ $IDLE_SECONDS =~ ^[1-9][0-9]*$ ]] || die "BENCH_SCALE_IDLE_SECONDS must be a number of seconds, at least 1"
   preflight
   replicas_host_ip
   replicas_cpu_limit
@@ -957,6 +976,7 @@ replicas_main() {
       wait_until 120 replica_serves "$i" || die "replica $i got no review 120s after its EndpointSlice was created"
     fi
     # Into a file, not through $(...): a failed burst must stop the run.
+    replicas_idle "$i" >>"$DIR/replicas.txt"
     replicas_bursts "$i" >>"$DIR/replicas.txt"
   done
 
