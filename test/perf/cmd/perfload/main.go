@@ -613,7 +613,7 @@ func burst(ctx context.Context, o *options, b *burstOptions) error {
 			return err
 		}
 		res.MutatingCallMs, res.ValidatingCallMs = after.meanSince(calls, "admit"), after.meanSince(calls, "validating")
-		after.processSince(calls, &res)
+		res.APIServerCPUSeconds, res.APIServerGCCycles = after.process.since(calls.process)
 	}
 	if before != nil {
 		after, err := readWebhookCounters(ctx, b.metricsURL, b.handshakesMetric)
@@ -666,10 +666,8 @@ func burstPod(ctx context.Context, cl client.Client, c fixture.Cluster, k int, k
 // mutating webhooks, "validating"), summed over the webhooks' names.
 type apiserverCalls struct {
 	seconds, calls map[string]float64
-	// gc and cpu are kube-apiserver's count of completed garbage
-	// collections (metricGCCycles) and its CPU seconds (metricCPUSeconds),
-	// nil when its /metrics has none.
-	gc, cpu *float64
+	// process are kube-apiserver's CPU and collections.
+	process processCounters
 }
 
 const webhookCallMetric = "apiserver_admission_webhook_admission_duration_seconds"
@@ -734,26 +732,8 @@ func parseAPIServerCalls(text string) (*apiserverCalls, error) {
 		}
 		into[typ] += v
 	}
-	if v, err := counterValue(text, metricGCCycles); err == nil {
-		c.gc = &v
-	}
-	if v, err := counterValue(text, metricCPUSeconds); err == nil {
-		c.cpu = &v
-	}
+	c.process = parseProcessCounters(text)
 	return c, nil
-}
-
-// processSince records in res kube-apiserver's collections and CPU
-// seconds since before, those that both readings have.
-func (c *apiserverCalls) processSince(before *apiserverCalls, res *burstResult) {
-	if c.gc != nil && before.gc != nil {
-		n := int64(*c.gc - *before.gc)
-		res.APIServerGCCycles = &n
-	}
-	if c.cpu != nil && before.cpu != nil {
-		cpu := *c.cpu - *before.cpu
-		res.APIServerCPUSeconds = &cpu
-	}
 }
 
 // meanSince is the mean duration, in milliseconds, of the calls of type typ
@@ -767,19 +747,50 @@ func (c *apiserverCalls) meanSince(before *apiserverCalls, typ string) *float64 
 	return &ms
 }
 
-// The webhook's process counters, as Prometheus' process and Go collectors
-// name them (controller-runtime registers both; noopwebhook prints the same
-// names).
+// A process's counters, as Prometheus' process and Go collectors name them
+// (controller-runtime and kube-apiserver register both; noopwebhook prints
+// the same names).
 const (
 	metricCPUSeconds = "process_cpu_seconds_total"
 	metricGCCycles   = "go_gc_duration_seconds_count"
 )
 
+// processCounters are a process's CPU seconds and completed garbage
+// collections, each nil when its /metrics lacks it.
+type processCounters struct {
+	cpu, gc *float64
+}
+
+func parseProcessCounters(text string) processCounters {
+	var c processCounters
+	if v, err := counterValue(text, metricCPUSeconds); err == nil {
+		c.cpu = &v
+	}
+	if v, err := counterValue(text, metricGCCycles); err == nil {
+		c.gc = &v
+	}
+	return c
+}
+
+// since is what the counters grew by since before, each nil unless both
+// readings have it.
+func (c processCounters) since(before processCounters) (cpuSeconds *float64, gcCycles *int64) {
+	if c.cpu != nil && before.cpu != nil {
+		cpu := *c.cpu - *before.cpu
+		cpuSeconds = &cpu
+	}
+	if c.gc != nil && before.gc != nil {
+		gc := int64(*c.gc - *before.gc)
+		gcCycles = &gc
+	}
+	return cpuSeconds, gcCycles
+}
+
 // webhookCounters are the counters of the webhook under test that a burst
-// reports the increase of; cpu and gc are nil when its /metrics lacks them.
+// reports the increase of.
 type webhookCounters struct {
 	handshakes float64
-	cpu, gc    *float64
+	process    processCounters
 }
 
 // readWebhookCounters reads the counter handshakesMetric, which must be
@@ -799,12 +810,7 @@ func readWebhookCounters(ctx context.Context, url, handshakesMetric string) (*we
 	if c.handshakes, err = counterValue(text, handshakesMetric); err != nil {
 		return nil, fmt.Errorf("reading %s: %w", url, err)
 	}
-	if v, err := counterValue(text, metricCPUSeconds); err == nil {
-		c.cpu = &v
-	}
-	if v, err := counterValue(text, metricGCCycles); err == nil {
-		c.gc = &v
-	}
+	c.process = parseProcessCounters(text)
 	return &c, nil
 }
 
@@ -812,14 +818,7 @@ func readWebhookCounters(ctx context.Context, url, handshakesMetric string) (*we
 func (c *webhookCounters) since(before *webhookCounters, res *burstResult) {
 	n := int64(c.handshakes - before.handshakes)
 	res.Handshakes = &n
-	if c.cpu != nil && before.cpu != nil {
-		cpu := *c.cpu - *before.cpu
-		res.WebhookCPUSeconds = &cpu
-	}
-	if c.gc != nil && before.gc != nil {
-		gc := int64(*c.gc - *before.gc)
-		res.WebhookGCCycles = &gc
-	}
+	res.WebhookCPUSeconds, res.WebhookGCCycles = c.process.since(before.process)
 }
 
 // do sends req with hc and returns the body of the answer, which must be

@@ -384,7 +384,7 @@ process_cpu_seconds_total %g
 		t.Fatal(err)
 	}
 	var res burstResult
-	after.processSince(before, &res)
+	res.APIServerCPUSeconds, res.APIServerGCCycles = after.process.since(before.process)
 	if res.APIServerGCCycles == nil || *res.APIServerGCCycles != 3 {
 		t.Errorf("kube-apiserver's collections: from 40 to 43 is 3, got %v", deref(res.APIServerGCCycles))
 	}
@@ -396,7 +396,7 @@ process_cpu_seconds_total %g
 		t.Fatal(err)
 	}
 	res = burstResult{}
-	after.processSince(bare, &res)
+	res.APIServerCPUSeconds, res.APIServerGCCycles = after.process.since(bare.process)
 	if res.APIServerGCCycles != nil || res.APIServerCPUSeconds != nil {
 		t.Errorf("a /metrics without Go's and the process's collectors has no collections or CPU, got %v and %v",
 			deref(res.APIServerGCCycles), deref(res.APIServerCPUSeconds))
