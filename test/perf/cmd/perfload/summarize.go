@@ -254,15 +254,8 @@ func (r burstResult) load() string {
 // garbage collections of the webhook and of kube-apiserver
 // (writeCollections).
 func writeWebhookProcess(w io.Writer, rs []burstResult) {
-	var cpu, apiserverCPU []float64
-	for _, r := range rs {
-		if r.WebhookCPUSeconds != nil && r.Pods > 0 {
-			cpu = append(cpu, *r.WebhookCPUSeconds*1000/float64(r.Pods))
-		}
-		if r.APIServerCPUSeconds != nil && r.Pods > 0 {
-			apiserverCPU = append(apiserverCPU, *r.APIServerCPUSeconds*1000/float64(r.Pods))
-		}
-	}
+	cpu := perCreateMs(rs, func(r burstResult) *float64 { return r.WebhookCPUSeconds })
+	apiserverCPU := perCreateMs(rs, func(r burstResult) *float64 { return r.APIServerCPUSeconds })
 	if mutating, validating := roundMedian(rs, func(r burstResult) *float64 { return r.MutatingCallMs }),
 		roundMedian(rs, func(r burstResult) *float64 { return r.ValidatingCallMs }); mutating != "" || validating != "" {
 		fmt.Fprintf(w, "  kube-apiserver's mean webhook call, median of rounds: mutating %s ms, validating %s ms\n",
@@ -283,6 +276,18 @@ func writeWebhookProcess(w io.Writer, rs []burstResult) {
 	}
 	writeCollections(w, rs, "the webhook", func(r burstResult) *int64 { return r.WebhookGCCycles })
 	writeCollections(w, rs, "kube-apiserver", func(r burstResult) *int64 { return r.APIServerGCCycles })
+}
+
+// perCreateMs is, for each round that has it, the CPU seconds get reads
+// divided over the round's creates, in milliseconds, in round order.
+func perCreateMs(rs []burstResult, get func(burstResult) *float64) []float64 {
+	var ms []float64
+	for _, r := range rs {
+		if s := get(r); s != nil && r.Pods > 0 {
+			ms = append(ms, *s*1000/float64(r.Pods))
+		}
+	}
+	return ms
 }
 
 // writeCollections prints the garbage collections that get reads of each
