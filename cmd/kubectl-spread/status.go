@@ -16,8 +16,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/spreadguard/spreadguard/pkg/audit"
 	"github.com/spreadguard/spreadguard/pkg/engine"
+	"github.com/spreadguard/spreadguard/pkg/health"
 	"github.com/spreadguard/spreadguard/pkg/lookup"
 	"github.com/spreadguard/spreadguard/pkg/spread"
 )
@@ -74,7 +74,7 @@ check reads.`,
 	return cmd
 }
 
-func (o *statusOptions) run(cmd *cobra.Command, connect connectFunc) ([]audit.Result, error) {
+func (o *statusOptions) run(cmd *cobra.Command, connect connectFunc) ([]health.Result, error) {
 	if o.output != "" && o.output != "json" {
 		return nil, fmt.Errorf("invalid --output %q (want json, or nothing for a table)", o.output)
 	}
@@ -118,15 +118,15 @@ func (o *statusOptions) run(cmd *cobra.Command, connect connectFunc) ([]audit.Re
 // auditObjects runs the audit on a cluster's objects, for namespace, or
 // every namespace when it is empty: the leader's audit, with every pod at
 // hand to tell which constraints the pods carry.
-func auditObjects(objs []runtime.Object, namespace string, cfg engine.Config) ([]audit.Result, error) {
+func auditObjects(objs []runtime.Object, namespace string, cfg engine.Config) ([]health.Result, error) {
 	store, err := lookup.NewStore(objs...)
 	if err != nil {
 		return nil, fmt.Errorf("building the store of the cluster: %w", err)
 	}
 	index := spread.IndexFromSnapshot(store.Snapshot())
 	pods := ofType[*v1.Pod](objs)
-	var ws []audit.Workload
-	for _, w := range audit.Workloads(audit.Owners{
+	var ws []health.Workload
+	for _, w := range health.Workloads(health.Owners{
 		ReplicaSets:            ofType[*appsv1.ReplicaSet](objs),
 		StatefulSets:           ofType[*appsv1.StatefulSet](objs),
 		ReplicationControllers: ofType[*v1.ReplicationController](objs),
@@ -136,11 +136,11 @@ func auditObjects(objs []runtime.Object, namespace string, cfg engine.Config) ([
 			continue
 		}
 		if len(w.Pod.Spec.TopologySpreadConstraints) == 0 {
-			w = w.Carrying(audit.Carried(&w, pods))
+			w = w.Carrying(health.Carried(&w, pods))
 		}
 		ws = append(ws, w)
 	}
-	results, err := audit.Run(index, lookup.NewSources(store), cfg, ws)
+	results, err := health.Run(index, lookup.NewSources(store), cfg, ws)
 	if err != nil {
 		return nil, err
 	}
@@ -148,7 +148,7 @@ func auditObjects(objs []runtime.Object, namespace string, cfg engine.Config) ([
 }
 
 // writeStatus prints one row per workload and constraint.
-func writeStatus(out io.Writer, results []audit.Result) error {
+func writeStatus(out io.Writer, results []health.Result) error {
 	if len(results) == 0 {
 		_, err := fmt.Fprintln(out, "No workload with pods is selected by a policy.")
 		return err
@@ -162,7 +162,7 @@ func writeStatus(out io.Writer, results []audit.Result) error {
 				key += " (soft)"
 			}
 			fmt.Fprintf(w, "%s\t%s/%s\t%s\t%d\t%s\t%s\t%d/%d\t%s\n", r.Namespace, r.Kind, r.Name, r.Policy, r.Pods,
-				key, audit.DomainsText(s.Domains), s.Skew, s.MaxSkew, r.State)
+				key, health.DomainsText(s.Domains), s.Skew, s.MaxSkew, r.State)
 		}
 	}
 	return w.Flush()

@@ -8,7 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/spreadguard/spreadguard/pkg/audit"
+	"github.com/spreadguard/spreadguard/pkg/health"
 	"github.com/spreadguard/spreadguard/pkg/spread"
 )
 
@@ -23,8 +23,8 @@ func TestStatusTableOfTheExampleCluster(t *testing.T) {
 }
 
 func TestStatusOfALiveCluster(t *testing.T) {
-	zoneResult := func(kind, name string, state audit.State, pods int, domains map[string]int, minimum, maximum int) audit.Result {
-		return audit.Result{
+	zoneResult := func(kind, name string, state health.State, pods int, domains map[string]int, minimum, maximum int) health.Result {
+		return health.Result{
 			Kind: kind, Namespace: "shop", Name: name, Policy: examplePolicy, PolicyKind: "SpreadPolicy", State: state, Pods: pods,
 			Constraints: []spread.Spread{{
 				TopologyKey: zoneKey, MaxSkew: 1, WhenUnsatisfiable: v1.DoNotSchedule,
@@ -46,27 +46,27 @@ func TestStatusOfALiveCluster(t *testing.T) {
 	tests := []struct {
 		name string
 		args []string
-		want []audit.Result
+		want []health.Result
 	}{
 		{
 			name: "a Deployment is audited through its newest ReplicaSet; pods that carry the policy's constraint piled in one zone are skewed",
 			args: []string{"status", "-n", "shop", "-o", "json"},
-			want: []audit.Result{
-				zoneResult("Deployment", "web", audit.StateUncovered, 5, map[string]int{"zone-a": 3, "zone-b": 2}, 2, 3),
-				zoneResult("StatefulSet", "db", audit.StateSkewed, 2, map[string]int{"zone-a": 2, "zone-b": 0}, 0, 2),
+			want: []health.Result{
+				zoneResult("Deployment", "web", health.StateUncovered, 5, map[string]int{"zone-a": 3, "zone-b": 2}, 2, 3),
+				zoneResult("StatefulSet", "db", health.StateSkewed, 2, map[string]int{"zone-a": 2, "zone-b": 0}, 0, 2),
 			},
 		},
 		{
 			name: "a namespace without a policy's workloads has none",
 			args: []string{"status", "-n", "default", "-o", "json"},
-			want: []audit.Result{},
+			want: []health.Result{},
 		},
 		{
 			name: "every namespace",
 			args: []string{"status", "-A", "-o", "json"},
-			want: []audit.Result{
-				zoneResult("Deployment", "web", audit.StateUncovered, 5, map[string]int{"zone-a": 3, "zone-b": 2}, 2, 3),
-				zoneResult("StatefulSet", "db", audit.StateSkewed, 2, map[string]int{"zone-a": 2, "zone-b": 0}, 0, 2),
+			want: []health.Result{
+				zoneResult("Deployment", "web", health.StateUncovered, 5, map[string]int{"zone-a": 3, "zone-b": 2}, 2, 3),
+				zoneResult("StatefulSet", "db", health.StateSkewed, 2, map[string]int{"zone-a": 2, "zone-b": 0}, 0, 2),
 			},
 		},
 	}
@@ -76,7 +76,7 @@ func TestStatusOfALiveCluster(t *testing.T) {
 			if got.code != exitAllowed {
 				t.Fatalf("exit %d, stderr %q", got.code, got.stderr)
 			}
-			var results []audit.Result
+			var results []health.Result
 			if err := json.Unmarshal([]byte(got.stdout), &results); err != nil {
 				t.Fatalf("decoding %q: %v", got.stdout, err)
 			}

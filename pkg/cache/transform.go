@@ -56,7 +56,7 @@ var StripService toolscache.TransformFunc = func(obj any) (any, error) {
 
 // The owners' transforms keep what DefaultSelector reads (the selector),
 // the controllerRef that names the Deployment a refused pod's event is also
-// recorded on, and what the leader's audit reads of a workload (pkg/audit):
+// recorded on, and what the leader's audit reads of a workload (pkg/health):
 // the Deployment revision, and of the pod template what places its pods
 // (placement). One cache serves admission and the audit.
 

@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 )
 
-// This file is the index's read-only side for the audit (pkg/audit): how
+// This file is the index's read-only side for the audit (pkg/health): how
 // the pods a constraint selects are spread now, with the counting rules of
 // Check, so that "skewed" in a report means what the scheduler would see.
 

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/spreadguard/spreadguard/pkg/audit"
+	"github.com/spreadguard/spreadguard/pkg/health"
 	"helm.sh/helm/v3/pkg/releaseutil"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -265,10 +265,10 @@ func TestManifestsAcceptedByAPIServer(t *testing.T) {
 		}
 		// A Report as the audit writes it, plus what another producer (a
 		// policy engine) adds: both must come back as they were written.
-		rep, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&audit.Report{
-			Source:  audit.ReportSource,
-			Summary: audit.ReportSummary{Pass: 1, Fail: 1},
-			Results: []audit.ReportResult{{
+		rep, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&health.Report{
+			Source:  health.ReportSource,
+			Summary: health.ReportSummary{Pass: 1, Fail: 1},
+			Results: []health.ReportResult{{
 				Policy: "shop/zones", Rule: "topology.kubernetes.io/zone DoNotSchedule", Result: "fail", Message: "skew 2 > maxSkew 1",
 				Properties: map[string]string{"domains": "a=3,b=1", "skew": "2"},
 				Resources:  []corev1.ObjectReference{{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "payments", Name: "web"}},

@@ -27,7 +27,7 @@ import (
 
 	"github.com/spreadguard/spreadguard/cmd/webhook/app"
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
-	"github.com/spreadguard/spreadguard/pkg/audit"
+	"github.com/spreadguard/spreadguard/pkg/health"
 	"github.com/spreadguard/spreadguard/pkg/spread/spreadtest"
 )
 
@@ -255,13 +255,13 @@ func TestAuditWritesPolicyStatusAndReportsOnTheLeaderOnly(t *testing.T) {
 			t.Fatalf("installing the openreports CRD: %v", err)
 		}
 		touchPod(t, ns, "api-1")
-		waitForReport(t, ns, []reportResult{{"api", "pass"}, {"web", "pass"}}, audit.ReportSummary{Pass: 2})
+		waitForReport(t, ns, []reportResult{{"api", "pass"}, {"web", "pass"}}, health.ReportSummary{Pass: 2})
 	})
 
 	t.Run("pods piling into zone-a again fail the workload's result", func(t *testing.T) {
 		create(t, boundPod(ns, "web-4", "a1"))
 		create(t, boundPod(ns, "web-5", "a1"))
-		waitForReport(t, ns, []reportResult{{"api", "pass"}, {"web", "fail"}}, audit.ReportSummary{Pass: 1, Fail: 1})
+		waitForReport(t, ns, []reportResult{{"api", "pass"}, {"web", "fail"}}, health.ReportSummary{Pass: 1, Fail: 1})
 	})
 
 	t.Run("a deleted workload leaves the Report", func(t *testing.T) {
@@ -274,7 +274,7 @@ func TestAuditWritesPolicyStatusAndReportsOnTheLeaderOnly(t *testing.T) {
 				t.Fatalf("deleting %s: %v", obj.GetName(), err)
 			}
 		}
-		waitForReport(t, ns, []reportResult{{"web", "fail"}}, audit.ReportSummary{Fail: 1})
+		waitForReport(t, ns, []reportResult{{"web", "fail"}}, health.ReportSummary{Fail: 1})
 	})
 
 	t.Run("when the leader stops, the other replica takes the Lease and keeps status and Report current", func(t *testing.T) {
@@ -295,7 +295,7 @@ func TestAuditWritesPolicyStatusAndReportsOnTheLeaderOnly(t *testing.T) {
 			}
 		}
 		waitForStatus(t, ns, readyStatus(1, 0))
-		waitForReport(t, ns, []reportResult{{"web", "pass"}}, audit.ReportSummary{Pass: 1})
+		waitForReport(t, ns, []reportResult{{"web", "pass"}}, health.ReportSummary{Pass: 1})
 		if !slices.ContainsFunc(next.record(), func(p app.AuditPass) bool { return len(p.Writes) > 0 && len(p.Reports) > 0 }) {
 			t.Errorf("the new leader's passes %+v wrote no status and no Report", next.record())
 		}
@@ -334,16 +334,16 @@ type reportResult struct{ Name, Result string }
 
 // waitForReport waits until the namespace's Report holds want, in order,
 // and summary.
-func waitForReport(t *testing.T, ns string, want []reportResult, summary audit.ReportSummary) {
+func waitForReport(t *testing.T, ns string, want []reportResult, summary health.ReportSummary) {
 	t.Helper()
 	var diff string
 	eventually(t, "the namespace's Report", func(ctx context.Context) (bool, error) {
 		r := &unstructured.Unstructured{}
-		r.SetGroupVersionKind(schema.FromAPIVersionAndKind(audit.ReportAPIVersion, audit.ReportKind))
-		if err := suite.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: audit.ReportName}, r); err != nil {
+		r.SetGroupVersionKind(schema.FromAPIVersionAndKind(health.ReportAPIVersion, health.ReportKind))
+		if err := suite.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: health.ReportName}, r); err != nil {
 			return false, err
 		}
-		var got audit.Report
+		var got health.Report
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(r.Object, &got); err != nil {
 			return false, err
 		}

@@ -26,9 +26,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
-	"github.com/spreadguard/spreadguard/pkg/audit"
 	"github.com/spreadguard/spreadguard/pkg/cache"
 	"github.com/spreadguard/spreadguard/pkg/engine"
+	"github.com/spreadguard/spreadguard/pkg/health"
 	"github.com/spreadguard/spreadguard/pkg/policy"
 	"github.com/spreadguard/spreadguard/pkg/spread"
 )
@@ -90,7 +90,7 @@ func WithAuditPeriods(fullPass, coalesce time.Duration) Option {
 	return func(o *options) { o.auditFullPass, o.auditCoalesce = fullPass, coalesce }
 }
 
-// auditController runs the audit (pkg/audit) on the leader and writes what
+// auditController runs the audit (pkg/health) on the leader and writes what
 // it finds into the status of the policies and, when the API server serves
 // them, into openreports Reports (reports.go). It counts from the index the
 // webhook keeps, and reads policies, Services and the workloads' owners
@@ -337,7 +337,7 @@ func (c *auditController) pass(ctx context.Context, full bool) {
 }
 
 func (c *auditController) run(ctx context.Context, report *AuditPass) error {
-	var o audit.Owners
+	var o health.Owners
 	var (
 		replicaSets  appsv1.ReplicaSetList
 		statefulSets appsv1.StatefulSetList
@@ -354,7 +354,7 @@ func (c *auditController) run(ctx context.Context, report *AuditPass) error {
 	o.ReplicationControllers = pointers(rcs.Items)
 	o.Services = pointers(services.Items)
 
-	ws := audit.Workloads(o, c.ix)
+	ws := health.Workloads(o, c.ix)
 	for i := range ws {
 		if len(ws[i].Pod.Spec.TopologySpreadConstraints) > 0 {
 			continue
@@ -367,22 +367,22 @@ func (c *auditController) run(ctx context.Context, report *AuditPass) error {
 			ws[i] = ws[i].Carrying(carried)
 		}
 	}
-	results, err := audit.Run(c.ix, c.src, c.cfg, ws)
+	results, err := health.Run(c.ix, c.src, c.cfg, ws)
 	if err != nil {
 		return err
 	}
 	report.Workloads = len(results)
 	c.metrics.set(results)
-	if err := c.writeStatus(ctx, audit.Tally(results), report); err != nil {
+	if err := c.writeStatus(ctx, health.Tally(results), report); err != nil {
 		return err
 	}
-	return c.reports.write(ctx, audit.Reports(results, c.cfg.MessageDetail), c.writes.Wait, report)
+	return c.reports.write(ctx, health.Reports(results, c.cfg.MessageDetail), c.writes.Wait, report)
 }
 
-// carriedBy returns the constraints the pods of w carry (audit.Carried),
+// carriedBy returns the constraints the pods of w carry (health.Carried),
 // reading one of them from the API server: the webhook's cache keeps none
 // of a pod's spec.
-func (c *auditController) carriedBy(ctx context.Context, w *audit.Workload) ([]v1.TopologySpreadConstraint, error) {
+func (c *auditController) carriedBy(ctx context.Context, w *health.Workload) ([]v1.TopologySpreadConstraint, error) {
 	key := carriedKey{w.Namespace, w.Kind, w.Name}
 	if len(w.Pod.OwnerReferences) > 0 {
 		// A Deployment's revisions differ: key by the ReplicaSet.
@@ -394,20 +394,20 @@ func (c *auditController) carriedBy(ctx context.Context, w *audit.Workload) ([]v
 	var pods v1.PodList
 	// A Service's pods may be mixed with controllers' pods: look past a few.
 	limit := int64(1)
-	if w.Kind == audit.KindService {
+	if w.Kind == health.KindService {
 		limit = 20
 	}
 	if err := c.live.List(ctx, &pods, client.InNamespace(w.Namespace), client.MatchingLabelsSelector{Selector: w.Selector}, client.Limit(limit)); err != nil {
 		return nil, fmt.Errorf("reading a pod of %s %s/%s: %w", w.Kind, w.Namespace, w.Name, err)
 	}
-	cs := audit.Carried(w, pointers(pods.Items))
+	cs := health.Carried(w, pointers(pods.Items))
 	c.carried[key] = cs
 	return cs, nil
 }
 
 // writeStatus patches the status of each policy whose status the tally
 // changes.
-func (c *auditController) writeStatus(ctx context.Context, tally map[audit.PolicyKey]audit.Counts, report *AuditPass) error {
+func (c *auditController) writeStatus(ctx context.Context, tally map[health.PolicyKey]health.Counts, report *AuditPass) error {
 	namespaces := c.ix.Namespaces()
 	var conds []policyCondition
 	defer func() { c.metrics.setReady(conds) }()
@@ -417,8 +417,8 @@ func (c *auditController) writeStatus(ctx context.Context, tally map[audit.Polic
 	}
 	for i := range sps.Items {
 		p := &sps.Items[i]
-		counts := tally[audit.PolicyKey{Kind: v1alpha1.KindSpreadPolicy, Name: p.Namespace + "/" + p.Name}]
-		ready := audit.Ready(&p.Spec, policy.ValidateSpreadPolicy(p), []string{p.Namespace}, counts, c.ix)
+		counts := tally[health.PolicyKey{Kind: v1alpha1.KindSpreadPolicy, Name: p.Namespace + "/" + p.Name}]
+		ready := health.Ready(&p.Spec, policy.ValidateSpreadPolicy(p), []string{p.Namespace}, counts, c.ix)
 		conds = append(conds, policyCondition{v1alpha1.KindSpreadPolicy, p.Namespace, p.Name, ready})
 		if err := c.patchStatus(ctx, p, &p.Status, p.Generation, ready, counts, report); err != nil {
 			return err
@@ -430,12 +430,12 @@ func (c *auditController) writeStatus(ctx context.Context, tally map[audit.Polic
 	}
 	for i := range csps.Items {
 		p := &csps.Items[i]
-		scope, err := audit.ClusterScope(p, namespaces, c.src)
+		scope, err := health.ClusterScope(p, namespaces, c.src)
 		if err != nil {
 			return fmt.Errorf("ClusterSpreadPolicy %s: %w", p.Name, err)
 		}
-		counts := tally[audit.PolicyKey{Kind: v1alpha1.KindClusterSpreadPolicy, Name: p.Name}]
-		ready := audit.Ready(&p.Spec.PolicySpec, policy.ValidateClusterSpreadPolicy(p), scope, counts, c.ix)
+		counts := tally[health.PolicyKey{Kind: v1alpha1.KindClusterSpreadPolicy, Name: p.Name}]
+		ready := health.Ready(&p.Spec.PolicySpec, policy.ValidateClusterSpreadPolicy(p), scope, counts, c.ix)
 		conds = append(conds, policyCondition{v1alpha1.KindClusterSpreadPolicy, "", p.Name, ready})
 		if err := c.patchStatus(ctx, p, &p.Status, p.Generation, ready, counts, report); err != nil {
 			return err
@@ -447,9 +447,9 @@ func (c *auditController) writeStatus(ctx context.Context, tally map[audit.Polic
 // patchStatus patches obj's status (st, a field of obj, which the cache
 // shares: neither is modified) when it changes.
 func (c *auditController) patchStatus(ctx context.Context, obj client.Object, st *v1alpha1.PolicyStatus, generation int64,
-	ready metav1.Condition, counts audit.Counts, report *AuditPass) error {
+	ready metav1.Condition, counts health.Counts, report *AuditPass) error {
 	next := st.DeepCopy()
-	if !audit.SetStatus(next, generation, ready, counts) {
+	if !health.SetStatus(next, generation, ready, counts) {
 		return nil
 	}
 	// The whole status, as a merge patch: a diff against the cached object

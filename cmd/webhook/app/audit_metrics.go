@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/spreadguard/spreadguard/pkg/admission"
-	"github.com/spreadguard/spreadguard/pkg/audit"
+	"github.com/spreadguard/spreadguard/pkg/health"
 )
 
 // auditMetrics are the audit's gauges, exported by the leader only (the
@@ -52,17 +52,17 @@ func newAuditMetrics(reg prometheus.Registerer) (*auditMetrics, error) {
 }
 
 // set replaces the gauges with what results say.
-func (m *auditMetrics) set(results []audit.Result) {
+func (m *auditMetrics) set(results []health.Result) {
 	m.workloads.Reset()
 	m.skew.Reset()
 	for _, r := range results {
 		m.workloads.WithLabelValues(r.Namespace, r.Policy, string(r.State)).Inc()
-		if r.State != audit.StateSkewed {
+		if r.State != health.StateSkewed {
 			continue
 		}
 		worst := map[string]int{}
 		for _, s := range r.Constraints {
-			if audit.Skewed(s) {
+			if health.Skewed(s) {
 				worst[s.TopologyKey] = max(worst[s.TopologyKey], s.Skew)
 			}
 		}

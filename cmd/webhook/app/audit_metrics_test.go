@@ -10,7 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/spreadguard/spreadguard/pkg/audit"
+	"github.com/spreadguard/spreadguard/pkg/health"
 	"github.com/spreadguard/spreadguard/pkg/spread"
 )
 
@@ -18,8 +18,8 @@ func TestAuditMetricsCarryOneSeriesPerSkewedWorkloadOnly(t *testing.T) {
 	zone := func(skew int, when v1.UnsatisfiableConstraintAction) spread.Spread {
 		return spread.Spread{TopologyKey: v1.LabelTopologyZone, MaxSkew: 1, WhenUnsatisfiable: when, Skew: skew}
 	}
-	result := func(name string, state audit.State, cs ...spread.Spread) audit.Result {
-		return audit.Result{Kind: "Deployment", Namespace: "shop", Name: name, Policy: "shop/zones", State: state, Constraints: cs}
+	result := func(name string, state health.State, cs ...spread.Spread) health.Result {
+		return health.Result{Kind: "Deployment", Namespace: "shop", Name: name, Policy: "shop/zones", State: state, Constraints: cs}
 	}
 	reg := prometheus.NewRegistry()
 	m, err := newAuditMetrics(reg)
@@ -28,12 +28,12 @@ func TestAuditMetricsCarryOneSeriesPerSkewedWorkloadOnly(t *testing.T) {
 	}
 	// A first pass whose skewed workload is gone by the second must leave
 	// no series behind.
-	m.set([]audit.Result{result("gone", audit.StateSkewed, zone(5, v1.DoNotSchedule))})
-	m.set([]audit.Result{
-		result("even", audit.StateSpread, zone(0, v1.DoNotSchedule)),
-		result("piled", audit.StateSkewed, zone(3, v1.DoNotSchedule), zone(3, v1.ScheduleAnyway)),
-		result("leaning", audit.StateSpread, zone(2, v1.ScheduleAnyway)),
-		result("old", audit.StateUncovered, zone(4, v1.DoNotSchedule)),
+	m.set([]health.Result{result("gone", health.StateSkewed, zone(5, v1.DoNotSchedule))})
+	m.set([]health.Result{
+		result("even", health.StateSpread, zone(0, v1.DoNotSchedule)),
+		result("piled", health.StateSkewed, zone(3, v1.DoNotSchedule), zone(3, v1.ScheduleAnyway)),
+		result("leaning", health.StateSpread, zone(2, v1.ScheduleAnyway)),
+		result("old", health.StateUncovered, zone(4, v1.DoNotSchedule)),
 	})
 	want := `
 # HELP spreadguard_workload_skew Skew (pods in the fullest domain minus the global minimum) of each skewed workload, by topology key; workloads within maxSkew have no series.

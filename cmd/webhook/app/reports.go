@@ -14,13 +14,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/spreadguard/spreadguard/pkg/audit"
+	"github.com/spreadguard/spreadguard/pkg/health"
 )
 
 // reportGVK is the kind of the Reports the audit writes. spreadguard does
 // not import the openreports API: it writes unstructured objects, and only
 // while the API server serves the kind.
-var reportGVK = schema.FromAPIVersionAndKind(audit.ReportAPIVersion, audit.ReportKind)
+var reportGVK = schema.FromAPIVersionAndKind(health.ReportAPIVersion, health.ReportKind)
 
 // labelManagedBy marks the Reports the audit owns, to find them again.
 const labelManagedBy = "app.kubernetes.io/managed-by"
@@ -38,7 +38,7 @@ type reportWriter struct {
 
 // write makes the Reports of the cluster reports, and reports which
 // namespaces it wrote in. Without the openreports CRD it does nothing.
-func (w *reportWriter) write(ctx context.Context, reports map[string]*audit.Report, wait func(context.Context) error, pass *AuditPass) error {
+func (w *reportWriter) write(ctx context.Context, reports map[string]*health.Report, wait func(context.Context) error, pass *AuditPass) error {
 	if _, err := w.mapper.RESTMapping(reportGVK.GroupKind(), reportGVK.Version); meta.IsNoMatchError(err) {
 		w.written = nil
 		return nil
@@ -48,12 +48,12 @@ func (w *reportWriter) write(ctx context.Context, reports map[string]*audit.Repo
 	if w.written == nil {
 		list := &unstructured.UnstructuredList{}
 		list.SetGroupVersionKind(reportGVK.GroupVersion().WithKind(reportGVK.Kind + "List"))
-		if err := w.client.List(ctx, list, client.MatchingLabels{labelManagedBy: audit.ReportSource}); err != nil {
+		if err := w.client.List(ctx, list, client.MatchingLabels{labelManagedBy: health.ReportSource}); err != nil {
 			return fmt.Errorf("listing the Reports: %w", err)
 		}
 		w.written = map[string]string{}
 		for _, r := range list.Items {
-			if r.GetName() == audit.ReportName {
+			if r.GetName() == health.ReportName {
 				w.written[r.GetNamespace()] = "" // content unknown: write it again
 			}
 		}
@@ -85,7 +85,7 @@ func (w *reportWriter) write(ctx context.Context, reports map[string]*audit.Repo
 		r := &unstructured.Unstructured{}
 		r.SetGroupVersionKind(reportGVK)
 		r.SetNamespace(ns)
-		r.SetName(audit.ReportName)
+		r.SetName(health.ReportName)
 		if err := w.client.Delete(ctx, r); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("deleting the Report of %s: %w", ns, err)
 		}
@@ -97,14 +97,14 @@ func (w *reportWriter) write(ctx context.Context, reports map[string]*audit.Repo
 
 // put creates the Report of ns, or replaces the one there: its results are
 // the audit's, none kept from before.
-func (w *reportWriter) put(ctx context.Context, ns string, rep *audit.Report) error {
+func (w *reportWriter) put(ctx context.Context, ns string, rep *health.Report) error {
 	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(rep)
 	if err != nil {
 		return fmt.Errorf("converting the Report of %s: %w", ns, err)
 	}
 	r := &unstructured.Unstructured{}
 	r.SetGroupVersionKind(reportGVK)
-	err = w.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: audit.ReportName}, r)
+	err = w.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: health.ReportName}, r)
 	found := err == nil
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("reading the Report of %s: %w", ns, err)
@@ -113,13 +113,13 @@ func (w *reportWriter) put(ctx context.Context, ns string, rep *audit.Report) er
 		r = &unstructured.Unstructured{Object: map[string]any{}}
 		r.SetGroupVersionKind(reportGVK)
 		r.SetNamespace(ns)
-		r.SetName(audit.ReportName)
+		r.SetName(health.ReportName)
 	}
 	labels := r.GetLabels()
 	if labels == nil {
 		labels = map[string]string{}
 	}
-	labels[labelManagedBy] = audit.ReportSource
+	labels[labelManagedBy] = health.ReportSource
 	r.SetLabels(labels)
 	maps.Copy(r.Object, content)
 	if found {

@@ -1,4 +1,4 @@
-package audit_test
+package health_test
 
 import (
 	"testing"
@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
-	"github.com/spreadguard/spreadguard/pkg/audit"
+	"github.com/spreadguard/spreadguard/pkg/health"
 	"github.com/spreadguard/spreadguard/pkg/policy"
 	pt "github.com/spreadguard/spreadguard/pkg/policy/policytest"
 	"github.com/spreadguard/spreadguard/pkg/spread"
@@ -21,7 +21,7 @@ func TestReady(t *testing.T) {
 		Nodes: threeZoneNodes(),
 		Pods:  []*v1.Pod{webPod("a-0")},
 	})
-	counts := audit.Counts{Workloads: 3, Spread: 1, Skewed: 1, Uncovered: 1}
+	counts := health.Counts{Workloads: 3, Spread: 1, Skewed: 1, Uncovered: 1}
 	tests := []struct {
 		name   string
 		policy *pt.SpreadPolicyWrapper
@@ -65,7 +65,7 @@ func TestReady(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := tt.policy.Obj()
-			got := audit.Ready(&p.Spec, policy.ValidateSpreadPolicy(p), []string{ns}, counts, ix)
+			got := health.Ready(&p.Spec, policy.ValidateSpreadPolicy(p), []string{ns}, counts, ix)
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("Ready() (-want +got):\n%s", diff)
 			}
@@ -75,9 +75,9 @@ func TestReady(t *testing.T) {
 
 func TestSetStatus(t *testing.T) {
 	ready := metav1.Condition{Type: "Ready", Status: "True", Reason: "Audited", Message: "1 workloads: 1 spread, 0 skewed, 0 uncovered"}
-	counts := audit.Counts{Workloads: 1, Spread: 1}
+	counts := health.Counts{Workloads: 1, Spread: 1}
 	var st v1alpha1.PolicyStatus
-	if !audit.SetStatus(&st, 2, ready, counts) {
+	if !health.SetStatus(&st, 2, ready, counts) {
 		t.Fatalf("SetStatus() on an empty status reported no change")
 	}
 	want := v1alpha1.PolicyStatus{ObservedGeneration: 2, Workloads: 1, Spread: 1, Conditions: []metav1.Condition{
@@ -89,12 +89,12 @@ func TestSetStatus(t *testing.T) {
 	// As if written by an earlier pass, an hour ago.
 	written := metav1.NewTime(time.Now().Add(-time.Hour).Truncate(time.Second))
 	st.Conditions[0].LastTransitionTime = written
-	if audit.SetStatus(&st, 2, ready, counts) {
+	if health.SetStatus(&st, 2, ready, counts) {
 		t.Errorf("SetStatus() with what the status already says reported a change")
 	}
-	skewed := audit.Counts{Workloads: 1, Skewed: 1}
+	skewed := health.Counts{Workloads: 1, Skewed: 1}
 	ready.Message = "1 workloads: 0 spread, 1 skewed, 0 uncovered"
-	if !audit.SetStatus(&st, 2, ready, skewed) {
+	if !health.SetStatus(&st, 2, ready, skewed) {
 		t.Errorf("SetStatus() with new counts reported no change")
 	}
 	if got := st.Conditions[0].LastTransitionTime; !got.Equal(&written) {

@@ -1,4 +1,4 @@
-// Package audit answers, for the workloads that spread policies select, how
+// Package health answers, for the workloads that spread policies select, how
 // their pods are spread now: per topology spread constraint, the pods per
 // domain and the skew, and whether the workload is spread, skewed or not
 // covered by any constraint at all.
@@ -9,7 +9,7 @@
 // spread.Index, policies and owners through engine.Sources, and objects the
 // caller lists. The controller in cmd/webhook/app runs it on the leader and
 // writes what it finds into policy status.
-package audit
+package health
 
 import (
 	"cmp"
@@ -84,7 +84,7 @@ func Skewed(s spread.Spread) bool {
 func Run(c Counter, src engine.Sources, cfg engine.Config, ws []Workload) ([]Result, error) {
 	out := make([]Result, 0, len(ws))
 	for i := range ws {
-		r, ok, err := audit(c, src, cfg, &ws[i])
+		r, ok, err := auditOne(c, src, cfg, &ws[i])
 		if err != nil {
 			return nil, fmt.Errorf("auditing %s %s/%s: %w", ws[i].Kind, ws[i].Namespace, ws[i].Name, err)
 		}
@@ -98,7 +98,7 @@ func Run(c Counter, src engine.Sources, cfg engine.Config, ws []Workload) ([]Res
 	return out, nil
 }
 
-func audit(c Counter, src engine.Sources, cfg engine.Config, w *Workload) (Result, bool, error) {
+func auditOne(c Counter, src engine.Sources, cfg engine.Config, w *Workload) (Result, bool, error) {
 	r := Result{Kind: w.Kind, Namespace: w.Namespace, Name: w.Name}
 	if slices.Contains(cfg.ExcludedNamespaces, w.Namespace) {
 		return r, false, nil

@@ -1,4 +1,4 @@
-package audit_test
+package health_test
 
 import (
 	"testing"
@@ -6,7 +6,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/spreadguard/spreadguard/pkg/audit"
+	"github.com/spreadguard/spreadguard/pkg/health"
 	pt "github.com/spreadguard/spreadguard/pkg/policy/policytest"
 	"github.com/spreadguard/spreadguard/pkg/spread"
 	st "github.com/spreadguard/spreadguard/pkg/spread/spreadtest"
@@ -25,7 +25,7 @@ func threeZones() *clusterBuilder {
 
 // zoneResult is the result of a workload with one zone constraint, whose
 // pods are all on nodes of the counted domains.
-func zoneResult(kind, name string, state audit.State, s spread.Spread) audit.Result {
+func zoneResult(kind, name string, state health.State, s spread.Spread) health.Result {
 	pods := 0
 	for _, n := range s.Domains {
 		pods += n
@@ -37,7 +37,7 @@ func zoneResult(kind, name string, state audit.State, s spread.Spread) audit.Res
 	if s.WhenUnsatisfiable == "" {
 		s.WhenUnsatisfiable = v1.DoNotSchedule
 	}
-	return audit.Result{
+	return health.Result{
 		Kind: kind, Namespace: ns, Name: name, Policy: ns + "/zones", PolicyKind: "SpreadPolicy",
 		State: state, Pods: pods, Constraints: []spread.Spread{s},
 	}
@@ -47,20 +47,20 @@ func TestRun(t *testing.T) {
 	tests := []struct {
 		name    string
 		cluster *clusterBuilder
-		want    []audit.Result
+		want    []health.Result
 	}{
 		{
 			name: "pods spread one per zone pair are spread",
 			cluster: threeZones().ReplicaSet("web").Constraint(zoneHard()).
 				Pods("a-0", 2).Pods("b-1", 2).Pods("c-0", 1).And(),
-			want: []audit.Result{zoneResult("ReplicaSet", "web", audit.StateSpread,
+			want: []health.Result{zoneResult("ReplicaSet", "web", health.StateSpread,
 				spread.Spread{Domains: map[string]int{"a": 2, "b": 2, "c": 1}, DomainCount: 3, Min: 1, Max: 2, Skew: 1})},
 		},
 		{
 			name: "a zone outage piled the pods into the two zones left, so the workload is skewed",
 			cluster: threeZones().ReplicaSet("web").Constraint(zoneHard()).
 				Pods("a-0", 3).Pods("b-0", 3).And(),
-			want: []audit.Result{zoneResult("ReplicaSet", "web", audit.StateSkewed,
+			want: []health.Result{zoneResult("ReplicaSet", "web", health.StateSkewed,
 				spread.Spread{Domains: map[string]int{"a": 3, "b": 3, "c": 0}, DomainCount: 3, Min: 0, Max: 3, Skew: 3})},
 		},
 		{
@@ -68,7 +68,7 @@ func TestRun(t *testing.T) {
 			cluster: newCluster().Zone("a", 1).Zone("b", 1).Zone("c", 1, func(n *st.NodeWrapper) { n.Cordoned() }).
 				Policy("zones", pt.MakeConstraint().Zone().MaxSkew(1).DoNotSchedule().Obj()).
 				ReplicaSet("web").Constraint(zoneHard()).Pods("a-0", 2).Pods("b-0", 2).And(),
-			want: []audit.Result{zoneResult("ReplicaSet", "web", audit.StateSkewed,
+			want: []health.Result{zoneResult("ReplicaSet", "web", health.StateSkewed,
 				spread.Spread{Domains: map[string]int{"a": 2, "b": 2, "c": 0}, DomainCount: 3, Min: 0, Max: 2, Skew: 2})},
 		},
 		{
@@ -77,7 +77,7 @@ func TestRun(t *testing.T) {
 				Policy("zones", pt.MakeConstraint().Zone().MaxSkew(1).DoNotSchedule().Obj()).
 				ReplicaSet("web").Constraint(zoneHard().NodeTaintsPolicy(v1.NodeInclusionPolicyHonor)).
 				Pods("a-0", 2).Pods("b-0", 2).And(),
-			want: []audit.Result{zoneResult("ReplicaSet", "web", audit.StateSpread,
+			want: []health.Result{zoneResult("ReplicaSet", "web", health.StateSpread,
 				spread.Spread{Domains: map[string]int{"a": 2, "b": 2}, DomainCount: 2, Min: 2, Max: 2, Skew: 0})},
 		},
 		{
@@ -85,21 +85,21 @@ func TestRun(t *testing.T) {
 			cluster: newCluster().Zone("a", 1).Zone("b", 1).
 				Policy("zones", pt.MakeConstraint().Zone().MaxSkew(1).DoNotSchedule().Obj()).
 				ReplicaSet("web").Constraint(zoneHard().MinDomains(3)).Pods("a-0", 2).Pods("b-0", 2).And(),
-			want: []audit.Result{zoneResult("ReplicaSet", "web", audit.StateSkewed,
+			want: []health.Result{zoneResult("ReplicaSet", "web", health.StateSkewed,
 				spread.Spread{Domains: map[string]int{"a": 2, "b": 2}, DomainCount: 2, Min: 0, Max: 2, Skew: 2})},
 		},
 		{
 			name: "terminating pods do not count, so a zone that looks crowded is even",
 			cluster: threeZones().ReplicaSet("web").Constraint(zoneHard()).
 				Pods("a-0", 2).TerminatingPods("a-1", 3).Pods("b-0", 2).Pods("c-0", 2).And(),
-			want: []audit.Result{zoneResult("ReplicaSet", "web", audit.StateSpread,
+			want: []health.Result{zoneResult("ReplicaSet", "web", health.StateSpread,
 				spread.Spread{Domains: map[string]int{"a": 2, "b": 2, "c": 2}, DomainCount: 3, Min: 2, Max: 2, Skew: 0})},
 		},
 		{
 			name: "a soft constraint two over its maxSkew of 1 is spread: the scheduler only prefers it",
 			cluster: threeZones().ReplicaSet("web").Constraint(zoneHard().ScheduleAnyway()).
 				Pods("a-0", 2).Pods("b-0", 1).And(),
-			want: []audit.Result{zoneResult("ReplicaSet", "web", audit.StateSpread,
+			want: []health.Result{zoneResult("ReplicaSet", "web", health.StateSpread,
 				spread.Spread{WhenUnsatisfiable: v1.ScheduleAnyway,
 					Domains: map[string]int{"a": 2, "b": 1, "c": 0}, DomainCount: 3, Min: 0, Max: 2, Skew: 2})},
 		},
@@ -107,39 +107,39 @@ func TestRun(t *testing.T) {
 			name: "a soft constraint three over its maxSkew of 1 is skewed",
 			cluster: threeZones().ReplicaSet("web").Constraint(zoneHard().ScheduleAnyway()).
 				Pods("a-0", 3).And(),
-			want: []audit.Result{zoneResult("ReplicaSet", "web", audit.StateSkewed,
+			want: []health.Result{zoneResult("ReplicaSet", "web", health.StateSkewed,
 				spread.Spread{WhenUnsatisfiable: v1.ScheduleAnyway,
 					Domains: map[string]int{"a": 3, "b": 0, "c": 0}, DomainCount: 3, Min: 0, Max: 3, Skew: 3})},
 		},
 		{
 			name:    "pods created before spreadguard carry no constraint: uncovered, counted as the policy would",
 			cluster: threeZones().ReplicaSet("web").Pods("a-0", 4).Pods("b-0", 1).And(),
-			want: []audit.Result{zoneResult("ReplicaSet", "web", audit.StateUncovered,
+			want: []health.Result{zoneResult("ReplicaSet", "web", health.StateUncovered,
 				spread.Spread{Domains: map[string]int{"a": 4, "b": 1, "c": 0}, DomainCount: 3, Min: 0, Max: 4, Skew: 4})},
 		},
 		{
 			name: "a Deployment is audited through its current ReplicaSet, the old one's pods apart",
 			cluster: threeZones().Deployment("web").Constraint(zoneHard().MatchLabelKeys("pod-template-hash")).
 				Pods("a-0", 3).Rollout().Pods("a-0", 1).Pods("b-0", 1).Pods("c-0", 1).And(),
-			want: []audit.Result{zoneResult("Deployment", "web", audit.StateSpread,
+			want: []health.Result{zoneResult("Deployment", "web", health.StateSpread,
 				spread.Spread{Domains: map[string]int{"a": 1, "b": 1, "c": 1}, DomainCount: 3, Min: 1, Max: 1, Skew: 0})},
 		},
 		{
 			name:    "pods only a Service stands for are its workload",
 			cluster: threeZones().Service("db").Pods("a-0", 2).And(),
-			want: []audit.Result{zoneResult("Service", "db", audit.StateUncovered,
+			want: []health.Result{zoneResult("Service", "db", health.StateUncovered,
 				spread.Spread{Domains: map[string]int{"a": 2, "b": 0, "c": 0}, DomainCount: 3, Min: 0, Max: 2, Skew: 2})},
 		},
 		{
 			name:    "a workload without pods is not audited",
 			cluster: threeZones().ReplicaSet("web").Constraint(zoneHard()).And(),
-			want:    []audit.Result{},
+			want:    []health.Result{},
 		},
 		{
 			name: "a workload no policy selects is not audited",
 			cluster: newCluster().Zone("a", 1).ReplicaSet("web").Constraint(zoneHard()).
 				Pods("a-0", 2).And(),
-			want: []audit.Result{},
+			want: []health.Result{},
 		},
 	}
 	for _, tt := range tests {
@@ -153,12 +153,12 @@ func TestRun(t *testing.T) {
 }
 
 func TestTally(t *testing.T) {
-	got := audit.Tally(threeZones().
+	got := health.Tally(threeZones().
 		ReplicaSet("even").Constraint(zoneHard()).Pods("a-0", 1).Pods("b-0", 1).Pods("c-0", 1).And().
 		ReplicaSet("piled").Constraint(zoneHard()).Pods("a-0", 3).And().
 		ReplicaSet("old").Pods("b-0", 1).And().
 		run(t))
-	want := map[audit.PolicyKey]audit.Counts{
+	want := map[health.PolicyKey]health.Counts{
 		{Kind: "SpreadPolicy", Name: ns + "/zones"}: {Workloads: 3, Spread: 1, Skewed: 1, Uncovered: 1},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

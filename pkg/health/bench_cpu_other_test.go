@@ -1,6 +1,6 @@
 //go:build !linux
 
-package audit_test
+package health_test
 
 import "time"
 

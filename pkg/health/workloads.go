@@ -1,4 +1,4 @@
-package audit
+package health
 
 import (
 	"maps"

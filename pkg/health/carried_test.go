@@ -1,4 +1,4 @@
-package audit_test
+package health_test
 
 import (
 	"testing"
@@ -7,7 +7,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
-	"github.com/spreadguard/spreadguard/pkg/audit"
+	"github.com/spreadguard/spreadguard/pkg/health"
 	st "github.com/spreadguard/spreadguard/pkg/spread/spreadtest"
 )
 
@@ -22,13 +22,13 @@ func TestCarried(t *testing.T) {
 	}{
 		{
 			name: "the first pod of the workload decides: one created before spreadguard, without constraints",
-			kind: audit.KindReplicaSet,
+			kind: health.KindReplicaSet,
 			pods: []*v1.Pod{web.Obj(), podWith(web, injected)},
 			want: nil,
 		},
 		{
 			name: "a pod the webhook gave constraints shows them, pods of other workloads and namespaces aside",
-			kind: audit.KindReplicaSet,
+			kind: health.KindReplicaSet,
 			pods: []*v1.Pod{
 				st.MakePod().Namespace(ns).Name("api-1").Label("app", "api").Obj(),
 				st.MakePod().Namespace("other").Name("web-1").Label("app", "web").Obj(),
@@ -38,7 +38,7 @@ func TestCarried(t *testing.T) {
 		},
 		{
 			name: "a Service's pods are those no controller owns",
-			kind: audit.KindService,
+			kind: health.KindService,
 			pods: []*v1.Pod{
 				st.MakePod().Namespace(ns).Name("web-rs").Label("app", "web").ControlledBy("ReplicaSet", "apps/v1", "web").Obj(),
 				podWith(web, injected),
@@ -47,14 +47,14 @@ func TestCarried(t *testing.T) {
 		},
 		{
 			name: "no pod of the workload: nothing is known",
-			kind: audit.KindReplicaSet,
+			kind: health.KindReplicaSet,
 			want: nil,
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			w := &audit.Workload{Kind: tt.kind, Namespace: ns, Name: "web", Selector: labels.SelectorFromSet(labels.Set{"app": "web"})}
-			if diff := cmp.Diff(tt.want, audit.Carried(w, tt.pods)); diff != "" {
+			w := &health.Workload{Kind: tt.kind, Namespace: ns, Name: "web", Selector: labels.SelectorFromSet(labels.Set{"app": "web"})}
+			if diff := cmp.Diff(tt.want, health.Carried(w, tt.pods)); diff != "" {
 				t.Errorf("Carried() (-want +got):\n%s", diff)
 			}
 		})

@@ -1,4 +1,4 @@
-package audit_test
+package health_test
 
 import (
 	"strings"
@@ -7,7 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/spreadguard/spreadguard/pkg/audit"
+	"github.com/spreadguard/spreadguard/pkg/health"
 	"github.com/spreadguard/spreadguard/pkg/spread"
 	st "github.com/spreadguard/spreadguard/pkg/spread/spreadtest"
 )
@@ -26,10 +26,10 @@ func TestReports(t *testing.T) {
 		return map[string]string{"domains": domains, "skew": skew, "maxSkew": "1", "state": state}
 	}
 	policy := ns + "/zones"
-	want := map[string]*audit.Report{ns: {
+	want := map[string]*health.Report{ns: {
 		Source:  "spreadguard",
-		Summary: audit.ReportSummary{Pass: 1, Fail: 1, Warn: 2},
-		Results: []audit.ReportResult{
+		Summary: health.ReportSummary{Pass: 1, Fail: 1, Warn: 2},
+		Results: []health.ReportResult{
 			{Policy: policy, Rule: "topology.kubernetes.io/zone DoNotSchedule", Result: "pass", Resources: rs("even"),
 				Message:    "skew 0 over topology.kubernetes.io/zone is within maxSkew 1.",
 				Properties: props("a=1,b=1,c=1", "0", "spread")},
@@ -46,7 +46,7 @@ func TestReports(t *testing.T) {
 				Properties: props("a=3,b=0,c=0", "3", "skewed")},
 		},
 	}}
-	if diff := cmp.Diff(want, audit.Reports(results, spread.DetailNodes)); diff != "" {
+	if diff := cmp.Diff(want, health.Reports(results, spread.DetailNodes)); diff != "" {
 		t.Errorf("Reports() (-want +got):\n%s", diff)
 	}
 }
@@ -65,7 +65,7 @@ func TestReportsNameNoNodeUnderDomainDetail(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			res := audit.Reports(results, tt.detail)[ns].Results[0]
+			res := health.Reports(results, tt.detail)[ns].Results[0]
 			if diff := cmp.Diff(tt.want, res.Properties["domains"]); diff != "" {
 				t.Errorf("domains (-want +got):\n%s", diff)
 			}

@@ -1,4 +1,4 @@
-package audit_test
+package health_test
 
 import (
 	"fmt"
@@ -12,8 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
-	"github.com/spreadguard/spreadguard/pkg/audit"
 	"github.com/spreadguard/spreadguard/pkg/engine"
+	"github.com/spreadguard/spreadguard/pkg/health"
 	"github.com/spreadguard/spreadguard/pkg/lookup"
 	pt "github.com/spreadguard/spreadguard/pkg/policy/policytest"
 	"github.com/spreadguard/spreadguard/pkg/spread"
@@ -26,7 +26,7 @@ const ns = "shop"
 // workloads with their pods. Start with newCluster.
 type clusterBuilder struct {
 	objects []runtime.Object
-	owners  audit.Owners
+	owners  health.Owners
 	pods    int
 }
 
@@ -153,14 +153,14 @@ func (w *workloadBuilder) pods(node string, n int, opt func(*st.PodWrapper)) *wo
 func (w *workloadBuilder) And() *clusterBuilder { return w.c }
 
 // run audits the cluster.
-func (c *clusterBuilder) run(t *testing.T) []audit.Result {
+func (c *clusterBuilder) run(t *testing.T) []health.Result {
 	t.Helper()
 	store, err := lookup.NewStore(c.objects...)
 	if err != nil {
 		t.Fatalf("building the store: %v", err)
 	}
 	ix := spread.IndexFromSnapshot(store.Snapshot())
-	rs, err := audit.Run(ix, lookup.NewSources(store), engine.Config{}, audit.Workloads(c.owners, ix))
+	rs, err := health.Run(ix, lookup.NewSources(store), engine.Config{}, health.Workloads(c.owners, ix))
 	if err != nil {
 		t.Fatalf("auditing: %v", err)
 	}

@@ -1,4 +1,4 @@
-package audit_test
+package health_test
 
 import (
 	"fmt"
@@ -12,8 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/spreadguard/spreadguard/pkg/audit"
 	"github.com/spreadguard/spreadguard/pkg/engine"
+	"github.com/spreadguard/spreadguard/pkg/health"
 	"github.com/spreadguard/spreadguard/pkg/lookup"
 	pt "github.com/spreadguard/spreadguard/pkg/policy/policytest"
 	"github.com/spreadguard/spreadguard/pkg/spread"
@@ -28,7 +28,7 @@ import (
 type benchAudit struct {
 	ix     *spread.Index
 	src    engine.Sources
-	owners audit.Owners
+	owners health.Owners
 }
 
 const (
@@ -107,10 +107,10 @@ func BenchmarkAuditPass(b *testing.B) {
 	for _, workloads := range []int{50, 5000} {
 		c := benchCluster(b, workloads)
 		b.Run(fmt.Sprintf("nodes=%d,pods=%d,workloads=%d", workloads, workloads*benchReplicas, workloads), func(b *testing.B) {
-			pass := func() []audit.Result {
-				rs, err := audit.Run(c.ix, c.src, engine.Config{}, audit.Workloads(c.owners, c.ix))
+			pass := func() []health.Result {
+				rs, err := health.Run(c.ix, c.src, engine.Config{}, health.Workloads(c.owners, c.ix))
 				if err != nil || len(rs) != workloads {
-					b.Fatalf("audit.Run() = %d results, %v; want %d", len(rs), err, workloads)
+					b.Fatalf("health.Run() = %d results, %v; want %d", len(rs), err, workloads)
 				}
 				return rs
 			}
@@ -126,7 +126,7 @@ func BenchmarkAuditPass(b *testing.B) {
 func BenchmarkAuditBaselineCheck(b *testing.B) {
 	for _, workloads := range []int{50, 5000} {
 		c := benchCluster(b, workloads)
-		ws := audit.Workloads(c.owners, c.ix)
+		ws := health.Workloads(c.owners, c.ix)
 		b.Run(fmt.Sprintf("nodes=%d,pods=%d,workloads=%d", workloads, workloads*benchReplicas, workloads), func(b *testing.B) {
 			measure(b, func() {
 				for _, w := range ws {
@@ -142,7 +142,7 @@ func BenchmarkAuditBaselineCheck(b *testing.B) {
 // retainedMiB is the heap that the results of op keep alive once
 // garbage is collected: what a pass adds to the replica's heap between
 // passes.
-func retainedMiB(op func() []audit.Result) float64 {
+func retainedMiB(op func() []health.Result) float64 {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)

@@ -1,4 +1,4 @@
-package audit_test
+package health_test
 
 import (
 	"syscall"
