@@ -12,11 +12,13 @@ import (
 	"github.com/spreadguard/spreadguard/pkg/spread"
 )
 
-// Pod is a pod as the webhook's pod informer keeps it: what counting reads
-// and nothing else. Even stripped of every other field a *v1.Pod is a
-// 1.2 KiB struct, which at 150,000 pods is most of the server's heap; a Pod
-// is under 100 bytes plus its name, and the replicas of one workload share
-// their namespace, node name and label set.
+// Pod is a pod as the webhook's pod informer keeps it: what counting reads,
+// and the topology spread constraints the pod carries, which the audit
+// reads (pkg/health), and nothing else. Even stripped of every other field
+// a *v1.Pod is a 1.2 KiB struct, which at 150,000 pods is most of the
+// server's heap; a Pod is under 100 bytes plus its name, and the replicas
+// of one workload share their namespace, node name, label set and
+// constraints.
 //
 // Only the informer stores Pods: nothing reads pods back from the cache
 // (spread.Index keeps the counts), and the event handlers hand
@@ -28,6 +30,7 @@ type Pod struct {
 	phase           v1.PodPhase
 	nodeName        unique.Handle[string]
 	labels          spread.LabelSet
+	constraints     spread.ConstraintSet
 	deleting        bool
 }
 
@@ -47,6 +50,7 @@ func CompactPod(p *v1.Pod) *Pod {
 		phase:           canonicalPhase(p.Status.Phase),
 		nodeName:        unique.Make(p.Spec.NodeName),
 		labels:          spread.LabelSetOf(p.Labels),
+		constraints:     spread.ConstraintSetOf(p.Spec.TopologySpreadConstraints),
 		deleting:        p.DeletionTimestamp != nil,
 	}
 }
@@ -69,6 +73,7 @@ func (p *Pod) Record() spread.PodRecord {
 		Labels:      p.labels,
 		Phase:       p.phase,
 		Terminating: p.deleting,
+		Constraints: p.constraints,
 	}
 	if p.nodeName != (unique.Handle[string]{}) {
 		r.NodeName = p.nodeName.Value()

@@ -25,6 +25,7 @@ var compactPodEqual = cmp.Options{
 	cmp.AllowUnexported(Pod{}),
 	cmp.Comparer(func(a, b unique.Handle[string]) bool { return a == b }),
 	cmp.Comparer(func(a, b spread.LabelSet) bool { return a == b }),
+	cmp.Comparer(func(a, b spread.ConstraintSet) bool { return a == b }),
 }
 
 func TestCompactPodKeepsWhatCountingReads(t *testing.T) {
@@ -41,6 +42,16 @@ func TestCompactPodKeepsWhatCountingReads(t *testing.T) {
 			want: spread.PodRecord{
 				Namespace: "shop", Name: "web-1", NodeName: "n1", Phase: v1.PodRunning,
 				Labels: spread.LabelSetOf(map[string]string{"app": "web", "tier": "fe"}),
+			},
+		},
+		{
+			name: "pod carrying the zone constraint the webhook injected -> its constraints, interned",
+			in: spreadtest.MakePod().Namespace("shop").Name("web-3").Label("app", "web").Node("n1").
+				SpreadConstraint(spreadtest.Constraint(1, v1.LabelTopologyZone).MatchLabel("app", "web").Obj()).Obj(),
+			want: spread.PodRecord{
+				Namespace: "shop", Name: "web-3", NodeName: "n1", Labels: spread.LabelSetOf(map[string]string{"app": "web"}),
+				Constraints: spread.ConstraintSetOf([]v1.TopologySpreadConstraint{
+					spreadtest.Constraint(1, v1.LabelTopologyZone).MatchLabel("app", "web").Obj()}),
 			},
 		},
 		{

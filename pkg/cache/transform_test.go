@@ -148,6 +148,20 @@ func TestStripKeepsOnlyWhatTheAlgorithmReads(t *testing.T) {
 			},
 		},
 		{
+			name:      "namespace being deleted -> identity, labels and its deletion timestamp",
+			transform: StripNamespace,
+			in: func() *v1.Namespace {
+				ns := &v1.Namespace{ObjectMeta: full("", "shop"), Status: v1.NamespaceStatus{Phase: v1.NamespaceTerminating}}
+				ns.DeletionTimestamp = &spreadtest.DeletionTime
+				return ns
+			}(),
+			want: func() *v1.Namespace {
+				ns := &v1.Namespace{ObjectMeta: withLabels(kept("", "shop"), map[string]string{"app": "web"})}
+				ns.DeletionTimestamp = &spreadtest.DeletionTime
+				return ns
+			}(),
+		},
+		{
 			name:      "tombstone -> passed through unchanged",
 			transform: StripPod,
 			in:        toolscache.DeletedFinalStateUnknown{Key: "shop/web-1", Obj: &v1.Pod{}},
