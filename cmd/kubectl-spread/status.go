@@ -116,15 +116,14 @@ func (o *statusOptions) run(cmd *cobra.Command, connect connectFunc) ([]health.R
 }
 
 // auditObjects runs the audit on a cluster's objects, for namespace, or
-// every namespace when it is empty: the leader's audit, with every pod at
-// hand to tell which constraints the pods carry.
+// every namespace when it is empty: the leader's audit, which reads the
+// constraints the pods carry from the index, as the leader does.
 func auditObjects(objs []runtime.Object, namespace string, cfg engine.Config) ([]health.Result, error) {
 	store, err := lookup.NewStore(objs...)
 	if err != nil {
 		return nil, fmt.Errorf("building the store of the cluster: %w", err)
 	}
 	index := spread.IndexFromSnapshot(store.Snapshot())
-	pods := ofType[*v1.Pod](objs)
 	var ws []health.Workload
 	for _, w := range health.Workloads(health.Owners{
 		ReplicaSets:            ofType[*appsv1.ReplicaSet](objs),
@@ -135,19 +134,13 @@ func auditObjects(objs []runtime.Object, namespace string, cfg engine.Config) ([
 		if namespace != "" && w.Namespace != namespace {
 			continue
 		}
-		if len(w.Pod.Spec.TopologySpreadConstraints) == 0 {
-			w = w.Carrying(health.Carried(&w, pods))
-		}
 		ws = append(ws, w)
 	}
-	results, err := health.Run(index, lookup.NewSources(store), cfg, ws)
-	if err != nil {
-		return nil, err
-	}
-	return results, nil
+	return health.Run(index, lookup.NewSources(store), cfg, ws), nil
 }
 
-// writeStatus prints one row per workload and constraint.
+// writeStatus prints one row per workload and constraint, and one with
+// the error for a workload that could not be audited.
 func writeStatus(out io.Writer, results []health.Result) error {
 	if len(results) == 0 {
 		_, err := fmt.Fprintln(out, "No workload with pods is selected by a policy.")
@@ -156,6 +149,9 @@ func writeStatus(out io.Writer, results []health.Result) error {
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "NAMESPACE\tWORKLOAD\tPOLICY\tPODS\tTOPOLOGY KEY\tDOMAINS\tSKEW/MAX\tSTATE")
 	for _, r := range results {
+		if r.State == health.StateError {
+			fmt.Fprintf(w, "%s\t%s/%s\t%s\t\t\t%s\t\t%s\n", r.Namespace, r.Kind, r.Name, r.Policy, r.Error, r.State)
+		}
 		for _, s := range r.Constraints {
 			key := s.TopologyKey
 			if s.WhenUnsatisfiable != v1.DoNotSchedule {

@@ -27,9 +27,10 @@ const (
 
 // The results of a Report.
 const (
-	ResultPass = "pass"
-	ResultFail = "fail"
-	ResultWarn = "warn"
+	ResultPass  = "pass"
+	ResultFail  = "fail"
+	ResultWarn  = "warn"
+	ResultError = "error"
 )
 
 // Report is the content of one namespace's Report: what the audit owns in
@@ -42,9 +43,10 @@ type Report struct {
 
 // ReportSummary counts a Report's results.
 type ReportSummary struct {
-	Pass int `json:"pass"`
-	Fail int `json:"fail"`
-	Warn int `json:"warn"`
+	Pass  int `json:"pass"`
+	Fail  int `json:"fail"`
+	Warn  int `json:"warn"`
+	Error int `json:"error,omitempty"`
 }
 
 // ReportResult is one workload's one constraint.
@@ -67,8 +69,8 @@ type ReportResult struct {
 // when within what the constraint allows, fail when a hard constraint is
 // skewed, warn when a soft one is and for every constraint of an
 // uncovered workload (its pods carry none: the counts are what the policy
-// would ask). Results are sorted, so that an unchanged cluster gives an
-// equal Report.
+// would ask); a workload that could not be audited has one error result.
+// Results are sorted, so that an unchanged cluster gives an equal Report.
 //
 // With detail spread.DetailDomains (the webhook's default on a shared
 // cluster) a constraint over kubernetes.io/hostname, whose domains are
@@ -82,17 +84,11 @@ func Reports(rs []Result, detail spread.MessageDetail) map[string]*Report {
 			rep = &Report{Source: ReportSource}
 			out[r.Namespace] = rep
 		}
+		if r.State == StateError {
+			rep.add(errorResult(&r))
+		}
 		for _, s := range r.Constraints {
-			res := resultOf(&r, s, detail)
-			switch res.Result {
-			case ResultPass:
-				rep.Summary.Pass++
-			case ResultFail:
-				rep.Summary.Fail++
-			case ResultWarn:
-				rep.Summary.Warn++
-			}
-			rep.Results = append(rep.Results, res)
+			rep.add(resultOf(&r, s, detail))
 		}
 	}
 	for _, rep := range out {
@@ -104,14 +100,46 @@ func Reports(rs []Result, detail spread.MessageDetail) map[string]*Report {
 	return out
 }
 
+// add appends res to rep and counts it in the summary.
+func (rep *Report) add(res ReportResult) {
+	switch res.Result {
+	case ResultPass:
+		rep.Summary.Pass++
+	case ResultFail:
+		rep.Summary.Fail++
+	case ResultWarn:
+		rep.Summary.Warn++
+	case ResultError:
+		rep.Summary.Error++
+	}
+	rep.Results = append(rep.Results, res)
+}
+
+// resource is the reference to r's workload a result names.
+func resource(r *Result) []v1.ObjectReference {
+	apiVersion := "apps/v1"
+	if r.Kind == KindReplicationController || r.Kind == KindService {
+		apiVersion = "v1"
+	}
+	return []v1.ObjectReference{{APIVersion: apiVersion, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name}}
+}
+
+// errorResult is the one result of a workload that could not be audited.
+func errorResult(r *Result) ReportResult {
+	return ReportResult{
+		Policy: r.Policy,
+		Result: ResultError,
+		Message: fmt.Sprintf("spreadguard cannot audit this workload: %s. "+
+			"Correct the value it names in the selector or the topology spread constraints, or recreate the object.", r.Error),
+		Properties: map[string]string{"state": string(r.State)},
+		Resources:  resource(r),
+	}
+}
+
 func resultOf(r *Result, s spread.Spread, detail spread.MessageDetail) ReportResult {
 	domains := DomainsText(s.Domains)
 	if detail == spread.DetailDomains && s.TopologyKey == v1.LabelHostname {
 		domains = nodesPerCount(s)
-	}
-	apiVersion := "apps/v1"
-	if r.Kind == KindReplicationController || r.Kind == KindService {
-		apiVersion = "v1"
 	}
 	res := ReportResult{
 		Policy: r.Policy,
@@ -123,7 +151,7 @@ func resultOf(r *Result, s spread.Spread, detail spread.MessageDetail) ReportRes
 			"maxSkew": strconv.Itoa(int(s.MaxSkew)),
 			"state":   string(r.State),
 		},
-		Resources: []v1.ObjectReference{{APIVersion: apiVersion, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name}},
+		Resources: resource(r),
 	}
 	skewed := Skewed(s)
 	switch {

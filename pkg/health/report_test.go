@@ -75,3 +75,24 @@ func TestReportsNameNoNodeUnderDomainDetail(t *testing.T) {
 		})
 	}
 }
+
+func TestReportsGiveAWorkloadThatCannotBeAuditedOneErrorResult(t *testing.T) {
+	results := []health.Result{
+		{Kind: "ReplicaSet", Namespace: ns, Name: "old", Policy: ns + "/zones", PolicyKind: "SpreadPolicy", State: health.StateError,
+			Error: `spec.selector: values[1][app]: Invalid value: "front end"`},
+	}
+	want := map[string]*health.Report{ns: {
+		Source:  "spreadguard",
+		Summary: health.ReportSummary{Error: 1},
+		Results: []health.ReportResult{{
+			Policy: ns + "/zones", Result: "error",
+			Message: `spreadguard cannot audit this workload: spec.selector: values[1][app]: Invalid value: "front end". ` +
+				"Correct the value it names in the selector or the topology spread constraints, or recreate the object.",
+			Properties: map[string]string{"state": "error"},
+			Resources:  []v1.ObjectReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Namespace: ns, Name: "old"}},
+		}},
+	}}
+	if diff := cmp.Diff(want, health.Reports(results, spread.DetailDomains)); diff != "" {
+		t.Errorf("Reports() (-want +got):\n%s", diff)
+	}
+}

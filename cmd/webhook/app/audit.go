@@ -93,17 +93,17 @@ func WithAuditPeriods(fullPass, coalesce time.Duration) Option {
 // auditController runs the audit (pkg/health) on the leader and writes what
 // it finds into the status of the policies and, when the API server serves
 // them, into openreports Reports (reports.go). It counts from the index the
-// webhook keeps, and reads policies, Services and the workloads' owners
-// (whose transforms keep what places their pods) from the webhook's cache.
+// webhook keeps, reads the constraints the pods carry from it too, and
+// reads policies, Services and the workloads' owners (whose transforms keep
+// what places their pods) from the webhook's cache.
 type auditController struct {
 	log        logr.Logger
 	leaseNS    string
 	restConfig *rest.Config
 	// cache is the webhook's informer cache; client reads through it and
-	// writes to the API server; live reads past it.
+	// writes to the API server.
 	cache  crcache.Cache
 	client client.Client
-	live   client.Reader
 	ix     *spread.Index
 	src    engine.Sources
 	cfg    engine.Config
@@ -113,15 +113,9 @@ type auditController struct {
 	writes             *rate.Limiter
 	observe            func(AuditPass)
 	trigger            chan struct{}
-	// carried is what one pod of a workload whose template declares no
-	// constraint carries (nil: none), by its owner; emptied by every full
-	// pass.
-	carried map[carriedKey][]v1.TopologySpreadConstraint
-	reports *reportWriter
-	metrics *auditMetrics
+	reports            *reportWriter
+	metrics            *auditMetrics
 }
-
-type carriedKey struct{ namespace, kind, name string }
 
 var _ manager.LeaderElectionRunnable = (*auditController)(nil)
 
@@ -145,13 +139,12 @@ func addAudit(mgr manager.Manager, o *options, leaseNS string, ix *spread.Index,
 	c := &auditController{
 		leaseNS: leaseNS,
 		log:     log, restConfig: mgr.GetConfig(),
-		cache: mgr.GetCache(), client: mgr.GetClient(), live: mgr.GetAPIReader(),
+		cache: mgr.GetCache(), client: mgr.GetClient(),
 		ix: ix, src: src, cfg: cfg, synced: synced,
 		fullPass: defaultFullPassPeriod, coalesce: defaultCoalesceDelay,
 		writes:  rate.NewLimiter(statusWritesPerSecond, statusWritesPerSecond),
 		observe: o.auditObserver,
 		trigger: make(chan struct{}, 1),
-		carried: map[carriedKey][]v1.TopologySpreadConstraint{},
 		reports: &reportWriter{client: mgr.GetClient(), mapper: mgr.GetRESTMapper()},
 	}
 	if o.auditFullPass > 0 {
@@ -269,13 +262,13 @@ func (c *auditController) lead(ctx context.Context) error {
 
 	full := time.NewTicker(c.fullPass)
 	defer full.Stop()
-	c.pass(ctx, true)
+	c.pass(ctx)
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-full.C:
-			c.pass(ctx, true)
+			c.pass(ctx)
 		case <-c.trigger:
 			select {
 			case <-ctx.Done():
@@ -287,7 +280,7 @@ func (c *auditController) lead(ctx context.Context) error {
 			case <-c.trigger:
 			default:
 			}
-			c.pass(ctx, false)
+			c.pass(ctx)
 		}
 	}
 }
@@ -323,10 +316,7 @@ func (c *auditController) poke() {
 	}
 }
 
-func (c *auditController) pass(ctx context.Context, full bool) {
-	if full {
-		clear(c.carried)
-	}
+func (c *auditController) pass(ctx context.Context) {
 	report := AuditPass{}
 	if err := c.run(ctx, &report); err != nil && ctx.Err() == nil {
 		c.log.Error(err, "audit pass failed")
@@ -354,55 +344,13 @@ func (c *auditController) run(ctx context.Context, report *AuditPass) error {
 	o.ReplicationControllers = pointers(rcs.Items)
 	o.Services = pointers(services.Items)
 
-	ws := health.Workloads(o, c.ix)
-	for i := range ws {
-		if len(ws[i].Pod.Spec.TopologySpreadConstraints) > 0 {
-			continue
-		}
-		carried, err := c.carriedBy(ctx, &ws[i])
-		if err != nil {
-			return err
-		}
-		if len(carried) > 0 {
-			ws[i] = ws[i].Carrying(carried)
-		}
-	}
-	results, err := health.Run(c.ix, c.src, c.cfg, ws)
-	if err != nil {
-		return err
-	}
+	results := health.Run(c.ix, c.src, c.cfg, health.Workloads(o, c.ix))
 	report.Workloads = len(results)
 	c.metrics.set(results)
 	if err := c.writeStatus(ctx, health.Tally(results), report); err != nil {
 		return err
 	}
 	return c.reports.write(ctx, health.Reports(results, c.cfg.MessageDetail), c.writes.Wait, report)
-}
-
-// carriedBy returns the constraints the pods of w carry (health.Carried),
-// reading one of them from the API server: the webhook's cache keeps none
-// of a pod's spec.
-func (c *auditController) carriedBy(ctx context.Context, w *health.Workload) ([]v1.TopologySpreadConstraint, error) {
-	key := carriedKey{w.Namespace, w.Kind, w.Name}
-	if len(w.Pod.OwnerReferences) > 0 {
-		// A Deployment's revisions differ: key by the ReplicaSet.
-		key.kind, key.name = w.Pod.OwnerReferences[0].Kind, w.Pod.OwnerReferences[0].Name
-	}
-	if cs, ok := c.carried[key]; ok {
-		return cs, nil
-	}
-	var pods v1.PodList
-	// A Service's pods may be mixed with controllers' pods: look past a few.
-	limit := int64(1)
-	if w.Kind == health.KindService {
-		limit = 20
-	}
-	if err := c.live.List(ctx, &pods, client.InNamespace(w.Namespace), client.MatchingLabelsSelector{Selector: w.Selector}, client.Limit(limit)); err != nil {
-		return nil, fmt.Errorf("reading a pod of %s %s/%s: %w", w.Kind, w.Namespace, w.Name, err)
-	}
-	cs := health.Carried(w, pointers(pods.Items))
-	c.carried[key] = cs
-	return cs, nil
 }
 
 // writeStatus patches the status of each policy whose status the tally
