@@ -59,7 +59,8 @@ type ReportResult struct {
 	Result  string `json:"result"`
 	Message string `json:"message"`
 	// Properties hold the counts per domain ("domains": "a=3,b=0"), the
-	// skew, maxSkew and the workload's state.
+	// skew, maxSkew and the workload's state; the message does not repeat
+	// the counts, which are most of a result's size.
 	Properties map[string]string    `json:"properties"`
 	Resources  []v1.ObjectReference `json:"resources"`
 }
@@ -146,7 +147,7 @@ func resultOf(r *Result, s spread.Spread, detail spread.MessageDetail) ReportRes
 		Rule:   s.TopologyKey + " " + string(s.WhenUnsatisfiable),
 		Result: ResultPass,
 		Properties: map[string]string{
-			"domains": domains,
+			"domains": boundedDomains(domains),
 			"skew":    strconv.Itoa(s.Skew),
 			"maxSkew": strconv.Itoa(int(s.MaxSkew)),
 			"state":   string(r.State),
@@ -157,17 +158,17 @@ func resultOf(r *Result, s spread.Spread, detail spread.MessageDetail) ReportRes
 	switch {
 	case r.State == StateUncovered:
 		res.Result = ResultWarn
-		res.Message = fmt.Sprintf("the pods carry no topology spread constraint; the policy's constraint over %s sees a skew of %d (maxSkew %d, pods per domain: %s). "+
-			"Recreate them (kubectl rollout restart) so that spreadguard gives them the policy's constraints.", s.TopologyKey, s.Skew, s.MaxSkew, res.Properties["domains"])
+		res.Message = fmt.Sprintf("the pods carry no topology spread constraint; the policy's constraint over %s sees a skew of %d (maxSkew %d). "+
+			"Recreate them (kubectl rollout restart) so that spreadguard gives them the policy's constraints.", s.TopologyKey, s.Skew, s.MaxSkew)
 	case skewed && s.WhenUnsatisfiable == v1.DoNotSchedule:
 		res.Result = ResultFail
-		res.Message = fmt.Sprintf("skew %d over %s exceeds maxSkew %d (pods per domain: %s). "+
+		res.Message = fmt.Sprintf("skew %d over %s exceeds maxSkew %d. "+
 			"Restore the missing domains' capacity, or recreate pods from the fullest domains (kubectl rollout restart) so the scheduler spreads them again.",
-			s.Skew, s.TopologyKey, s.MaxSkew, res.Properties["domains"])
+			s.Skew, s.TopologyKey, s.MaxSkew)
 	case skewed:
 		res.Result = ResultWarn
-		res.Message = fmt.Sprintf("skew %d over %s exceeds the preferred maxSkew %d by more than %d (pods per domain: %s).",
-			s.Skew, s.TopologyKey, s.MaxSkew, s.MaxSkew, res.Properties["domains"])
+		res.Message = fmt.Sprintf("skew %d over %s exceeds the preferred maxSkew %d by more than %d.",
+			s.Skew, s.TopologyKey, s.MaxSkew, s.MaxSkew)
 	default:
 		res.Message = fmt.Sprintf("skew %d over %s is within maxSkew %d.", s.Skew, s.TopologyKey, s.MaxSkew)
 	}
