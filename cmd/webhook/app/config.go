@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
+	"github.com/spreadguard/spreadguard/pkg/controller/spreadhealth"
 	"github.com/spreadguard/spreadguard/pkg/spread"
 )
 
@@ -99,7 +100,7 @@ type Config struct {
 	// is a template of a node the cluster autoscaler can add. Empty: none.
 	NodeGroupLabel string `json:"nodeGroupLabel,omitempty"`
 	// Audit runs the audit of spread health on the replica that holds the
-	// Lease LeaderElectionID: policy status and reports.
+	// Lease spreadhealth.LeaseName: policy status and reports.
 	Audit bool `json:"audit"`
 	// LeaderElectionNamespace holds the Lease; empty means the pod's own
 	// namespace (in a cluster).
@@ -189,7 +190,7 @@ var settings = []option{
 		func(c *Config) any { return &c.AutoscalerKarpenter }},
 	{"node-group-label", "Node label naming a node's group (eks.amazonaws.com/nodegroup, cloud.google.com/gke-nodepool, kubernetes.azure.com/agentpool): each group and zone seen on a node is a node the autoscaler can add. Empty: none.",
 		func(c *Config) any { return &c.NodeGroupLabel }},
-	{"audit", "Audit the spread of the workloads policies select on the replica holding the Lease " + LeaderElectionID + ", and write policy status.",
+	{"audit", "Audit the spread of the workloads policies select on the replica holding the Lease " + spreadhealth.LeaseName + ", and write policy status.",
 		func(c *Config) any { return &c.Audit }},
 	{"leader-election-namespace", "Namespace of the audit's Lease; empty: the pod's own namespace.",
 		func(c *Config) any { return &c.LeaderElectionNamespace }},

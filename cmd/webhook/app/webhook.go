@@ -42,6 +42,7 @@ import (
 	karpenterv1 "github.com/spreadguard/spreadguard/pkg/apis/karpenter/v1"
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
 	"github.com/spreadguard/spreadguard/pkg/cache"
+	"github.com/spreadguard/spreadguard/pkg/controller/spreadhealth"
 	"github.com/spreadguard/spreadguard/pkg/engine"
 	"github.com/spreadguard/spreadguard/pkg/lookup"
 	"github.com/spreadguard/spreadguard/pkg/spread"
@@ -70,9 +71,9 @@ type options struct {
 	registry     prometheus.Registerer
 	cacheOptions []func(*crcache.Options)
 	wrapSources  func(engine.Sources) engine.Sources
-	// The audit's (audit.go).
-	auditObserver                func(AuditPass)
-	auditFullPass, auditCoalesce time.Duration
+	// The controller of spread health's (health.go).
+	healthObserver                 func(spreadhealth.Pass)
+	healthFullPass, healthCoalesce time.Duration
 }
 
 // WithRESTConfig makes the server talk to the API server of cfg instead of
@@ -174,7 +175,6 @@ func Run(ctx context.Context, cfg *Config, opts ...Option) error {
 	for _, fn := range o.cacheOptions {
 		fn(&cacheOpts)
 	}
-	audit := auditOn(cfg, log)
 	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
 		Scheme:                 scheme,
 		Logger:                 log,
@@ -268,10 +268,8 @@ func Run(ctx context.Context, cfg *Config, opts ...Option) error {
 	}
 	engineCfg := engine.Config{DefaultAction: cfg.DefaultAction, ExcludedNamespaces: cfg.ExcludedNamespaceSet(),
 		MessageDetail: cfg.MessageDetail}
-	if audit {
-		if err := addAudit(mgr, &o, cfg.LeaderElectionNamespace, ix, sources, engineCfg, tracker.Synced, log.WithName("audit")); err != nil {
-			return err
-		}
+	if err := addSpreadHealth(mgr, &o, cfg, ix, sources, engineCfg, tracker.Synced, log.WithName("spreadhealth")); err != nil {
+		return err
 	}
 	decoder := ctrladmission.NewDecoder(scheme)
 	pods := metav1.GroupVersionResource{Version: "v1", Resource: "pods"}
