@@ -1,7 +1,9 @@
 package cache
 
 import (
+	"hash/maphash"
 	"slices"
+	"sync"
 	"unique"
 
 	v1 "k8s.io/api/core/v1"
@@ -43,16 +45,52 @@ var knownPhases = []v1.PodPhase{v1.PodPending, v1.PodRunning, v1.PodSucceeded, v
 
 // CompactPod returns the cached form of p.
 func CompactPod(p *v1.Pod) *Pod {
+	labels := spread.LabelSetOf(p.Labels)
 	return &Pod{
 		namespace:       unique.Make(p.Namespace).Value(),
 		name:            p.Name,
 		resourceVersion: p.ResourceVersion,
 		phase:           canonicalPhase(p.Status.Phase),
 		nodeName:        unique.Make(p.Spec.NodeName),
-		labels:          spread.LabelSetOf(p.Labels),
-		constraints:     spread.ConstraintSetOf(p.Spec.TopologySpreadConstraints),
+		labels:          labels,
+		constraints:     constraintSetOf(labels, p.Spec.TopologySpreadConstraints),
 		deleting:        p.DeletionTimestamp != nil,
 	}
+}
+
+// carried remembers, for each of 1,024 slots a label set hashes to, the
+// constraint set a pod with those labels last carried. The replicas of a
+// workload share their labels and carry the same constraints, so an event's
+// pod is recognized by comparison (ConstraintSet.Matches), which costs
+// less than interning the constraints again; a pod the slot does not match
+// interns its own set and takes the slot. Every pod event goes through
+// here: the budget is a microsecond for the whole event.
+var carried struct {
+	seed maphash.Seed
+	mu   sync.Mutex
+	sets [1024]spread.ConstraintSet
+}
+
+func init() { carried.seed = maphash.MakeSeed() }
+
+// constraintSetOf returns spread.ConstraintSetOf(cs) for a pod labelled
+// labels.
+func constraintSetOf(labels spread.LabelSet, cs []v1.TopologySpreadConstraint) spread.ConstraintSet {
+	if len(cs) == 0 {
+		return spread.ConstraintSet{}
+	}
+	slot := maphash.Comparable(carried.seed, labels) % uint64(len(carried.sets))
+	carried.mu.Lock()
+	set := carried.sets[slot]
+	carried.mu.Unlock()
+	if set.Matches(cs) {
+		return set
+	}
+	set = spread.ConstraintSetOf(cs)
+	carried.mu.Lock()
+	carried.sets[slot] = set
+	carried.mu.Unlock()
+	return set
 }
 
 // canonicalPhase returns the package constant for a known phase, so that

@@ -94,6 +94,59 @@ func TestReplicasShareTheirLabelSetAndNode(t *testing.T) {
 	}
 }
 
+func TestReplicasShareTheirConstraintSet(t *testing.T) {
+	zone := spreadtest.Constraint(1, v1.LabelTopologyZone).MatchLabel("app", "web")
+	pod := func(name string, cs ...v1.TopologySpreadConstraint) *v1.Pod {
+		p := spreadtest.MakePod().Namespace("shop").Name(name).Label("app", "web").Node("n1")
+		for _, c := range cs {
+			p.SpreadConstraint(c)
+		}
+		return p.Obj()
+	}
+	tests := []struct {
+		name string
+		pods []*v1.Pod
+		// same says which pods share the first's set.
+		same []bool
+	}{
+		{
+			name: "three replicas carrying the injected constraint -> one set",
+			pods: []*v1.Pod{pod("a", zone.Obj()), pod("b", zone.Obj()), pod("c", zone.Obj())},
+			same: []bool{true, true, true},
+		},
+		{
+			name: "the same labels with another maxSkew, then none, then the first again -> each its own",
+			pods: []*v1.Pod{pod("a", zone.Obj()), pod("b", spreadtest.Constraint(2, v1.LabelTopologyZone).MatchLabel("app", "web").Obj()),
+				pod("c"), pod("d", zone.Obj())},
+			same: []bool{true, false, false, true},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			first := CompactPod(tt.pods[0]).constraints
+			for i, p := range tt.pods {
+				got := CompactPod(p).constraints
+				if want := spread.ConstraintSetOf(p.Spec.TopologySpreadConstraints); got != want {
+					t.Errorf("pod %s: the compact pod's set is not ConstraintSetOf its constraints", p.Name)
+				}
+				if (got == first) != tt.same[i] {
+					t.Errorf("pod %s shares the first pod's set: %v, want %v", p.Name, got == first, tt.same[i])
+				}
+			}
+		})
+	}
+}
+
+func TestCompactPodOfAKnownWorkloadAllocatesOnlyThePod(t *testing.T) {
+	p := spreadtest.MakePod().Namespace("shop").Name("web-1").Label("app", "web").Label("pod-template-hash", "h1").Node("n1").
+		SpreadConstraint(spreadtest.Constraint(1, v1.LabelTopologyZone).MatchLabel("app", "web").MatchLabel("pod-template-hash", "h1").
+			NodeTaintsPolicy(v1.NodeInclusionPolicyHonor).Obj()).Obj()
+	CompactPod(p)
+	if got := testing.AllocsPerRun(100, func() { CompactPod(p) }); got != 1 {
+		t.Errorf("CompactPod of a replica whose labels and constraints are known: %v allocations, want 1 (the Pod)", got)
+	}
+}
+
 // syncRecorder is an IndexSink for informer tests: it records each call
 // with what the index would read, from the informer's goroutine.
 type syncRecorder struct {

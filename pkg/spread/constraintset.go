@@ -193,3 +193,76 @@ func (d *decoder) str() string {
 	d.s = rest
 	return field
 }
+
+// Matches reports whether s is the set of cs, as ConstraintSetOf(cs) ==
+// s would, without encoding cs: it reads s's encoding and compares field
+// by field, matchLabels by lookup. It allocates nothing, so that a pod
+// cache that remembers the set a workload's pods carry recognizes the
+// next replica's for less than interning costs.
+func (s ConstraintSet) Matches(cs []v1.TopologySpreadConstraint) bool {
+	if s == (ConstraintSet{}) {
+		return len(cs) == 0
+	}
+	d := decoder{s: s.enc.Value()}
+	if d.uint() != uint64(len(cs)) {
+		return false
+	}
+	for i := range cs {
+		if !d.matches(&cs[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// matches reads one constraint and reports whether it is c.
+func (d *decoder) matches(c *v1.TopologySpreadConstraint) bool {
+	if int32(uint32(d.uint())) != c.MaxSkew || d.str() != c.TopologyKey || d.str() != string(c.WhenUnsatisfiable) {
+		return false
+	}
+	if d.flag() != (c.LabelSelector != nil) {
+		return false
+	}
+	if sel := c.LabelSelector; sel != nil {
+		if d.uint() != uint64(len(sel.MatchLabels)) {
+			return false
+		}
+		for range len(sel.MatchLabels) {
+			k, v := d.str(), d.str()
+			if got, ok := sel.MatchLabels[k]; !ok || got != v {
+				return false
+			}
+		}
+		if d.uint() != uint64(len(sel.MatchExpressions)) {
+			return false
+		}
+		for _, r := range sel.MatchExpressions {
+			if d.str() != r.Key || d.str() != string(r.Operator) || d.uint() != uint64(len(r.Values)) {
+				return false
+			}
+			for _, v := range r.Values {
+				if d.str() != v {
+					return false
+				}
+			}
+		}
+	}
+	if d.flag() != (c.MinDomains != nil) || c.MinDomains != nil && int32(uint32(d.uint())) != *c.MinDomains {
+		return false
+	}
+	if d.flag() != (c.NodeAffinityPolicy != nil) || c.NodeAffinityPolicy != nil && d.str() != string(*c.NodeAffinityPolicy) {
+		return false
+	}
+	if d.flag() != (c.NodeTaintsPolicy != nil) || c.NodeTaintsPolicy != nil && d.str() != string(*c.NodeTaintsPolicy) {
+		return false
+	}
+	if d.uint() != uint64(len(c.MatchLabelKeys)) {
+		return false
+	}
+	for _, k := range c.MatchLabelKeys {
+		if d.str() != k {
+			return false
+		}
+	}
+	return true
+}

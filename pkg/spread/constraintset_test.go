@@ -68,9 +68,10 @@ func TestConstraintSetOfAnInternedSetAllocatesNothing(t *testing.T) {
 }
 
 // TestConstraintSetsAreEqualExactlyWhenTheConstraintsAre draws lists of the
-// constraints users write (the index property test's) and holds the two
-// properties the index relies on: a set decodes back to its list, and two
-// sets are one exactly when their lists are equal.
+// constraints users write (the index property test's) and holds the
+// properties the index and the pod cache rely on: a set decodes back to
+// its list, two sets are one exactly when their lists are equal, and a set
+// matches exactly the lists it is the set of.
 func TestConstraintSetsAreEqualExactlyWhenTheConstraintsAre(t *testing.T) {
 	seed, rounds := randomRounds(t, 500, 100)
 	w := newWorld(rngChooser{rand.New(rand.NewPCG(seed, 0))})
@@ -90,5 +91,70 @@ func TestConstraintSetsAreEqualExactlyWhenTheConstraintsAre(t *testing.T) {
 		if equal := equality.Semantic.DeepEqual(sa.Constraints(), sb.Constraints()); (sa == sb) != equal {
 			t.Fatalf("seed %d: lists %v and %v: sets equal = %v, lists equal = %v", seed, a, b, sa == sb, equal)
 		}
+		if !sa.Matches(a) || sa.Matches(b) != (sa == sb) {
+			t.Fatalf("seed %d: lists %v and %v: the set of the first matches the first %v, the second %v; sets equal = %v",
+				seed, a, b, sa.Matches(a), sa.Matches(b), sa == sb)
+		}
+	}
+}
+
+func TestConstraintSetMatchesOnlyItsOwnList(t *testing.T) {
+	base := func() *st.ConstraintWrapper {
+		return st.Constraint(1, v1.LabelTopologyZone).MatchLabel("app", "web").MatchLabel("pod-template-hash", "h1").
+			MatchExpression("tier", metav1.LabelSelectorOpIn, "fe", "be").MinDomains(2).
+			NodeAffinityPolicy(v1.NodeInclusionPolicyHonor).NodeTaintsPolicy(v1.NodeInclusionPolicyHonor).MatchLabelKeys("version")
+	}
+	set := spread.ConstraintSetOf([]v1.TopologySpreadConstraint{base().Obj()})
+	variant := func(edit func(c *v1.TopologySpreadConstraint)) []v1.TopologySpreadConstraint {
+		c := base().Obj()
+		edit(&c)
+		return []v1.TopologySpreadConstraint{c}
+	}
+	ignore := v1.NodeInclusionPolicyIgnore
+	three := int32(3)
+	tests := []struct {
+		name string
+		cs   []v1.TopologySpreadConstraint
+		want bool
+	}{
+		{"the same list, its matchLabels built in another order -> matches", variant(func(c *v1.TopologySpreadConstraint) {
+			c.LabelSelector.MatchLabels = map[string]string{"pod-template-hash": "h1", "app": "web"}
+		}), true},
+		{"no constraint -> no", nil, false},
+		{"the constraint twice -> no", append(variant(func(*v1.TopologySpreadConstraint) {}), base().Obj()), false},
+		{"maxSkew 2 -> no", variant(func(c *v1.TopologySpreadConstraint) { c.MaxSkew = 2 }), false},
+		{"another key -> no", variant(func(c *v1.TopologySpreadConstraint) { c.TopologyKey = v1.LabelHostname }), false},
+		{"ScheduleAnyway -> no", variant(func(c *v1.TopologySpreadConstraint) { c.WhenUnsatisfiable = v1.ScheduleAnyway }), false},
+		{"no selector -> no", variant(func(c *v1.TopologySpreadConstraint) { c.LabelSelector = nil }), false},
+		{"another matchLabels value -> no", variant(func(c *v1.TopologySpreadConstraint) { c.LabelSelector.MatchLabels["app"] = "api" }), false},
+		{"one more matchLabels key -> no", variant(func(c *v1.TopologySpreadConstraint) { c.LabelSelector.MatchLabels["canary"] = "" }), false},
+		{"a matchLabels key renamed -> no", variant(func(c *v1.TopologySpreadConstraint) {
+			c.LabelSelector.MatchLabels = map[string]string{"app": "web", "pod-template-hash2": "h1"}
+		}), false},
+		{"expression values in another order -> no", variant(func(c *v1.TopologySpreadConstraint) {
+			c.LabelSelector.MatchExpressions[0].Values = []string{"be", "fe"}
+		}), false},
+		{"NotIn instead of In -> no", variant(func(c *v1.TopologySpreadConstraint) {
+			c.LabelSelector.MatchExpressions[0].Operator = metav1.LabelSelectorOpNotIn
+		}), false},
+		{"minDomains 3 -> no", variant(func(c *v1.TopologySpreadConstraint) { c.MinDomains = &three }), false},
+		{"minDomains unset -> no", variant(func(c *v1.TopologySpreadConstraint) { c.MinDomains = nil }), false},
+		{"nodeAffinityPolicy Ignore -> no", variant(func(c *v1.TopologySpreadConstraint) { c.NodeAffinityPolicy = &ignore }), false},
+		{"nodeTaintsPolicy Ignore -> no", variant(func(c *v1.TopologySpreadConstraint) { c.NodeTaintsPolicy = &ignore }), false},
+		{"nodeTaintsPolicy unset -> no", variant(func(c *v1.TopologySpreadConstraint) { c.NodeTaintsPolicy = nil }), false},
+		{"matchLabelKeys of another key -> no", variant(func(c *v1.TopologySpreadConstraint) { c.MatchLabelKeys = []string{"release"} }), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := set.Matches(tt.cs); got != tt.want {
+				t.Errorf("Matches() = %v, want %v", got, tt.want)
+			}
+			if got := spread.ConstraintSetOf(tt.cs) == set; got != tt.want {
+				t.Errorf("ConstraintSetOf() == the set: %v, want %v", got, tt.want)
+			}
+		})
+	}
+	if !(spread.ConstraintSet{}).Matches(nil) || (spread.ConstraintSet{}).Matches([]v1.TopologySpreadConstraint{base().Obj()}) {
+		t.Error("the zero set must match no constraint, and only that")
 	}
 }
