@@ -163,7 +163,7 @@ func writeReadable(out io.Writer, rev *engine.Review, detail spread.MessageDetai
 		}
 		if len(res.Excluded) > 0 {
 			w.printf("Not feasible:\n")
-			writeExcluded(w, res.Excluded, detail)
+			writeExcluded(w, res.Excluded, "node", detail)
 		}
 		writeTemplates(w, res, detail)
 	}
@@ -191,7 +191,7 @@ func writeTemplates(w *errWriter, res *spread.Result, detail spread.MessageDetai
 		if n := len(res.FeasibleTemplates); n > 0 {
 			w.printf("  %s: feasible\n", countOf(n, "template"))
 		}
-		writeExcluded(w, res.ExcludedTemplates, detail)
+		writeExcluded(w, res.ExcludedTemplates, "template", detail)
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -204,11 +204,11 @@ func writeTemplates(w *errWriter, res *spread.Result, detail spread.MessageDetai
 	w.check(tw.Flush())
 }
 
-// writeExcluded lists excluded nodes or templates with their reason and
-// detail, or, when detail names no node, how many there are of each
+// writeExcluded lists excluded nodes or templates (noun) with their reason
+// and detail, or, when detail names no node, how many there are of each
 // reason: the names and the details (a taint, a node's domain) are the
 // nodes'.
-func writeExcluded(w *errWriter, excluded []spread.ExcludedNode, detail spread.MessageDetail) {
+func writeExcluded(w *errWriter, excluded []spread.ExcludedNode, noun string, detail spread.MessageDetail) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	if detail.NamesNodes() {
 		for _, e := range excluded {
@@ -218,7 +218,7 @@ func writeExcluded(w *errWriter, excluded []spread.ExcludedNode, detail spread.M
 		return
 	}
 	for _, r := range byReason(excluded) {
-		fmt.Fprintf(tw, "  %s\t%s\n", countOf(r.n, "node"), r.reason)
+		fmt.Fprintf(tw, "  %s\t%s\n", r.reason, countOf(r.n, noun))
 	}
 	w.check(tw.Flush())
 }
