@@ -158,7 +158,8 @@ func (ev *evaluation) newNodeMessage() string {
 			key := ev.constraints[i].topologyKey
 			value := r.template.node().Labels[key]
 			if key == v1.LabelHostname && (value == freshNodeName || !ev.detail.NamesDomainsOf(key)) {
-				// A new node is its own hostname domain: nothing to name.
+				// A new node is its own hostname domain, and a hostname
+				// the detail does not name is a node's: nothing to name.
 				continue
 			}
 			where = append(where, ev.detail.DomainName(key, value))
