@@ -35,12 +35,16 @@ Exit codes: 0 allowed, 1 denied, 2 bad input.`,
   kubectl spread check --cluster examples/cluster.yaml --pod examples/pod-pinned.yaml -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			rev, err := o.run()
+			cfg, err := o.config()
+			if err != nil {
+				return err
+			}
+			rev, err := o.run(cfg)
 			if err != nil {
 				return err
 			}
 			*code = exitCode(rev)
-			return writeReview(cmd.OutOrStdout(), o.output, rev)
+			return writeReview(cmd.OutOrStdout(), o.output, rev, cfg.MessageDetail)
 		},
 	}
 	cmd.Flags().StringVar(&o.cluster, "cluster", "", "the cluster snapshot file (required)")
@@ -49,13 +53,9 @@ Exit codes: 0 allowed, 1 denied, 2 bad input.`,
 	return cmd
 }
 
-func (o *checkOptions) run() (*engine.Review, error) {
+func (o *checkOptions) run(cfg engine.Config) (*engine.Review, error) {
 	if o.cluster == "" || o.pod == "" {
 		return nil, errors.New("check needs --cluster CLUSTER.yaml and --pod POD.yaml")
-	}
-	cfg, err := o.config()
-	if err != nil {
-		return nil, err
 	}
 	cluster, err := lookup.Load(o.cluster)
 	if err != nil {

@@ -74,7 +74,7 @@ Exit codes: 0 allowed, 1 denied, 2 bad input or an unreachable cluster.`,
 				return err
 			}
 			*code = exitCode(rev)
-			return writeReview(cmd.OutOrStdout(), o.output, rev)
+			return writeReview(cmd.OutOrStdout(), o.output, rev, cfg.MessageDetail)
 		},
 	}
 	cmd.Flags().StringVarP(&o.namespace, "namespace", "n", "", "the workload's namespace (default: the kubeconfig context's)")

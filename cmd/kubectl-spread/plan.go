@@ -272,7 +272,8 @@ func boundPods(ctx context.Context, store *lookup.Store, namespace string, selec
 	return n, nil
 }
 
-// writePlan prints the forecast for a person.
+// writePlan prints the forecast for a person, naming what f.Detail lets it
+// (the configuration the forecast ran with).
 func writePlan(out io.Writer, f *forecast.Forecast) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s: replicas %d to %d", f.Workload, f.From+1, f.To)
@@ -332,11 +333,14 @@ func pictureChanges(f *forecast.Forecast) []string {
 			continue
 		}
 		line := fmt.Sprintf("after replica %d", p.Replica)
-		if p.NewNode {
+		switch {
+		case p.NewNode && f.Detail.NamesNodes():
 			line += fmt.Sprintf(" (on a new node of %s)", p.Template)
+		case p.NewNode:
+			line += " (on a new node)"
 		}
 		for i, c := range f.Constraints {
-			line += "  " + domainCounts(c.TopologyKey, counts[i])
+			line += "  " + domainCounts(c.TopologyKey, counts[i], f.Detail)
 		}
 		lines = append(lines, line)
 	}
@@ -359,13 +363,18 @@ func globalMin(c forecast.Counts, counts map[string]int) int {
 // maxDomainsShown keeps a line of hostname counts readable.
 const maxDomainsShown = 12
 
-func domainCounts(key string, counts map[string]int) string {
+// domainCounts is "zone: a=1 b=2", or, for the domains detail does not
+// name, "hostname: 2 nodes with 1".
+func domainCounts(key string, counts map[string]int, detail spread.MessageDetail) string {
+	short := key[strings.LastIndexByte(key, '/')+1:]
+	if !detail.NamesDomainsOf(key) {
+		return short + ": " + spread.NodesPerCount(counts, len(counts))
+	}
 	names := make([]string, 0, len(counts))
 	for d := range counts {
 		names = append(names, d)
 	}
 	slices.Sort(names)
-	short := key[strings.LastIndexByte(key, '/')+1:]
 	parts := []string{short + ":"}
 	for i, d := range names {
 		if i == maxDomainsShown {

@@ -51,7 +51,8 @@ check reads.`,
   kubectl spread status --cluster examples/cluster.yaml -n shop`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			results, err := o.run(cmd, connect)
+			cfg := o.config()
+			results, err := o.run(cmd, connect, cfg)
 			if err != nil {
 				return err
 			}
@@ -60,7 +61,7 @@ check reads.`,
 				enc.SetIndent("", "  ")
 				return enc.Encode(results)
 			}
-			return writeStatus(cmd.OutOrStdout(), results)
+			return writeStatus(cmd.OutOrStdout(), results, cfg.MessageDetail)
 		},
 	}
 	cmd.Flags().StringVar(&o.cluster, "cluster", "", "a cluster snapshot file, as check reads, instead of the live cluster")
@@ -74,18 +75,23 @@ check reads.`,
 	return cmd
 }
 
-func (o *statusOptions) run(cmd *cobra.Command, connect connectFunc) ([]health.Result, error) {
-	if o.output != "" && o.output != "json" {
-		return nil, fmt.Errorf("invalid --output %q (want json, or nothing for a table)", o.output)
-	}
-	if o.all && o.namespace != "" {
-		return nil, errors.New("--namespace and --all-namespaces exclude each other")
-	}
+// config is the engine's configuration of the audit.
+func (o *statusOptions) config() engine.Config {
 	cfg := engine.Config{ExcludedNamespaces: []string{metav1.NamespaceSystem}}
 	for _, ns := range o.excludedNamespaces {
 		if ns = strings.TrimSpace(ns); ns != "" && !slices.Contains(cfg.ExcludedNamespaces, ns) {
 			cfg.ExcludedNamespaces = append(cfg.ExcludedNamespaces, ns)
 		}
+	}
+	return cfg
+}
+
+func (o *statusOptions) run(cmd *cobra.Command, connect connectFunc, cfg engine.Config) ([]health.Result, error) {
+	if o.output != "" && o.output != "json" {
+		return nil, fmt.Errorf("invalid --output %q (want json, or nothing for a table)", o.output)
+	}
+	if o.all && o.namespace != "" {
+		return nil, errors.New("--namespace and --all-namespaces exclude each other")
 	}
 	var objs []runtime.Object
 	namespace := o.namespace
@@ -147,8 +153,10 @@ func auditObjects(objs []runtime.Object, namespace string, cfg engine.Config) ([
 	return results, nil
 }
 
-// writeStatus prints one row per workload and constraint.
-func writeStatus(out io.Writer, results []health.Result) error {
+// writeStatus prints one row per workload and constraint; the domains of a
+// constraint that detail does not name (hostnames) as how many nodes hold
+// each count, as the Reports do.
+func writeStatus(out io.Writer, results []health.Result, detail spread.MessageDetail) error {
 	if len(results) == 0 {
 		_, err := fmt.Fprintln(out, "No workload with pods is selected by a policy.")
 		return err
@@ -161,8 +169,12 @@ func writeStatus(out io.Writer, results []health.Result) error {
 			if s.WhenUnsatisfiable != v1.DoNotSchedule {
 				key += " (soft)"
 			}
+			domains := health.DomainsText(s.Domains)
+			if !detail.NamesDomainsOf(s.TopologyKey) {
+				domains = spread.NodesPerCount(s.Domains, s.DomainCount)
+			}
 			fmt.Fprintf(w, "%s\t%s/%s\t%s\t%d\t%s\t%s\t%d/%d\t%s\n", r.Namespace, r.Kind, r.Name, r.Policy, r.Pods,
-				key, health.DomainsText(s.Domains), s.Skew, s.MaxSkew, r.State)
+				key, domains, s.Skew, s.MaxSkew, r.State)
 		}
 	}
 	return w.Flush()

@@ -85,7 +85,7 @@ func (ev *evaluation) conflictMessage() string {
 	}
 	var b strings.Builder
 	allows := fmt.Sprintf("the %s the first allows (%s)", plural(allowed.n, "node"), allowed.list(3))
-	if ev.domainsOnly {
+	if !ev.detail.NamesNodes() {
 		allows = fmt.Sprintf("the %s the first allows", plural(allowed.n, "node"))
 	}
 	fmt.Fprintf(&b, "No node satisfies %s and %s together: %s would break the second. ",
@@ -123,7 +123,7 @@ func (ev *evaluation) minimumReason(i int) string {
 	if lowest.n == 1 {
 		return fmt.Sprintf("%s has the fewest matching pods", ev.domainName(c.topologyKey, lowest.first[0]))
 	}
-	if ev.domainsOnly && c.topologyKey == v1.LabelHostname {
+	if !ev.detail.NamesDomainsOf(c.topologyKey) {
 		return fmt.Sprintf("%d nodes have the fewest matching pods", lowest.n)
 	}
 	return fmt.Sprintf("%d domains have the fewest matching pods (%s)", lowest.n, lowest.list(3))
@@ -150,7 +150,7 @@ func (ev *evaluation) skewList(i int, usable domainSample) string {
 		return fmt.Sprintf("%s (%d + %d - %d = %d)", ev.domainName(c.topologyKey, domain), count, c.selfMatch, ev.globalMin[i], count+c.selfMatch-ev.globalMin[i])
 	}
 	var parts []string
-	if ev.domainsOnly && c.topologyKey == v1.LabelHostname {
+	if !ev.detail.NamesDomainsOf(c.topologyKey) {
 		// Every domain reads "a node (...)": the parts differ only by
 		// count, and each is repeated once per domain holding it.
 		var distinct []string
