@@ -42,6 +42,7 @@ import (
 	karpenterv1 "github.com/spreadguard/spreadguard/pkg/apis/karpenter/v1"
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
 	"github.com/spreadguard/spreadguard/pkg/cache"
+	"github.com/spreadguard/spreadguard/pkg/config"
 	"github.com/spreadguard/spreadguard/pkg/engine"
 	"github.com/spreadguard/spreadguard/pkg/lookup"
 	"github.com/spreadguard/spreadguard/pkg/spread"
@@ -207,7 +208,7 @@ func Run(ctx context.Context, cfg *Config, opts ...Option) error {
 	if mapper == nil {
 		mapper = mgr.GetRESTMapper()
 	}
-	watched, served, karpenter, err := watchedKinds(cfg, mapper)
+	watched, templateOpts, err := watchedKinds(cfg, mapper)
 	if err != nil {
 		return err
 	}
@@ -226,8 +227,6 @@ func Run(ctx context.Context, cfg *Config, opts ...Option) error {
 	if err := mgr.Add(tracker); err != nil {
 		return fmt.Errorf("adding the cache tracker: %w", err)
 	}
-	templateOpts := lookup.TemplateOptions{NodeTemplates: served[v1alpha1.GroupVersion.WithKind(v1alpha1.KindNodeTemplate)],
-		Karpenter: karpenter, NodeGroupLabel: cfg.NodeGroupLabel}
 	templates := cache.NewTemplateWatcher(mgr.GetCache(), func(ctx context.Context) ([]spread.Template, error) {
 		return lookup.Templates(ctx, mgr.GetCache(), templateOpts)
 	}, ix.SetTemplates, templateInterval, halfSynced)
@@ -266,8 +265,7 @@ func Run(ctx context.Context, cfg *Config, opts ...Option) error {
 	if wrap := o.wrapSources; wrap != nil {
 		sourcesFor = func(ctx context.Context) engine.Sources { return wrap(sources.WithContext(ctx)) }
 	}
-	engineCfg := engine.Config{DefaultAction: cfg.DefaultAction, ExcludedNamespaces: cfg.ExcludedNamespaceSet(),
-		MessageDetail: cfg.MessageDetail}
+	engineCfg := cfg.Engine.Config()
 	if audit {
 		if err := addAudit(mgr, &o, cfg.LeaderElectionNamespace, ix, sources, engineCfg, tracker.Synced, log.WithName("audit")); err != nil {
 			return err
@@ -327,7 +325,7 @@ func Run(ctx context.Context, cfg *Config, opts ...Option) error {
 	log.Info("starting spreadguard-webhook", "port", cfg.Port, "certDir", cfg.CertDir,
 		"defaultAction", cfg.DefaultAction, "excludedNamespaces", engineCfg.ExcludedNamespaces,
 		"refuseUntilSynced", cfg.RefuseUntilSynced, "metricsSecure", cfg.MetricsSecure, "failurePolicy", cfg.FailurePolicy, "messageDetail", cfg.MessageDetail,
-		"karpenterNodePools", karpenter, "nodeGroupLabel", cfg.NodeGroupLabel)
+		"karpenterNodePools", templateOpts.Karpenter, "nodeGroupLabel", cfg.NodeGroupLabel)
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("running the manager: %w", err)
 	}
@@ -339,13 +337,11 @@ func Run(ctx context.Context, cfg *Config, opts ...Option) error {
 const templateInterval = time.Second
 
 // watchedKinds returns the kinds to watch: every kind that is not optional,
-// and each optional one that the API server serves (served), Karpenter's
-// NodePools only when cfg asks for them. karpenter says whether NodePools
-// are read.
-// --autoscaler-karpenter=true without the NodePool API is an error: the
-// setting says Karpenter runs, and it cannot be read.
-func watchedKinds(cfg *Config, mapper meta.RESTMapper) (_ []client.Object, served map[schema.GroupVersionKind]bool, karpenter bool, _ error) {
-	served = map[schema.GroupVersionKind]bool{}
+// and each optional one that the API server serves, Karpenter's NodePools
+// only when cfg asks for them (config.Engine.Templates); and where the
+// templates of the nodes an autoscaler can add come from.
+func watchedKinds(cfg *Config, mapper meta.RESTMapper) ([]client.Object, lookup.TemplateOptions, error) {
+	served := map[schema.GroupVersionKind]bool{}
 	for _, k := range cache.Kinds {
 		if !k.Optional {
 			continue
@@ -356,23 +352,18 @@ func watchedKinds(cfg *Config, mapper meta.RESTMapper) (_ []client.Object, serve
 			served[k.GVK] = true
 		case meta.IsNoMatchError(err):
 		default:
-			return nil, nil, false, fmt.Errorf("asking the API server whether it serves %s: %w", k.GVK, err)
+			return nil, lookup.TemplateOptions{}, fmt.Errorf("asking the API server whether it serves %s: %w", k.GVK, err)
 		}
 	}
 	nodePools := karpenterv1.GroupVersion.WithKind(karpenterv1.KindNodePool)
-	switch cfg.AutoscalerKarpenter {
-	case ToggleTrue:
-		if !served[nodePools] {
-			return nil, nil, false, fmt.Errorf("--autoscaler-karpenter is true, but the API server does not serve %s: install Karpenter's CRDs or set it to auto", nodePools)
-		}
-		karpenter = true
-	case ToggleAuto:
-		karpenter = served[nodePools]
+	templates, err := cfg.Engine.Templates(served[v1alpha1.GroupVersion.WithKind(v1alpha1.KindNodeTemplate)], served[nodePools])
+	if err != nil {
+		return nil, lookup.TemplateOptions{}, err
 	}
 	watched := cache.Watched(func(k cache.Kind) bool {
-		return served[k.GVK] && (k.GVK != nodePools || karpenter)
+		return served[k.GVK] && (k.GVK != nodePools || templates.Karpenter)
 	})
-	return watched, served, karpenter, nil
+	return watched, templates, nil
 }
 
 // watchTemplateSources has the template watcher hear of every change to
@@ -436,7 +427,7 @@ func (o *options) buildLogger(cfg *Config) (logr.Logger, error) {
 	if o.logger != nil {
 		return *o.logger, nil
 	}
-	v, err := ParseLogLevel(cfg.LogLevel)
+	v, err := config.ParseLogLevel(cfg.LogLevel)
 	if err != nil {
 		return logr.Logger{}, fmt.Errorf("--log-level: %w", err)
 	}
