@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
-	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -23,17 +21,16 @@ import (
 )
 
 type statusOptions struct {
-	cluster            string
-	namespace          string
-	all                bool
-	kubeconfig         string
-	context            string
-	excludedNamespaces []string
-	output             string
+	engineFlags
+	kube      kubeFlags
+	cluster   string
+	namespace string
+	all       bool
+	output    string
 }
 
 func newStatusCommand(connect connectFunc) *cobra.Command {
-	o := &statusOptions{}
+	o := &statusOptions{engineFlags: newEngineFlags()}
 	cmd := &cobra.Command{
 		Use:   "status [-n NAMESPACE | -A] [--cluster CLUSTER.yaml] [-o json]",
 		Short: "Show how the pods of the workloads policies select are spread now",
@@ -66,11 +63,9 @@ check reads.`,
 	cmd.Flags().StringVar(&o.cluster, "cluster", "", "a cluster snapshot file, as check reads, instead of the live cluster")
 	cmd.Flags().StringVarP(&o.namespace, "namespace", "n", "", "the namespace (default: the kubeconfig context's, or default)")
 	cmd.Flags().BoolVarP(&o.all, "all-namespaces", "A", false, "every namespace")
-	cmd.Flags().StringVar(&o.kubeconfig, "kubeconfig", "", "the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)")
-	cmd.Flags().StringVar(&o.context, "context", "", "the kubeconfig context (default: the current one)")
-	cmd.Flags().StringSliceVar(&o.excludedNamespaces, "excluded-namespaces", []string{metav1.NamespaceSystem},
-		"namespaces the webhook leaves alone, as its --excluded-namespaces (kube-system is always included)")
+	o.kube.register(cmd)
 	cmd.Flags().StringVarP(&o.output, "output", "o", "", "output format: empty for a table, or json")
+	o.register(cmd)
 	return cmd
 }
 
@@ -81,11 +76,9 @@ func (o *statusOptions) run(cmd *cobra.Command, connect connectFunc) ([]health.R
 	if o.all && o.namespace != "" {
 		return nil, errors.New("--namespace and --all-namespaces exclude each other")
 	}
-	cfg := engine.Config{ExcludedNamespaces: []string{metav1.NamespaceSystem}}
-	for _, ns := range o.excludedNamespaces {
-		if ns = strings.TrimSpace(ns); ns != "" && !slices.Contains(cfg.ExcludedNamespaces, ns) {
-			cfg.ExcludedNamespaces = append(cfg.ExcludedNamespaces, ns)
-		}
+	cfg, _, err := o.settings(cmd, o.kube, connect)
+	if err != nil {
+		return nil, err
 	}
 	var objs []runtime.Object
 	namespace := o.namespace
@@ -96,7 +89,7 @@ func (o *statusOptions) run(cmd *cobra.Command, connect connectFunc) ([]health.R
 		}
 		objs = store.Objects()
 	} else {
-		c, err := connect(o.kubeconfig, o.context)
+		c, err := connect(o.kube.kubeconfig, o.kube.context)
 		if err != nil {
 			return nil, err
 		}
