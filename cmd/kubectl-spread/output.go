@@ -134,7 +134,7 @@ func writeReadable(out io.Writer, rev *engine.Review) error {
 	default:
 		w.printf("Injected:  nothing (%s)\n", m.Skipped)
 	}
-	if v.Skipped != "" {
+	if v.Skipped != engine.NotSkipped {
 		w.printf("Checked:   no (%s)\n", v.Skipped)
 	}
 

@@ -59,7 +59,7 @@ type Metrics struct {
 	// CacheSynced is 1 once the informer caches have synced.
 	CacheSynced prometheus.Gauge
 	// Skips counts pods left alone, by webhook and the reason's label
-	// (skipLabels).
+	// (engine.SkipReason's Label, or LabelNotCreate).
 	Skips *prometheus.CounterVec
 	// InvalidPolicies is the number of stored policies spreadguard rejects
 	// and passes over, by kind.
@@ -136,34 +136,24 @@ func (m *Metrics) observe(webhook, result string, start time.Time) {
 	m.Latency.WithLabelValues(webhook).Observe(time.Since(start).Seconds())
 }
 
-// skipLabels names each reason the engine leaves a pod alone with a short
-// label value; the reasons are a closed set, so the series are few.
-var skipLabels = map[string]string{
-	engine.SkipExcludedNamespace: "excluded_namespace",
-	engine.SkipAnnotation:        "annotation",
-	engine.SkipOwnConstraints:    "own_constraints",
-	engine.SkipUpToDate:          "up_to_date",
-	engine.SkipNoPolicy:          "no_policy",
-	engine.SkipNoSelector:        "no_selector",
-	engine.SkipBound:             "bound",
-	engine.SkipOtherScheduler:    "other_scheduler",
-	engine.SkipGated:             "gated",
-	engine.SkipDaemonSet:         "daemonset",
-	engine.SkipMirror:            "mirror",
-	engine.SkipPinnedNode:        "pinned_node",
+// LabelNotCreate is the reason label of a request skipped because it is
+// not a pod's CREATE (nor the UPDATE that removes its last scheduling
+// gate): the webhook configurations send none, so a count means one that
+// sends more.
+const LabelNotCreate = "not_create"
+
+// skipped counts a pod left alone for reason.
+func (m *Metrics) skipped(webhook string, reason engine.SkipReason) {
+	if m != nil {
+		m.Skips.WithLabelValues(webhook, reason.Label()).Inc()
+	}
 }
 
-// skipped counts a pod left alone for reason, an engine Skip* phrase; a
-// request that is not a pod CREATE counts as not_create.
-func (m *Metrics) skipped(webhook, reason string) {
-	if m == nil {
-		return
+// notCreate counts a request skipped because it is not a pod's CREATE.
+func (m *Metrics) notCreate(webhook string) {
+	if m != nil {
+		m.Skips.WithLabelValues(webhook, LabelNotCreate).Inc()
 	}
-	label, ok := skipLabels[reason]
-	if !ok {
-		label = "not_create"
-	}
-	m.Skips.WithLabelValues(webhook, label).Inc()
 }
 
 func (m *Metrics) denied(reason, namespace string) {

@@ -86,7 +86,7 @@ func (h *PodMutator) Handle(ctx context.Context, req admission.Request) admissio
 func (h *PodMutator) handle(ctx context.Context, req admission.Request, f faults) (admission.Response, string) {
 	log := logf.FromContext(ctx)
 	if reason := notPodCreate(req); reason != "" {
-		h.Metrics.skipped(WebhookMutatePod, reason)
+		h.Metrics.notCreate(WebhookMutatePod)
 		return admission.Allowed(reason), ResultSkipped
 	}
 	pod, shape, err := decodePod(ctx, req)
@@ -98,9 +98,9 @@ func (h *PodMutator) handle(ctx context.Context, req admission.Request, f faults
 		return f.answer(ctx, faultReason(err), err), ResultErrored
 	}
 	if m.Pod == nil {
-		log.V(1).Info("pod left unchanged", "reason", m.Skipped)
+		log.V(1).Info("pod left unchanged", "reason", m.Skipped.String())
 		h.Metrics.skipped(WebhookMutatePod, m.Skipped)
-		return admission.Allowed(m.Skipped), ResultSkipped
+		return admission.Allowed(m.Skipped.String()), ResultSkipped
 	}
 	patch, err := mutationPatch(shape, m.Pod)
 	if err != nil {
@@ -228,7 +228,7 @@ func (h *PodValidator) handle(ctx context.Context, req admission.Request, f faul
 		return admission.Errored(http.StatusBadRequest, err), ResultInvalid
 	}
 	if reason := notPodCreate(req); reason != "" && !lifted {
-		h.Metrics.skipped(WebhookValidatePod, reason)
+		h.Metrics.notCreate(WebhookValidatePod)
 		return admission.Allowed(reason), ResultSkipped
 	}
 	pod, _, err := decodePod(ctx, req)
@@ -250,10 +250,10 @@ func (h *PodValidator) handle(ctx context.Context, req admission.Request, f faul
 	case err != nil:
 		return f.answer(ctx, faultReason(err), err), ResultErrored
 	}
-	if v.Skipped != "" {
-		log.V(1).Info("pod not checked", "reason", v.Skipped)
+	if v.Skipped != engine.NotSkipped {
+		log.V(1).Info("pod not checked", "reason", v.Skipped.String())
 		h.Metrics.skipped(WebhookValidatePod, v.Skipped)
-		return admission.Allowed(v.Skipped).WithWarnings(v.Warnings...), ResultSkipped
+		return admission.Allowed(v.Skipped.String()).WithWarnings(v.Warnings...), ResultSkipped
 	}
 	if v.Result != nil && log.V(verbosityNodeDetail).Enabled() {
 		log.V(verbosityNodeDetail).Info("spread check", "verdict", v.Result.Verdict,
