@@ -61,9 +61,6 @@ type Metrics struct {
 	// Skips counts pods left alone, by webhook and the reason's label
 	// (engine.SkipReason's Label, or LabelNotCreate).
 	Skips *prometheus.CounterVec
-	// InvalidPolicies is the number of stored policies spreadguard rejects
-	// and passes over, by kind.
-	InvalidPolicies *prometheus.GaugeVec
 	// Errors counts pod requests spreadguard could not decide because of a
 	// fault of its own, by webhook and reason (FaultLookup, FaultEngine,
 	// FaultPanic); each was answered as the failure policy says.
@@ -94,13 +91,11 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		CacheSynced: gauge("spreadguard_cache_synced", "1 once the informer caches have synced, else 0."),
 		Skips: counterVec("spreadguard_skipped_pods_total",
 			"Pods left unmutated or unchecked, by webhook and reason.", "webhook", "reason"),
-		InvalidPolicies: gaugeVec("spreadguard_invalid_policies",
-			"Stored SpreadPolicies and ClusterSpreadPolicies that spreadguard rejects and passes over, by kind.", "kind"),
 		Errors: counterVec("spreadguard_admission_errors_total",
 			"Pod admission requests not decided because of an internal error, by webhook and reason; "+
 				"each was admitted unchanged (failurePolicy Ignore) or refused (Fail).", "webhook", "reason"),
 	}
-	for _, c := range []prometheus.Collector{m.Requests, m.Latency, m.Injected, m.Denials, m.Audits, m.NewNodes, m.CacheSynced, m.Skips, m.InvalidPolicies, m.Errors} {
+	for _, c := range []prometheus.Collector{m.Requests, m.Latency, m.Injected, m.Denials, m.Audits, m.NewNodes, m.CacheSynced, m.Skips, m.Errors} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("registering the metrics: %w", err)
 		}
@@ -121,10 +116,6 @@ func counterVec(name, help string, labels ...string) *prometheus.CounterVec {
 
 func gauge(name, help string) prometheus.Gauge {
 	return prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help})
-}
-
-func gaugeVec(name, help string, labels ...string) *prometheus.GaugeVec {
-	return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels)
 }
 
 // observe records one answered request.
