@@ -12,7 +12,6 @@ package policies
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 
@@ -24,10 +23,10 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
+	"github.com/spreadguard/spreadguard/pkg/cache"
 	"github.com/spreadguard/spreadguard/pkg/policy"
 )
 
@@ -97,26 +96,7 @@ func (w *Watcher) NeedLeaderElection() bool { return false }
 // watch adds the watcher's handler to the policies' informers, which
 // replay the policies they hold; unwatch removes it.
 func (w *Watcher) watch(ctx context.Context) (unwatch func() error, err error) {
-	var removes []func() error
-	unwatch = func() error {
-		var errs []error
-		for _, remove := range removes {
-			errs = append(errs, remove())
-		}
-		return errors.Join(errs...)
-	}
-	for _, obj := range []client.Object{&v1alpha1.SpreadPolicy{}, &v1alpha1.ClusterSpreadPolicy{}} {
-		inf, err := w.informers.GetInformer(ctx, obj)
-		if err != nil {
-			return nil, errors.Join(fmt.Errorf("getting the informer for %T: %w", obj, err), unwatch())
-		}
-		reg, err := inf.AddEventHandler(w.Handler())
-		if err != nil {
-			return nil, errors.Join(fmt.Errorf("watching %T for rejected policies: %w", obj, err), unwatch())
-		}
-		removes = append(removes, func() error { return inf.RemoveEventHandler(reg) })
-	}
-	return unwatch, nil
+	return cache.AddHandler(ctx, w.informers, w.Handler(), &v1alpha1.SpreadPolicy{}, &v1alpha1.ClusterSpreadPolicy{})
 }
 
 // Handler returns the informer event handler for SpreadPolicies and

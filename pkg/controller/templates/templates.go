@@ -10,7 +10,6 @@ package templates
 import (
 	"context"
 	"errors"
-	"fmt"
 	"maps"
 	"slices"
 	"sync/atomic"
@@ -25,6 +24,7 @@ import (
 
 	karpenterv1 "github.com/spreadguard/spreadguard/pkg/apis/karpenter/v1"
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
+	"github.com/spreadguard/spreadguard/pkg/cache"
 	"github.com/spreadguard/spreadguard/pkg/lookup"
 	"github.com/spreadguard/spreadguard/pkg/spread"
 )
@@ -114,29 +114,13 @@ func derivedFrom(obj client.Object) bool {
 // watch adds the watcher's handler to the informers of the watched kinds
 // the templates are derived from; unwatch removes it.
 func (w *Watcher) watch(ctx context.Context) (unwatch func() error, err error) {
-	var removes []func() error
-	unwatch = func() error {
-		var errs []error
-		for _, remove := range removes {
-			errs = append(errs, remove())
-		}
-		return errors.Join(errs...)
-	}
+	var sources []client.Object
 	for _, obj := range w.watched {
-		if !derivedFrom(obj) {
-			continue
+		if derivedFrom(obj) {
+			sources = append(sources, obj)
 		}
-		inf, err := w.cache.GetInformer(ctx, obj)
-		if err != nil {
-			return nil, errors.Join(fmt.Errorf("getting the informer for %T: %w", obj, err), unwatch())
-		}
-		reg, err := inf.AddEventHandler(w.Handler())
-		if err != nil {
-			return nil, errors.Join(fmt.Errorf("watching %T for the templates of new nodes: %w", obj, err), unwatch())
-		}
-		removes = append(removes, func() error { return inf.RemoveEventHandler(reg) })
 	}
-	return unwatch, nil
+	return cache.AddHandler(ctx, w.cache, w.Handler(), sources...)
 }
 
 // Start derives the templates once the caches have synced, then again after
