@@ -94,7 +94,8 @@ func newEngineFlags() engineFlags {
 func (f *engineFlags) register(cmd *cobra.Command) {
 	f.flagged.AddFlags(cmd.Flags())
 	cmd.Flags().StringVar(&f.release, "from-release", "",
-		"read the settings above from the installed Helm release of this name (the ConfigMap its webhook reads); flags given win over them")
+		"read the webhook's settings (--default-action, --excluded-namespaces, --message-detail, --autoscaler-karpenter, "+
+			"--node-group-label) from the installed Helm release of this name, from the ConfigMap its webhook reads; those flags, when given, win")
 	cmd.Flags().StringVar(&f.releaseNamespace, "release-namespace", "",
 		"the namespace of --from-release's release (default: the kubeconfig context's)")
 }
