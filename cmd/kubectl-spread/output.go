@@ -143,7 +143,7 @@ func writeReadable(out io.Writer, rev *engine.Review, detail spread.MessageDetai
 	default:
 		w.printf("Injected:  nothing (%s)\n", m.Skipped)
 	}
-	if v.Skipped != "" {
+	if v.Skipped != engine.NotSkipped {
 		w.printf("Checked:   no (%s)\n", v.Skipped)
 	}
 

@@ -25,16 +25,16 @@ import (
 
 type planOptions struct {
 	engineFlags
-	file       string
-	cluster    string
-	replicas   int32
-	namespace  string
-	kubeconfig string
-	context    string
+	kube      kubeFlags
+	file      string
+	cluster   string
+	replicas  int32
+	namespace string
+	output    string
 }
 
 func newPlanCommand(code *int, connect connectFunc) *cobra.Command {
-	o := &planOptions{replicas: -1}
+	o := &planOptions{engineFlags: newEngineFlags(), replicas: -1}
 	cmd := &cobra.Command{
 		Use:   "plan (-f WORKLOAD.yaml | TYPE/NAME) [--replicas N] [--cluster CLUSTER.yaml] [-o json]",
 		Short: "Forecast where a workload's replicas go, and the first one refused",
@@ -63,11 +63,14 @@ refused or left Pending, 2 bad input or an unreachable cluster.`,
 			if (o.file == "") == (len(args) == 0) {
 				return errors.New("plan needs -f WORKLOAD.yaml or TYPE/NAME, one of them")
 			}
-			cfg, err := o.config()
+			cfg, templates, err := o.settings(cmd, o.kube, connect)
 			if err != nil {
 				return err
 			}
-			f, err := o.run(cmd.Context(), args, cfg, connect)
+			if err := checkOutput(o.output); err != nil {
+				return err
+			}
+			f, err := o.run(cmd.Context(), args, cfg, templates, connect)
 			if err != nil {
 				return err
 			}
@@ -84,13 +87,13 @@ refused or left Pending, 2 bad input or an unreachable cluster.`,
 	cmd.Flags().StringVar(&o.cluster, "cluster", "", "the cluster snapshot file (default: the live cluster of the kubeconfig)")
 	cmd.Flags().Int32Var(&o.replicas, "replicas", -1, "the replicas to forecast up to (default: the workload's spec.replicas)")
 	cmd.Flags().StringVarP(&o.namespace, "namespace", "n", "", "the workload's namespace (default: the file's, then the kubeconfig context's)")
-	cmd.Flags().StringVar(&o.kubeconfig, "kubeconfig", "", "the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)")
-	cmd.Flags().StringVar(&o.context, "context", "", "the kubeconfig context (default: the current one)")
+	o.kube.register(cmd)
+	cmd.Flags().StringVarP(&o.output, "output", "o", "", "output format: empty for a readable report, or json")
 	o.register(cmd)
 	return cmd
 }
 
-func (o *planOptions) run(ctx context.Context, args []string, cfg engine.Config, connect connectFunc) (*forecast.Forecast, error) {
+func (o *planOptions) run(ctx context.Context, args []string, cfg engine.Config, topts lookup.TemplateOptions, connect connectFunc) (*forecast.Forecast, error) {
 	if o.replicas < -1 {
 		return nil, fmt.Errorf("invalid --replicas %d (want 0 or more)", o.replicas)
 	}
@@ -113,7 +116,7 @@ func (o *planOptions) run(ctx context.Context, args []string, cfg engine.Config,
 		}
 		namespace = cmp.Or(namespace, metav1.NamespaceDefault)
 	} else {
-		c, err := connect(o.kubeconfig, o.context)
+		c, err := connect(o.kube.kubeconfig, o.kube.context)
 		if err != nil {
 			return nil, err
 		}
@@ -141,7 +144,7 @@ func (o *planOptions) run(ctx context.Context, args []string, cfg engine.Config,
 		w.Replicas = o.replicas
 	}
 	index := spread.IndexFromSnapshot(store.Snapshot())
-	templates, err := lookup.Templates(ctx, store, o.templates())
+	templates, err := lookup.Templates(ctx, store, topts)
 	if err != nil {
 		return nil, fmt.Errorf("deriving the nodes an autoscaler can add: %w", err)
 	}

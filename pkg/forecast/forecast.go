@@ -159,12 +159,12 @@ func Run(w *Workload, src engine.Sources, c Cluster, cfg engine.Config) (*Foreca
 		return nil, fmt.Errorf("checking the pod of %s: %w", w, err)
 	}
 	switch {
-	case v.Skipped != "":
-		f.Skipped = v.Skipped
+	case v.Skipped != engine.NotSkipped:
+		f.Skipped = v.Skipped.String()
 		return f, nil
 	case v.Result.Verdict == spread.VerdictNoHardConstraints:
 		// Say why nothing was injected when that is the reason.
-		f.Skipped = cmp.Or(m.Skipped, NoHardConstraints)
+		f.Skipped = cmp.Or(m.Skipped.String(), NoHardConstraints)
 		return f, nil
 	case v.Result.Verdict == spread.VerdictNoCandidateNodes:
 		f.Skipped = engine.NoCandidateNodesWarning

@@ -219,14 +219,14 @@ func TestForecast(t *testing.T) {
 			name:     "a template annotated spreadguard.io/skip -> nothing forecast, as the pod path skips it",
 			world:    makeWorld().zones(1, "zone-a").policy(zonesPolicy().Obj()),
 			workload: withAnnotation,
-			want:     outcome{Skipped: engine.SkipAnnotation},
+			want:     outcome{Skipped: engine.SkipAnnotation.String()},
 		},
 		{
 			name:     "a workload in an excluded namespace -> nothing forecast",
 			world:    makeWorld().zones(1, "zone-a").policy(zonesPolicy().Obj()),
 			workload: deployment(3),
 			cfg:      engine.Config{ExcludedNamespaces: []string{shop}},
-			want:     outcome{Skipped: engine.SkipExcludedNamespace},
+			want:     outcome{Skipped: engine.SkipExcludedNamespace.String()},
 		},
 		{
 			name:     "a template with its own hostname constraint and no policy -> checked as declared: 4 replicas on 3 nodes",
@@ -238,7 +238,7 @@ func TestForecast(t *testing.T) {
 			name:     "a pod no policy and no constraint applies to -> nothing forecast",
 			world:    makeWorld().zones(1, "zone-a"),
 			workload: deployment(3),
-			want:     outcome{Skipped: engine.SkipNoPolicy},
+			want:     outcome{Skipped: engine.SkipNoPolicy.String()},
 		},
 	}
 	for _, tt := range tests {

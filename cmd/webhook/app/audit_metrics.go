@@ -5,10 +5,12 @@ import (
 	"regexp"
 	"slices"
 
+	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/spreadguard/spreadguard/pkg/admission"
+	"github.com/spreadguard/spreadguard/pkg/controller/policies"
 	"github.com/spreadguard/spreadguard/pkg/health"
 )
 
@@ -91,8 +93,8 @@ type policyCondition struct {
 }
 
 // MetricNames returns the names of spreadguard's own metrics, sorted: the
-// admission metrics every replica exports and the audit's, which the
-// leader exports. The chart's dashboard and alerts are held to them, so
+// admission and policy metrics every replica exports and the audit's, which
+// the leader exports. The chart's dashboard and alerts are held to them, so
 // that neither queries a metric the server does not have.
 func MetricNames() ([]string, error) {
 	reg := &describingRegistry{}
@@ -100,6 +102,9 @@ func MetricNames() ([]string, error) {
 		return nil, err
 	}
 	if _, err := newAuditMetrics(reg); err != nil {
+		return nil, err
+	}
+	if _, err := policies.New(nil, logr.Discard(), nil, reg); err != nil {
 		return nil, err
 	}
 	slices.Sort(reg.names)
