@@ -32,21 +32,21 @@ var baselines = []struct{ tag, name string }{
 	{tagNoopPatch, "patching no-op"},
 }
 
-func summarize(path string) error {
+// readBursts reads the JSON lines of burst.
+func readBursts(path string) ([]burstResult, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var results []burstResult
 	for line := range strings.Lines(string(data)) {
 		var r burstResult
 		if err := json.Unmarshal([]byte(line), &r); err != nil {
-			return fmt.Errorf("reading %s: %w", path, err)
+			return nil, fmt.Errorf("reading %s: %w", path, err)
 		}
 		results = append(results, r)
 	}
-	writeSummary(os.Stdout, results)
-	return nil
+	return results, nil
 }
 
 // writeSummary prints, per tag, the median and range over the rounds of each
