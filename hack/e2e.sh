@@ -149,7 +149,7 @@ kind_e2e() {
   trap 'exit 143' TERM
 
   log "creating kind cluster $name"
-  "$kind" create cluster --name "$name" --config "$ROOT/hack/kind/kind-config.yaml" \
+  "$kind" create cluster --name "$name" --config "$ROOT/hack/kind-config.yaml" \
     ${KIND_NODE_IMAGE:+--image "$KIND_NODE_IMAGE"} --kubeconfig "$KUBECONFIG" --wait 3m
 
   local image=spreadguard-webhook:e2e
