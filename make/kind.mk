@@ -117,8 +117,8 @@ CGO_ENABLED=0 go build -o "$$BIN/kubectl-spread" ./cmd/kubectl-spread
 export SPREADGUARD_E2E_KUBECTL_SPREAD=$$BIN/kubectl-spread
 lap "chart"
 
-log "go test -tags e2e ./test/e2e/... (KUBECONFIG=$$KUBECONFIG)"
-go test -tags e2e -count=1 -v -timeout 20m ./test/e2e/... $${GO_TEST_FLAGS:-}
+log "go test -tags e2e ./... in test/e2e (KUBECONFIG=$$KUBECONFIG)"
+(cd test/e2e && go test -tags e2e -count=1 -v -timeout 20m ./... $${GO_TEST_FLAGS:-})
 lap "suite"
 endef
 e2e-kind-local: export E2E_KIND_LOCAL := $(E2E_KIND_LOCAL)
