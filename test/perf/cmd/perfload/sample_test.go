@@ -7,6 +7,9 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 )
 
 func TestParseProcStat(t *testing.T) {
@@ -338,6 +341,25 @@ replicas=2: 4 bursts, 4000 creates, 25000 ms in all; 8000 reviews answered (8000
 `
 	if diff := cmp.Diff(want, out.String()); diff != "" {
 		t.Errorf("the replicas' figures (-want +got):\n%s", diff)
+	}
+}
+
+func TestReadyNodes(t *testing.T) {
+	node := func(name string, conds ...v1.NodeCondition) *v1.Node {
+		return &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: v1.NodeStatus{Conditions: conds}}
+	}
+	cl := fake.NewClientBuilder().WithObjects(
+		node("ready", v1.NodeCondition{Type: v1.NodeMemoryPressure, Status: v1.ConditionFalse}, v1.NodeCondition{Type: v1.NodeReady, Status: v1.ConditionTrue}),
+		node("not-ready", v1.NodeCondition{Type: v1.NodeReady, Status: v1.ConditionFalse}),
+		node("unknown", v1.NodeCondition{Type: v1.NodeReady, Status: v1.ConditionUnknown}),
+		node("new"),
+	).Build()
+	got, err := readyNodes(t.Context(), cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != 1 {
+		t.Errorf("readyNodes of one Ready node among a NotReady, an Unknown and a new one = %d, want 1", got)
 	}
 }
 
