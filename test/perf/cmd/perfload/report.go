@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
@@ -22,23 +21,6 @@ const (
 
 // replicaProcess is the name of spreadguard replica i in a sample.
 func replicaProcess(i int) string { return "replica-" + strconv.Itoa(i) }
-
-// readSamples reads the JSON lines of `perfload sample`.
-func readSamples(path string) ([]sample, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	var out []sample
-	for line := range strings.Lines(string(data)) {
-		var s sample
-		if err := json.Unmarshal([]byte(line), &s); err != nil {
-			return nil, fmt.Errorf("reading %s: %w", path, err)
-		}
-		out = append(out, s)
-	}
-	return out, nil
-}
 
 // machine describes this machine: its CPUs, their model and the load
 // average now.
@@ -292,13 +274,13 @@ func writeReplicaBursts(w io.Writer, n int, start, end sample, bursts []burstRes
 // summarizeRun prints the summary of a run: the machine, what its samples
 // say (none when samplesPath is empty) and the bursts' figures.
 func summarizeRun(w io.Writer, burstsPath, samplesPath string) error {
-	results, err := readBursts(burstsPath)
+	results, err := readJSONLines[burstResult](burstsPath)
 	if err != nil {
 		return err
 	}
 	var samples []sample
 	if samplesPath != "" {
-		if samples, err = readSamples(samplesPath); err != nil {
+		if samples, err = readJSONLines[sample](samplesPath); err != nil {
 			return err
 		}
 		fmt.Fprintln(w, machine())
