@@ -7,7 +7,7 @@
 #
 # NAME is any of: etcd kube-apiserver kube-scheduler kube-controller-manager
 # kubectl kwok helm karpenter (default: all), kubelet kubeadm kube-proxy for
-# the kind node image (hack/kind), and cert-manager (its controller, cainjector
+# the kind node image (hack/kind-without-registry), and cert-manager (its controller, cainjector
 # and webhook, for the kind e2e's cert-manager mode). karpenter is Karpenter's
 # kwok cloud provider, bin/karpenter-kwok, with its CRDs copied from the same
 # module into bin/karpenter-crds. A binary whose version stamp exists in
@@ -181,14 +181,14 @@ build_karpenter() {
 }
 
 # build_cert_manager builds cert-manager's controller, cainjector and webhook
-# with the mains in hack/cert-manager. cert-manager's own cmd/* modules and
+# with the mains in hack/kind-without-registry/cert-manager. cert-manager's own cmd/* modules and
 # Venafi's client are not served by the module proxy, and the mains import
 # internal/ packages, which Go allows only inside the module: so they are
 # copied into a copy of github.com/cert-manager/cert-manager and built with
 # its go.mod, away from the project's. The stamp carries a hash of the mains,
 # so editing them rebuilds.
 build_cert_manager() {
-  local v=$CERT_MANAGER_VERSION src=$ROOT/hack/cert-manager
+  local v=$CERT_MANAGER_VERSION src=$ROOT/hack/kind-without-registry/cert-manager
   local stamp="$v-$(cat "$src"/*/main.go | sha256sum | cut -c1-12)" name
   if done_already cert-manager-controller "$stamp" && done_already cert-manager-cainjector "$stamp" &&
     done_already cert-manager-webhook "$stamp"; then

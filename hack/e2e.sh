@@ -36,9 +36,9 @@ GO_TEST_FLAGS=${GO_TEST_FLAGS:-}
 export BIN
 
 go_test() {
-  log "go test -tags e2e ./test/e2e/... (KUBECONFIG=$KUBECONFIG)"
+  log "go test -tags e2e ./... in test/e2e, a module of its own (KUBECONFIG=$KUBECONFIG)"
   # shellcheck disable=SC2086
-  (cd "$ROOT" && go test -tags e2e -count=1 -v -timeout 20m ./test/e2e/... $GO_TEST_FLAGS)
+  (cd "$ROOT/test/e2e" && go test -tags e2e -count=1 -v -timeout 20m ./... $GO_TEST_FLAGS)
 }
 
 # ---------------------------------------------------------------- local
@@ -149,7 +149,7 @@ kind_e2e() {
   trap 'exit 143' TERM
 
   log "creating kind cluster $name"
-  "$kind" create cluster --name "$name" --config "$ROOT/hack/kind/kind-config.yaml" \
+  "$kind" create cluster --name "$name" --config "$ROOT/hack/kind-config.yaml" \
     ${KIND_NODE_IMAGE:+--image "$KIND_NODE_IMAGE"} --kubeconfig "$KUBECONFIG" --wait 3m
 
   local image=spreadguard-webhook:e2e
