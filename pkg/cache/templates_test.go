@@ -10,6 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/cache/informertest"
 
+	nodeclassv1 "github.com/spreadguard/spreadguard/pkg/apis/nodeclass/v1"
 	"github.com/spreadguard/spreadguard/pkg/spread"
 	st "github.com/spreadguard/spreadguard/pkg/spread/spreadtest"
 )
@@ -82,6 +83,20 @@ func TestTemplateWatcherDerivesOnceSyncedThenOnChangesOnly(t *testing.T) {
 	next("after a node was cordoned")
 	h.OnAdd(&v1.Node{}, false)
 	next("after a node was added")
+
+	class := &nodeclassv1.EC2NodeClass{Status: nodeclassv1.NodeClassStatus{Subnets: []nodeclassv1.Subnet{{Zone: "a"}}}}
+	amiRolled := class.DeepCopy()
+	amiRolled.ResourceVersion = "2"
+	h.OnUpdate(class, amiRolled)
+	select {
+	case ts := <-l.got:
+		t.Fatalf("an EC2NodeClass update that kept its zones derived the templates again: %v", ts)
+	case <-time.After(50 * time.Millisecond):
+	}
+	subnetAdded := amiRolled.DeepCopy()
+	subnetAdded.Status.Subnets = append(subnetAdded.Status.Subnets, nodeclassv1.Subnet{Zone: "c"})
+	h.OnUpdate(amiRolled, subnetAdded)
+	next("after an EC2NodeClass got a subnet in another zone")
 
 	cancel()
 	if err := <-done; err != nil {

@@ -40,6 +40,7 @@ import (
 
 	"github.com/spreadguard/spreadguard/pkg/admission"
 	karpenterv1 "github.com/spreadguard/spreadguard/pkg/apis/karpenter/v1"
+	nodeclassv1 "github.com/spreadguard/spreadguard/pkg/apis/nodeclass/v1"
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
 	"github.com/spreadguard/spreadguard/pkg/cache"
 	"github.com/spreadguard/spreadguard/pkg/engine"
@@ -138,11 +139,10 @@ func Run(ctx context.Context, cfg *Config, opts ...Option) error {
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return fmt.Errorf("building the scheme: %w", err)
 	}
-	if err := v1alpha1.AddToScheme(scheme); err != nil {
-		return fmt.Errorf("building the scheme: %w", err)
-	}
-	if err := karpenterv1.AddToScheme(scheme); err != nil {
-		return fmt.Errorf("building the scheme: %w", err)
+	// Every kind spreadguard reads, its own API's and the other projects'
+	// it mirrors (Karpenter's NodePool, the node classes).
+	if err := cache.AddToScheme(scheme); err != nil {
+		return err
 	}
 
 	// Read the certificate now, so that a missing or broken one is a clear
@@ -380,7 +380,8 @@ func watchedKinds(cfg *Config, mapper meta.RESTMapper) (_ []client.Object, serve
 func watchTemplateSources(ctx context.Context, c crcache.Cache, watched []client.Object, w *cache.TemplateWatcher) error {
 	for _, obj := range watched {
 		switch obj.(type) {
-		case *v1.Node, *v1alpha1.NodeTemplate, *karpenterv1.NodePool, *v1alpha1.SpreadPolicy, *v1alpha1.ClusterSpreadPolicy:
+		case *v1.Node, *v1alpha1.NodeTemplate, *karpenterv1.NodePool, *nodeclassv1.EC2NodeClass, *nodeclassv1.NodeClass,
+			*v1alpha1.SpreadPolicy, *v1alpha1.ClusterSpreadPolicy:
 		default:
 			continue
 		}
