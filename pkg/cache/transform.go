@@ -5,6 +5,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	toolscache "k8s.io/client-go/tools/cache"
+
+	nodeclassv1 "github.com/spreadguard/spreadguard/pkg/apis/nodeclass/v1"
 )
 
 // meta keeps the identity of an object; resourceVersion stays so that
@@ -43,6 +45,31 @@ var StripNode toolscache.TransformFunc = func(obj any) (any, error) {
 		ObjectMeta: m,
 		Spec:       v1.NodeSpec{Taints: n.Spec.Taints, Unschedulable: n.Spec.Unschedulable},
 	}, nil
+}
+
+// StripNodeClass keeps of a node class (EC2NodeClass, EKS Auto Mode's
+// NodeClass) the distinct zones of its subnets, one subnet each: a
+// NodePool's zones are all spreadguard reads of it.
+var StripNodeClass toolscache.TransformFunc = func(obj any) (any, error) {
+	switch c := obj.(type) {
+	case *nodeclassv1.EC2NodeClass:
+		return &nodeclassv1.EC2NodeClass{ObjectMeta: meta(&c.ObjectMeta), Status: zonesOnly(&c.Status)}, nil
+	case *nodeclassv1.NodeClass:
+		return &nodeclassv1.NodeClass{ObjectMeta: meta(&c.ObjectMeta), Status: zonesOnly(&c.Status)}, nil
+	}
+	return obj, nil
+}
+
+func zonesOnly(s *nodeclassv1.NodeClassStatus) nodeclassv1.NodeClassStatus {
+	zones := s.Zones()
+	if zones == nil {
+		return nodeclassv1.NodeClassStatus{}
+	}
+	out := nodeclassv1.NodeClassStatus{Subnets: make([]nodeclassv1.Subnet, len(zones))}
+	for i, z := range zones {
+		out.Subnets[i].Zone = z
+	}
+	return out
 }
 
 // StripService keeps the selector.

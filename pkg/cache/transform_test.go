@@ -14,6 +14,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
+	nodeclassv1 "github.com/spreadguard/spreadguard/pkg/apis/nodeclass/v1"
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
 	"github.com/spreadguard/spreadguard/pkg/spread"
 	"github.com/spreadguard/spreadguard/pkg/spread/spreadtest"
@@ -146,6 +147,22 @@ func TestStripKeepsOnlyWhatTheAlgorithmReads(t *testing.T) {
 			want: &v1.Namespace{
 				ObjectMeta: withLabels(kept("", "shop"), map[string]string{"app": "web"}),
 			},
+		},
+		{
+			name:      "EC2NodeClass with subnets in b, a and b again -> identity and one subnet per zone, sorted",
+			transform: StripNodeClass,
+			in: &nodeclassv1.EC2NodeClass{ObjectMeta: full("", "default"), Status: nodeclassv1.NodeClassStatus{
+				Subnets: []nodeclassv1.Subnet{{Zone: "b"}, {Zone: "a"}, {Zone: "b"}},
+			}},
+			want: &nodeclassv1.EC2NodeClass{ObjectMeta: kept("", "default"), Status: nodeclassv1.NodeClassStatus{
+				Subnets: []nodeclassv1.Subnet{{Zone: "a"}, {Zone: "b"}},
+			}},
+		},
+		{
+			name:      "EKS NodeClass whose subnets are not resolved yet -> identity and no subnet",
+			transform: StripNodeClass,
+			in:        &nodeclassv1.NodeClass{ObjectMeta: full("", "default")},
+			want:      &nodeclassv1.NodeClass{ObjectMeta: kept("", "default")},
 		},
 		{
 			name:      "tombstone -> passed through unchanged",

@@ -40,6 +40,7 @@ import (
 
 	"github.com/spreadguard/spreadguard/cmd/webhook/app"
 	karpenterv1 "github.com/spreadguard/spreadguard/pkg/apis/karpenter/v1"
+	nodeclassv1 "github.com/spreadguard/spreadguard/pkg/apis/nodeclass/v1"
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
 )
 
@@ -96,6 +97,9 @@ func runSuite(m *testing.M) int {
 	if err := karpenterv1.AddToScheme(suite.scheme); err != nil {
 		return fail("building the scheme: %v", err)
 	}
+	if err := nodeclassv1.AddToScheme(suite.scheme); err != nil {
+		return fail("building the scheme: %v", err)
+	}
 
 	karpenterCRDs := os.Getenv("KARPENTER_CRDS")
 	if karpenterCRDs == "" {
@@ -105,11 +109,22 @@ func runSuite(m *testing.M) int {
 		return fail("Karpenter's CRDs are missing from %s: the integration tests read NodePools. "+
 			"Run `make test-integration`, which copies them from Karpenter's module with hack/build-binaries.sh karpenter.", karpenterCRDs)
 	}
+	// The EC2NodeClass CRD of Karpenter's AWS provider, and a stand-in for
+	// EKS Auto Mode's NodeClass, whose CRD AWS does not publish.
+	awsCRDs := os.Getenv("KARPENTER_AWS_CRDS")
+	if awsCRDs == "" {
+		awsCRDs = filepath.Join(root, "bin", "karpenter-aws-crds")
+	}
+	if _, err := os.Stat(filepath.Join(awsCRDs, "karpenter.k8s.aws_ec2nodeclasses.yaml")); err != nil {
+		return fail("the EC2NodeClass CRD is missing from %s: the integration tests read node classes. "+
+			"Run `make test-integration`, which copies it from karpenter-provider-aws's module with hack/build-binaries.sh karpenter-aws-crds.", awsCRDs)
+	}
 
+	crds := []string{filepath.Join(root, "charts", "spreadguard", "crds"), karpenterCRDs, awsCRDs, filepath.Join("testdata", "eks-auto-mode")}
 	mutating, validating := webhookConfigurations()
 	env := &envtest.Environment{
 		BinaryAssetsDirectory:    assets,
-		CRDDirectoryPaths:        []string{filepath.Join(root, "charts", "spreadguard", "crds"), karpenterCRDs},
+		CRDDirectoryPaths:        crds,
 		ErrorIfCRDPathMissing:    true,
 		Scheme:                   suite.scheme,
 		ControlPlaneStartTimeout: 2 * time.Minute,

@@ -230,10 +230,13 @@ func serverTLS(cfg *Config, reg prometheus.Registerer) (tlsOptions, error) {
 // test's cluster without an API server).
 func newManager(cfg *Config, o *options, log logr.Logger, restConfig *rest.Config, t tlsOptions) (_ manager.Manager, mapper meta.RESTMapper, _ error) {
 	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme, karpenterv1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			return nil, nil, fmt.Errorf("building the scheme: %w", err)
-		}
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, nil, fmt.Errorf("building the scheme: %w", err)
+	}
+	// Every kind spreadguard reads, its own API's and the other projects'
+	// it mirrors (Karpenter's NodePool, the node classes).
+	if err := cache.AddToScheme(scheme); err != nil {
+		return nil, nil, err
 	}
 	cacheOpts := cache.Options()
 	for _, fn := range o.cacheOptions {
