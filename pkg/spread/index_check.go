@@ -44,11 +44,17 @@ func (ix *Index) Check(pod *v1.Pod, opts Options) (*Result, error) {
 // withQuery runs fn with a pooled query started for pod's constraints cs,
 // under the read lock; the query is only valid inside fn.
 func (ix *Index) withQuery(pod *v1.Pod, cs []constraint, fn func(q *query)) {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	ix.withQueryLocked(pod, cs, fn)
+}
+
+// withQueryLocked is withQuery for a caller that holds the read lock, so
+// that several queries read one state of the index.
+func (ix *Index) withQueryLocked(pod *v1.Pod, cs []constraint, fn func(q *query)) {
 	q := ix.scratch.Get().(*query)
 	defer ix.scratch.Put(q)
 	defer q.finish()
-	ix.mu.RLock()
-	defer ix.mu.RUnlock()
 	q.start(ix, pod, cs)
 	fn(q)
 }
