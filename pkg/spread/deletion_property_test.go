@@ -8,6 +8,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -462,5 +463,68 @@ func TestDeletionOrderAgainstBruteForce(t *testing.T) {
 	// agreement above says little about the one it misses.
 	if seen.exact < rounds/10 || seen.firstOnly == 0 || seen.regret == 0 || seen.noChain == 0 || seen.twoConstraints < rounds/5 {
 		t.Errorf("seed %d: the worlds exercised too little: %+v", seed, seen)
+	}
+}
+
+// TestNoOrderIsBestForEveryK holds the worlds the brute force found where
+// no order leaves the lowest skews for every k at once, and what the
+// order leaves there, whatever its ties.
+func TestNoOrderIsBestForEveryK(t *testing.T) {
+	cordoned := st.MakeNode().Name("c-1").Zone("c").Cordoned().Obj()
+	for _, tc := range []struct {
+		name     string
+		nodes    []*v1.Node
+		own      []*v1.Pod
+		others   []*v1.Pod
+		template *v1.Pod
+		// best and ours are, per k, the lowest skews over all k-subsets
+		// and the skews the k cheapest leave, per constraint in priority.
+		best, ours [][]int
+	}{
+		{
+			name:  "zones holding 2/2/2 and a pod on a cordoned node under Honor: 1 deletion is best taking that pod, 3 taking one of each zone",
+			nodes: slices.Concat(zoneNodes("a", 1), zoneNodes("b", 1), zoneNodes("c", 1), []*v1.Node{cordoned}),
+			own:   placed("web", []string{"a-0", "b-0", "c-0", "c-1"}, 2, 2, 2, 1),
+			template: templateOf(st.Constraint(1, v1.LabelTopologyZone).MatchLabel("app", "web").
+				NodeTaintsPolicy(v1.NodeInclusionPolicyHonor).Obj()),
+			best: [][]int{{0}, {0}, {1}, {0}, {0}, {1}, {0}, {0}},
+			ours: [][]int{{0}, {0}, {1}, {1}, {0}, {1}, {1}, {0}},
+		},
+		{
+			name:  "zones holding [3,1,4] under minDomains 4, then hostname counting another revision: 4 deletions are best taking b's pod, 5 leaving it",
+			nodes: slices.Concat(zoneNodes("a", 2), zoneNodes("b", 1), zoneNodes("c", 2)),
+			own:   placed("web", []string{"a-0", "a-1", "b-0", "c-0", "c-1"}, 2, 1, 1, 1, 3),
+			others: []*v1.Pod{st.MakePod().Name("old").Label("app", "web").Label("pod-template-hash", "h0").
+				Node("b-0").Phase(v1.PodRunning).Obj()},
+			template: templateOf(
+				st.Constraint(2, v1.LabelTopologyZone).MatchLabel("app", "web").MinDomains(4).MatchLabelKeys("pod-template-hash").Obj(),
+				st.Constraint(1, v1.LabelHostname).MatchLabel("app", "web").Obj()),
+			best: [][]int{{4, 2}, {3, 1}, {3, 1}, {2, 1}, {2, 0}, {1, 2}, {1, 1}, {1, 1}, {0, 1}},
+			ours: [][]int{{4, 2}, {3, 1}, {3, 1}, {2, 1}, {2, 2}, {1, 2}, {1, 1}, {1, 1}, {0, 1}},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ix, o := newOrder(t, tc.nodes, tc.own, tc.others, tc.template)
+			w := &orderWorld{ix: ix, nodes: tc.nodes, lost: map[string]bool{}, own: byName(tc.own), others: byName(tc.others), template: tc.template}
+			bf := w.bruteForce(t, o.Priority())
+			f := bf.facts()
+			if f.chain {
+				t.Errorf("the brute force found an order best for every k: the world proves nothing")
+			}
+			if diff := cmp.Diff(tc.best, f.best); diff != "" {
+				t.Errorf("lowest skews by k (-want +got):\n%s", diff)
+			}
+			rng := rand.New(rand.NewPCG(1, 2))
+			for range 10 {
+				var ours [][]int
+				for _, s := range bf.orderedSubsets(o, rng) {
+					ours = append(ours, bf.skews[s])
+				}
+				if diff := cmp.Diff(tc.ours, ours); diff != "" {
+					t.Fatalf("skews the cheapest leave by k (-want +got):\n%s\n%s", diff, w.describe(o))
+				}
+			}
+			checkOrderGuarantee(t, w, o, rng, tc.name)
+		})
 	}
 }
