@@ -45,22 +45,27 @@ import (
 // lexicographically: a pod's key is its height in each constraint, and
 // each domain's stack is sorted by the keys of the constraints ranked after
 // it, so that the next pod out of a zone is the one on its fullest host.
-// When each later constraint's domains lie within one domain of each
-// earlier one (hostname within zone) and every pod of the workload is
-// counted, deleting the k lowest-cost pods leaves, for every k, the
-// lexicographically lowest skews that deleting any k of them can.
 //
 // A pod a constraint does not count (on a node its inclusion policies leave
 // out, a node without its key, not selected) changes nothing of its skew
 // when deleted. It takes the height min+½, min being the global minimum:
 // after the pods whose deletion only lowers the fullest domains, before
-// those whose deletion would lower the minimum and raise the skew. No order
-// can be the best for every k then: with counts [2,2,2] and one such pod,
-// deleting 1 pod leaves skew 0 only by taking it, and deleting 3 leaves
-// skew 0 only by taking one pod of each domain. Of the first constraint,
-// the skew this order leaves is, for every k, at most one above the lowest
-// any k deletions leave, and equal to it when every pod is counted. See
-// docs/deletion-cost.md.
+// those whose deletion would lower the minimum and raise the skew.
+//
+// CAVEAT: the guarantee, held against a brute force over every subset
+// (TestDeletionOrderAgainstBruteForce), is this. For every k, the first
+// constraint's skew is the lowest that deleting any k pods can leave when
+// it counts every pod, and whatever it counts while k is at most its pods
+// above the global minimum plus those it does not count; beyond, at most
+// one above. No order does better: with counts [2,2,2] and one pod not
+// counted, deleting 1 pod leaves skew 0 only by taking that pod, and
+// deleting 3 only by taking one pod of each domain. When every constraint
+// counts every pod and each later constraint's domains lie within one
+// domain of each earlier one (hostname within zone), the skews are the
+// lexicographically lowest for every k whenever some order's are: a first
+// constraint whose minimum is pinned at 0 (minDomains above its domains)
+// can leave none (TestNoOrderIsBestForEveryK). Constraints that do not
+// nest only break each other's ties. See docs/deletion-cost.md.
 
 // DeletionCostAnnotation is the pod annotation the ReplicaSet controller
 // compares: the pods with the lower cost are deleted first. Its value is a

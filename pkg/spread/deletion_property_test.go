@@ -491,11 +491,10 @@ func TestNoOrderIsBestForEveryK(t *testing.T) {
 			ours: [][]int{{0}, {0}, {1}, {1}, {0}, {1}, {1}, {0}},
 		},
 		{
-			name:  "zones holding [3,1,4] under minDomains 4, then hostname counting another revision: 4 deletions are best taking b's pod, 5 leaving it",
-			nodes: slices.Concat(zoneNodes("a", 2), zoneNodes("b", 1), zoneNodes("c", 2)),
-			own:   placed("web", []string{"a-0", "a-1", "b-0", "c-0", "c-1"}, 2, 1, 1, 1, 3),
-			others: []*v1.Pod{st.MakePod().Name("old").Label("app", "web").Label("pod-template-hash", "h0").
-				Node("b-0").Phase(v1.PodRunning).Obj()},
+			name:   "zones holding [3,1,4] under minDomains 4, then hostname counting another revision: 4 deletions are best taking b's pod, 5 leaving it",
+			nodes:  slices.Concat(zoneNodes("a", 2), zoneNodes("b", 1), zoneNodes("c", 2)),
+			own:    placed("web", []string{"a-0", "a-1", "b-0", "c-0", "c-1"}, 2, 1, 1, 1, 3),
+			others: []*v1.Pod{otherRevision("old", "b-0")},
 			template: templateOf(
 				st.Constraint(2, v1.LabelTopologyZone).MatchLabel("app", "web").MinDomains(4).MatchLabelKeys("pod-template-hash").Obj(),
 				st.Constraint(1, v1.LabelHostname).MatchLabel("app", "web").Obj()),

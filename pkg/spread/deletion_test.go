@@ -22,6 +22,12 @@ func workloadPod(name, node string) *v1.Pod {
 		ControlledBy("ReplicaSet", "apps/v1", "web-h1").Node(node).Phase(v1.PodRunning).Obj()
 }
 
+// otherRevision is a running pod of the workload's previous revision, h0:
+// a selector without matchLabelKeys counts it.
+func otherRevision(name, node string) *v1.Pod {
+	return st.MakePod().Name(name).Label("app", "web").Label("pod-template-hash", "h0").Node(node).Phase(v1.PodRunning).Obj()
+}
+
 // templateOf is a pod of the workload carrying constraints, as the webhook
 // leaves it.
 func templateOf(cs ...v1.TopologySpreadConstraint) *v1.Pod {
@@ -122,9 +128,6 @@ func TestDeletionOrderScenarios(t *testing.T) {
 	host := st.Constraint(1, v1.LabelHostname).MatchLabel("app", "web")
 	a, b, c := zoneNodes("a", 2), zoneNodes("b", 2), zoneNodes("c", 2)
 	cordoned := zoneNodes("c", 1, func(n *st.NodeWrapper) { n.Cordoned() })
-	otherRevision := func(name, node string) *v1.Pod {
-		return st.MakePod().Name(name).Label("app", "web").Label("pod-template-hash", "h0").Node(node).Phase(v1.PodRunning).Obj()
-	}
 	for _, tc := range []struct {
 		name     string
 		nodes    []*v1.Node
