@@ -255,7 +255,9 @@ func (o *DeletionOrder) Selects(podLabels map[string]string) bool {
 // changed or deleted (a pod the index does not count, deleted, terminating,
 // finished or not bound, leaves the order). An event of a pod that is not
 // the workload's but that the order Selects calls Update with no name: the
-// counts of its domain moved. The first Update names every pod.
+// counts of its domain moved; so does a node event (labels, taints, a node
+// added or lost), after which Update reads every pod's domains again. The
+// first Update names every pod.
 //
 // What it costs in writes, per event: a pod created, its own cost (and one
 // more per band of a sorted stack it lands under, see resort); a pod
