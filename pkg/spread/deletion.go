@@ -134,6 +134,10 @@ type orderConstraint struct {
 type orderDomain struct {
 	value string
 	con   int
+	// count is the domain's matching pods, the workload's included, at
+	// the read of epoch read (none read: 0).
+	count int
+	read  uint64
 	// others is the number of matching pods of the domain that are not
 	// the workload's: the floor of its stack.
 	others int
@@ -202,7 +206,6 @@ func NewDeletionOrder(template *v1.Pod) (*DeletionOrder, error) {
 		o.kinds[r.kind].at[r.j] = i
 		o.priority = append(o.priority, r.position)
 		o.cons = append(o.cons, &orderConstraint{domains: map[string]*orderDomain{}, uncounted: map[*orderPod]struct{}{}})
-		o.read.counts = append(o.read.counts, map[string]int{})
 	}
 	o.read.globalMin = make([]int, len(all))
 	o.width = make([]uint, len(all))
@@ -268,9 +271,9 @@ func (o *DeletionOrder) Selects(podLabels map[string]string) bool {
 // workload in its domain; so does a change of a global minimum for the
 // pods a constraint does not count.
 func (o *DeletionOrder) Update(ix *Index, names ...string) []CostChange {
+	o.epoch++
 	ix.readOrder(o, names)
 	o.nodeGen = o.read.nodeGen
-	o.epoch++
 	o.touched = o.touched[:0]
 	m := len(o.cons)
 	for p, pl := range o.read.placed {
@@ -306,9 +309,13 @@ func (o *DeletionOrder) Update(ix *Index, names ...string) []CostChange {
 				delete(c.domains, v)
 				continue
 			}
+			count := 0
+			if d.read == o.epoch {
+				count = d.count
+			}
 			// Never below 0, even if the index and the order disagree
 			// for a moment (a pod's event not yet passed to Update).
-			if others := max(0, o.read.counts[i][v]-len(d.pods)); others != d.others {
+			if others := max(0, count-len(d.pods)); others != d.others {
 				d.others = others
 				for _, p := range d.pods {
 					o.touch(p)

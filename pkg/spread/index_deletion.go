@@ -14,10 +14,6 @@ import (
 type orderRead struct {
 	// nodeGen is the index's node generation at the read.
 	nodeGen uint64
-	// counts holds, per constraint in priority order, the matching pods
-	// of each counted domain holding at least one, the order's own pods
-	// included.
-	counts []map[string]int
 	// globalMin is, per constraint, the global minimum as Check computes
 	// it: 0 when a counted domain is empty or there are fewer domains than
 	// minDomains.
@@ -49,10 +45,11 @@ type groupMatch struct {
 }
 
 // readOrder reads what o needs for one update from the index, under one
-// read lock so that the counts and the pods agree: the counts and global
-// minimum of each of o's constraints, and the domains of the pods named,
-// or of all of o's pods and those named when a node changed since o's last
-// read.
+// read lock so that the counts and the pods agree: the global minimum of
+// each of o's constraints, the domains of the pods named (of all of o's
+// pods and those named when a node changed since o's last read), and the
+// matching pods, the order's own included, of each domain holding a pod
+// of the order, which it sets on the domain (count, read) with o.epoch.
 func (ix *Index) readOrder(o *DeletionOrder, names []string) {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
@@ -80,17 +77,12 @@ func (ix *Index) readOrder(o *DeletionOrder, names []string) {
 	for ki := range o.kinds {
 		k := &o.kinds[ki]
 		ix.withQueryLocked(k.pod, k.cs, func(q *query) {
-			ev := q.evaluate()
+			ns := ix.namespaces[o.namespace]
 			r.matches = r.matches[:0]
 			for j := range k.cs {
 				c := &k.cs[j]
 				i := k.at[j]
-				counts := r.counts[i]
-				clear(counts)
-				for _, vc := range q.counts[j] {
-					counts[vc.value.value] = vc.n
-				}
-				r.globalMin[i] = ev.globalMin[j]
+				_, _, r.globalMin[i] = q.countConstraint(j, ns)
 				keyIndex := ix.keys[c.topologyKey]
 				for p := range r.placed {
 					pl := &r.placed[p]
@@ -99,6 +91,16 @@ func (ix *Index) readOrder(o *DeletionOrder, names []string) {
 						continue
 					}
 					r.counted[p*m+i], r.domains[p*m+i] = true, keyIndex.valueOf[pl.rec.node.id].value
+					// So that its count is read below.
+					o.cons[i].domain(r.domains[p*m+i], i)
+				}
+				// The domains of the order are few beside all those
+				// counted (hostnames), or all of them: a lookup each.
+				domains := o.cons[i].domains
+				for _, vc := range q.counts[j] {
+					if d := domains[vc.value.value]; d != nil {
+						d.count, d.read = vc.n, o.epoch
+					}
 				}
 			}
 		})
