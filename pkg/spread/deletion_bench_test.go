@@ -96,6 +96,8 @@ func BenchmarkDeletionOrderEvent(b *testing.B) {
 // BenchmarkDeletionOrderRebuild is the baseline of
 // BenchmarkDeletionOrderEvent: the same events, each followed by the
 // workload's costs computed afresh, as a keeper holding no order would.
+// Its changes/op counts every cost computed: without an order's memory,
+// each is to be compared with the cost written.
 func BenchmarkDeletionOrderRebuild(b *testing.B) {
 	benchDeletionEvents(b, func(b *testing.B, ix *spread.Index, w benchWorkload, _ *spread.DeletionOrder, _ []string) int {
 		o, err := spread.NewDeletionOrder(w.template)
