@@ -4,11 +4,9 @@ import (
 	"cmp"
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"path/filepath"
 	"slices"
 	"sync/atomic"
@@ -161,13 +159,12 @@ func Run(ctx context.Context, cfg *Config, opts ...Option) error {
 	}
 	webhookTLS := append(slices.Clone(servingTLS), handshakes)
 	if cfg.ClientCAFile != "" {
-		pool, err := loadClientCAs(cfg.ClientCAFile)
+		// Reloaded when the file changes, as the serving certificate is.
+		cas, err := newClientCAs(cfg.ClientCAFile, log.WithName("client-ca"), o.registry)
 		if err != nil {
 			return err
 		}
-		webhookTLS = append(webhookTLS, func(c *tls.Config) {
-			c.ClientCAs, c.ClientAuth = pool, tls.RequireAndVerifyClientCert
-		})
+		webhookTLS = append(webhookTLS, cas.tlsOption)
 	}
 
 	cacheOpts := cache.Options()
@@ -393,19 +390,6 @@ func watchTemplateSources(ctx context.Context, c crcache.Cache, watched []client
 		}
 	}
 	return nil
-}
-
-// loadClientCAs reads the CAs of --client-ca-file.
-func loadClientCAs(path string) (*x509.CertPool, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("reading --client-ca-file: %w", err)
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(data) {
-		return nil, fmt.Errorf("--client-ca-file %s holds no PEM certificate", path)
-	}
-	return pool, nil
 }
 
 // metricsOptions serves /metrics as cfg says: with MetricsSecure over HTTPS
