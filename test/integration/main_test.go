@@ -41,6 +41,7 @@ import (
 	"github.com/spreadguard/spreadguard/cmd/webhook/app"
 	karpenterv1 "github.com/spreadguard/spreadguard/pkg/apis/karpenter/v1"
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
+	"github.com/spreadguard/spreadguard/test/pki"
 )
 
 // labelHiddenFromCache marks objects the webhook's ReplicaSet informer is
@@ -59,6 +60,10 @@ var suite struct {
 	certDir    string
 	probeURL   string
 	metricsURL string
+	// webhookClientCert is the file (certificate and key) the API server
+	// presents to every webhook that asks for a client certificate
+	// (apiServerClientAuth); a test replaces it to rotate it.
+	webhookClientCert string
 }
 
 func TestMain(m *testing.M) {
@@ -106,6 +111,16 @@ func runSuite(m *testing.M) int {
 			"Run `make test-integration`, which copies them from Karpenter's module with hack/build-binaries.sh karpenter.", karpenterCRDs)
 	}
 
+	tmp, err := os.MkdirTemp("", "spreadguard-integration-")
+	if err != nil {
+		return fail("creating a temporary directory: %v", err)
+	}
+	defer os.RemoveAll(tmp)
+	admissionConfig, err := apiServerClientAuth(tmp)
+	if err != nil {
+		return fail("writing the API server's admission configuration: %v", err)
+	}
+
 	mutating, validating := webhookConfigurations()
 	env := &envtest.Environment{
 		BinaryAssetsDirectory:    assets,
@@ -120,6 +135,7 @@ func runSuite(m *testing.M) int {
 			ValidatingWebhooks: validating,
 		},
 	}
+	env.ControlPlane.GetAPIServer().Configure().Set("admission-control-config-file", admissionConfig)
 	started := time.Now()
 	if suite.restConfig, err = env.Start(); err != nil {
 		_ = env.Stop()
@@ -199,6 +215,54 @@ func freePort() int {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
+}
+
+// apiServerClientAuth writes into dir the AdmissionConfiguration that gives
+// the API server a client certificate to present to webhooks, as a
+// self-managed control plane is configured for a webhook that checks its
+// callers (the server's --client-ca-file): a kubeconfig whose user "*"
+// (every webhook) has the certificate and key of one file,
+// suite.webhookClientCert. It starts with a certificate of a throwaway CA;
+// a webhook that does not ask for one is sent none. The API server reads the
+// file again, at most once a second, when it opens a connection, and closes
+// its connections when the certificate changed (k8s.io/client-go v0.37.1,
+// transport/cert_rotation.go). It returns the configuration's path.
+func apiServerClientAuth(dir string) (string, error) {
+	suite.webhookClientCert = filepath.Join(dir, "webhook-client.pem")
+	certPEM := pki.PEM(pki.NewCA("apiserver-webhook-client-initial").ClientCert("kube-apiserver"))
+	kubeconfig := filepath.Join(dir, "webhook-client.kubeconfig")
+	config := filepath.Join(dir, "admission.yaml")
+	files := map[string]string{
+		suite.webhookClientCert: string(certPEM),
+		kubeconfig: fmt.Sprintf(`apiVersion: v1
+kind: Config
+users:
+- name: "*"
+  user:
+    client-certificate: %[1]s
+    client-key: %[1]s
+`, suite.webhookClientCert),
+		config: fmt.Sprintf(`apiVersion: apiserver.config.k8s.io/v1
+kind: AdmissionConfiguration
+plugins:
+- name: ValidatingAdmissionWebhook
+  configuration:
+    apiVersion: apiserver.config.k8s.io/v1
+    kind: WebhookAdmissionConfiguration
+    kubeConfigFile: %[1]s
+- name: MutatingAdmissionWebhook
+  configuration:
+    apiVersion: apiserver.config.k8s.io/v1
+    kind: WebhookAdmissionConfiguration
+    kubeConfigFile: %[1]s
+`, kubeconfig),
+	}
+	for path, content := range files {
+		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+			return "", err
+		}
+	}
+	return config, nil
 }
 
 // hideLabelledReplicaSets keeps ReplicaSets labelled labelHiddenFromCache
