@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	appsv1 "k8s.io/api/apps/v1"
@@ -17,6 +18,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/spreadguard/spreadguard/pkg/cache"
 	"github.com/spreadguard/spreadguard/pkg/engine"
 	"github.com/spreadguard/spreadguard/pkg/forecast"
 )
@@ -46,8 +48,9 @@ type WorkloadForecaster struct {
 	// complete; before, nothing is forecast.
 	Synced func() bool
 	// Workloads reads the workload a scale request names, whose Scale
-	// carries no pod template: the API server directly, so that no
-	// Deployment is cached.
+	// carries no pod template: the informer cache, whose transforms keep
+	// what a forecast reads (pkg/cache), so that a review, forged or not,
+	// never makes the webhook read the API server.
 	Workloads client.Reader
 	Metrics   *Metrics
 }
@@ -162,8 +165,8 @@ func replicasOf(r *int32) int32 {
 	return *r
 }
 
-// scaled reads the workload a scale request names and sets its replicas
-// to the Scale's.
+// scaled reads the workload a scale request names from the cache and sets
+// its replicas to the Scale's.
 func (h *WorkloadForecaster) scaled(ctx context.Context, req admission.Request, obj client.Object) (*forecast.Workload, error) {
 	var scale, old autoscalingv1.Scale
 	if err := json.Unmarshal(req.Object.Raw, &scale); err != nil {
@@ -186,6 +189,13 @@ func (h *WorkloadForecaster) scaled(ctx context.Context, req admission.Request, 
 	switch o := obj.(type) {
 	case *appsv1.Deployment:
 		o.Spec.Replicas = &replicas
+		hash, err := h.currentRevision(ctx, o)
+		if err != nil {
+			return nil, fmt.Errorf("%w: the replica sets of deployment %s/%s: %w", errReadWorkload, o.Namespace, o.Name, err)
+		}
+		if hash != "" {
+			return forecast.OfRevision(o, hash, existing), nil
+		}
 	case *appsv1.StatefulSet:
 		o.Spec.Replicas = &replicas
 	case *appsv1.ReplicaSet:
@@ -194,4 +204,31 @@ func (h *WorkloadForecaster) scaled(ctx context.Context, req admission.Request, 
 		o.Spec.Replicas = &replicas
 	}
 	return forecast.Of(obj, existing)
+}
+
+// currentRevision returns the pod-template-hash of d's current ReplicaSet,
+// the one a scale grows: of the ReplicaSets d controls, the highest
+// revision (as the deployment controller numbers them, and as the audit
+// finds a Deployment's pods, pkg/health). "" when d has none yet, which
+// has no pods either.
+func (h *WorkloadForecaster) currentRevision(ctx context.Context, d *appsv1.Deployment) (string, error) {
+	var list appsv1.ReplicaSetList
+	if err := h.Workloads.List(ctx, &list, client.InNamespace(d.Namespace)); err != nil {
+		return "", err
+	}
+	var current *appsv1.ReplicaSet
+	highest := int64(-1)
+	for i := range list.Items {
+		rs := &list.Items[i]
+		if ref := metav1.GetControllerOfNoCopy(rs); ref == nil || ref.UID != d.UID || rs.Spec.Selector == nil {
+			continue
+		}
+		if rev, _ := strconv.ParseInt(rs.Annotations[cache.RevisionAnnotation], 10, 64); rev > highest {
+			current, highest = rs, rev
+		}
+	}
+	if current == nil {
+		return "", nil
+	}
+	return current.Spec.Selector.MatchLabels[appsv1.DefaultDeploymentUniqueLabelKey], nil
 }

@@ -296,10 +296,9 @@ func Run(ctx context.Context, cfg *Config, opts ...Option) error {
 		},
 		PathValidateSpreadPolicy:        admission.NewSpreadPolicyValidator(decoder, metrics),
 		PathValidateClusterSpreadPolicy: admission.NewClusterSpreadPolicyValidator(decoder, metrics),
-		// A scale carries no template: the workload is read from the API
-		// server, so no Deployment is cached.
+		// A scale carries no template: the workload is read from the cache.
 		PathForecastWorkload: &admission.WorkloadForecaster{Sources: sourcesFor, Config: engineCfg, Cluster: ix,
-			Synced: synced, Workloads: mgr.GetAPIReader(), Metrics: metrics},
+			Synced: synced, Workloads: mgr.GetCache(), Metrics: metrics},
 	}
 	server := mgr.GetWebhookServer()
 	for path, h := range handlers {
