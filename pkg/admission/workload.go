@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"reflect"
 	"strconv"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -100,6 +101,65 @@ var workloadResources = map[metav1.GroupVersionResource]func() client.Object{
 	{Group: "apps", Version: "v1", Resource: "statefulsets"}:       func() client.Object { return &appsv1.StatefulSet{} },
 	{Group: "apps", Version: "v1", Resource: "replicasets"}:        func() client.Object { return &appsv1.ReplicaSet{} },
 	{Group: "", Version: "v1", Resource: "replicationcontrollers"}: func() client.Object { return &v1.ReplicationController{} },
+}
+
+// scaleKind is what the API server reviews on a write to a workload's scale
+// subresource.
+var scaleKind = metav1.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"}
+
+// ForWorkloads makes the Endpoint refuse, with a 400, a review that is not
+// shaped as the API server sends it to the workload forecasts: the
+// resource and requestResource one of workloadResources, the workload
+// itself (requestKind its kind) or its scale subresource (requestKind
+// autoscaling/v1 Scale), an operation, a namespace, and a name unless the
+// workload is being created (generateName leaves it empty). A forged
+// review names nothing the forecast then reads.
+func ForWorkloads() EndpointOption {
+	return func(e *Endpoint) { e.shape = workloadShape }
+}
+
+// workloadShape lists what makes req a review the API server does not send
+// to the workload forecasts.
+func workloadShape(req *admissionv1.AdmissionRequest) []string {
+	var problems []string
+	newObject, ok := workloadResources[req.Resource]
+	if !ok {
+		problems = append(problems, fmt.Sprintf("resource %s is not a workload", gvrString(req.Resource)))
+	}
+	if req.RequestResource == nil || req.RequestKind == nil {
+		problems = append(problems, "no requestKind or requestResource")
+	} else if _, ok := workloadResources[*req.RequestResource]; !ok {
+		problems = append(problems, fmt.Sprintf("requestResource %s is not a workload", gvrString(*req.RequestResource)))
+	}
+	switch {
+	case req.SubResource != req.RequestSubResource:
+		problems = append(problems, fmt.Sprintf("subresource %q, requestSubResource %q", req.SubResource, req.RequestSubResource))
+	case req.SubResource == "scale":
+		if req.Kind != scaleKind || (req.RequestKind != nil && *req.RequestKind != scaleKind) {
+			problems = append(problems, "a scale of a kind other than autoscaling/v1 Scale")
+		}
+	case req.SubResource != "":
+		problems = append(problems, fmt.Sprintf("subresource %q, want none or scale", req.SubResource))
+	case ok:
+		want := req.Resource.Group + "/" + req.Resource.Version + ", Kind=" + reflect.TypeOf(newObject()).Elem().Name()
+		if got := kindString(req.Kind); got != want || (req.RequestKind != nil && kindString(*req.RequestKind) != want) {
+			problems = append(problems, fmt.Sprintf("kind %s for resource %s", got, gvrString(req.Resource)))
+		}
+	}
+	if req.Operation == "" {
+		problems = append(problems, "no operation")
+	}
+	if req.Namespace == "" {
+		problems = append(problems, "no namespace")
+	}
+	if req.Name == "" && (req.Operation != admissionv1.Create || req.SubResource != "") {
+		problems = append(problems, "no name")
+	}
+	return problems
+}
+
+func kindString(k metav1.GroupVersionKind) string {
+	return k.Group + "/" + k.Version + ", Kind=" + k.Kind
 }
 
 // workload decodes the workload under review and how many of the pods the

@@ -1,12 +1,14 @@
 package admission
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 
+	"github.com/go-logr/logr"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -345,5 +347,131 @@ func storedAndCached(t *testing.T, kind, name string, template v1.PodTemplateSpe
 		rc := &v1.ReplicationController{ObjectMeta: meta, Spec: v1.ReplicationControllerSpec{Replicas: &replicas,
 			Selector: map[string]string{"app": name}, Template: &template}}
 		return rc, []client.Object{strip(cache.StripReplicationController, rc)}, podLabels, metav1.GroupVersionResource(v1.SchemeGroupVersion.WithResource("replicationcontrollers"))
+	}
+}
+
+func TestWorkloadEndpointRefusesWhatTheAPIServerCouldNotHaveSent(t *testing.T) {
+	// As cmd/webhook registers /forecast-workload.
+	e := NewEndpoint(allowAll, logr.Discard(), ForWorkloads(), WithMaxBodyBytes(MaxRequestBytes))
+	statefulSets := metav1.GroupVersionResource{Group: "apps", Version: "v1", Resource: "statefulsets"}
+	scaleOf := func(resource metav1.GroupVersionResource) *RequestWrapper {
+		s := &autoscalingv1.Scale{ObjectMeta: metav1.ObjectMeta{Namespace: shop, Name: "web"}, Spec: autoscalingv1.ScaleSpec{Replicas: 3}}
+		return makeRequest().Operation(admissionv1.Update).Workload(resource, "Scale", s).Kind("autoscaling", "v1", "Scale").
+			SubResource("scale").Name("web").OldObject(s)
+	}
+	shaped := func(w *RequestWrapper, edit func(*admissionv1.AdmissionRequest)) []byte {
+		req := w.Obj()
+		req.RequestSubResource = req.SubResource
+		kind, resource := req.Kind, req.Resource
+		req.RequestKind, req.RequestResource = &kind, &resource
+		edit(&req.AdmissionRequest)
+		return reviewBody(req)
+	}
+	unchanged := func(*admissionv1.AdmissionRequest) {}
+	generated := webDeployment(3)
+	generated.Name, generated.GenerateName = "", "web-"
+	// A Deployment of about 3 MiB, the most the API server takes in one
+	// request: its UPDATE review carries it twice.
+	large := webDeployment(3)
+	large.Annotations = map[string]string{"example.com/blob": strings.Repeat("x", 3<<20-4<<10)}
+	tests := []struct {
+		name       string
+		body       []byte
+		wantCode   int
+		wantReason string
+	}{
+		{
+			name:     "the CREATE of a Deployment named by generateName -> answered",
+			body:     shaped(makeRequest().Workload(deployments, "Deployment", generated), unchanged),
+			wantCode: http.StatusOK,
+		},
+		{
+			name: "the UPDATE of a Deployment -> answered",
+			body: shaped(makeRequest().Operation(admissionv1.Update).Workload(deployments, "Deployment", webDeployment(3)).
+				Name("web").OldObject(webDeployment(2)), unchanged),
+			wantCode: http.StatusOK,
+		},
+		{
+			name:     "a scale of a StatefulSet -> answered",
+			body:     shaped(scaleOf(statefulSets), unchanged),
+			wantCode: http.StatusOK,
+		},
+		{
+			name: "the UPDATE of a 3 MiB Deployment, a 6 MiB review -> answered",
+			body: shaped(makeRequest().Operation(admissionv1.Update).Workload(deployments, "Deployment", large).
+				Name("web").OldObject(large), unchanged),
+			wantCode: http.StatusOK,
+		},
+		{
+			name: "a review of a Secret -> 400 naming the resource",
+			body: shaped(makeRequest().Workload(deployments, "Deployment", webDeployment(3)), func(r *admissionv1.AdmissionRequest) {
+				r.Resource = metav1.GroupVersionResource{Version: "v1", Resource: "secrets"}
+			}),
+			wantCode:   http.StatusBadRequest,
+			wantReason: "resource v1/secrets is not a workload",
+		},
+		{
+			name: "a Deployment review whose requestResource is pods -> 400",
+			body: shaped(makeRequest().Workload(deployments, "Deployment", webDeployment(3)), func(r *admissionv1.AdmissionRequest) {
+				r.RequestResource = &metav1.GroupVersionResource{Version: "v1", Resource: "pods"}
+			}),
+			wantCode:   http.StatusBadRequest,
+			wantReason: "requestResource v1/pods is not a workload",
+		},
+		{
+			name: "a review of a Deployment's status -> 400",
+			body: shaped(makeRequest().Operation(admissionv1.Update).Workload(deployments, "Deployment", webDeployment(3)).Name("web"),
+				func(r *admissionv1.AdmissionRequest) { r.SubResource, r.RequestSubResource = "status", "status" }),
+			wantCode:   http.StatusBadRequest,
+			wantReason: `subresource "status", want none or scale`,
+		},
+		{
+			name:       "a review of deployments whose kind is StatefulSet -> 400",
+			body:       shaped(makeRequest().Workload(deployments, "StatefulSet", webDeployment(3)), unchanged),
+			wantCode:   http.StatusBadRequest,
+			wantReason: "kind apps/v1, Kind=StatefulSet for resource apps/v1/deployments",
+		},
+		{
+			name:       "a scale whose object is a Deployment -> 400",
+			body:       shaped(scaleOf(deployments).Kind("apps", "v1", "Deployment"), unchanged),
+			wantCode:   http.StatusBadRequest,
+			wantReason: "a scale of a kind other than autoscaling/v1 Scale",
+		},
+		{
+			name:       "a scale without a name -> 400, before any read",
+			body:       shaped(scaleOf(deployments).Name(""), unchanged),
+			wantCode:   http.StatusBadRequest,
+			wantReason: "no name",
+		},
+		{
+			name: "an UPDATE without a namespace or a name -> 400 naming both",
+			body: shaped(makeRequest().Operation(admissionv1.Update).Workload(deployments, "Deployment", webDeployment(3)),
+				func(r *admissionv1.AdmissionRequest) { r.Namespace = "" }),
+			wantCode:   http.StatusBadRequest,
+			wantReason: "no namespace; no name",
+		},
+		{
+			name:       "a review without requestKind -> 400",
+			body:       shaped(scaleOf(deployments), func(r *admissionv1.AdmissionRequest) { r.RequestKind = nil }),
+			wantCode:   http.StatusBadRequest,
+			wantReason: "no requestKind or requestResource",
+		},
+		{
+			name:       "an 8 MiB body, larger than two 3 MiB workloads and their review -> 413",
+			body:       bytes.Repeat([]byte(" "), 8<<20),
+			wantCode:   http.StatusRequestEntityTooLarge,
+			wantReason: fmt.Sprintf("request body larger than %d bytes", MaxRequestBytes),
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, body := post(t, e, "application/json", bytes.NewReader(tt.body))
+			if code != tt.wantCode {
+				t.Fatalf("status = %d, want %d (body %q)", code, tt.wantCode, oneLine(body))
+			}
+			if tt.wantReason != "" && !strings.Contains(body, tt.wantReason) {
+				t.Errorf("reason = %q, want it to contain %q", body, tt.wantReason)
+			}
+		})
 	}
 }

@@ -282,6 +282,9 @@ func Run(ctx context.Context, cfg *Config, opts ...Option) error {
 		PathValidatePod:                 {admission.ForResource(pods, true)},
 		PathValidateSpreadPolicy:        {admission.ForResource(metav1.GroupVersionResource(policies), true)},
 		PathValidateClusterSpreadPolicy: {admission.ForResource(metav1.GroupVersionResource(clusterPolicies), false)},
+		// A workload's UPDATE carries two objects, each up to the API
+		// server's 3 MiB request limit: the default cap, as for pod UPDATEs.
+		PathForecastWorkload: {admission.ForWorkloads(), admission.WithMaxBodyBytes(admission.MaxRequestBytes)},
 	}
 	handlers := map[string]ctrladmission.Handler{
 		PathMutatePod: &admission.PodMutator{
