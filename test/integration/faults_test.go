@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -220,7 +221,14 @@ func startServer(t *testing.T, policy admissionregistrationv1.FailurePolicyType,
 		}
 	})
 
-	mutating, validating := webhookConfigurations()
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mutating, validating, err := webhookConfigurations(root)
+	if err != nil {
+		t.Fatal(err)
+	}
 	url := fmt.Sprintf("https://127.0.0.1:%d", port)
 	sel := &metav1.LabelSelector{MatchLabels: nsLabels}
 	m := mutating[0]

@@ -19,6 +19,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -37,6 +38,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/spreadguard/spreadguard/cmd/webhook/app"
 	karpenterv1 "github.com/spreadguard/spreadguard/pkg/apis/karpenter/v1"
@@ -121,7 +123,10 @@ func runSuite(m *testing.M) int {
 		return fail("writing the API server's admission configuration: %v", err)
 	}
 
-	mutating, validating := webhookConfigurations()
+	mutating, validating, err := webhookConfigurations(root)
+	if err != nil {
+		return fail("%v", err)
+	}
 	env := &envtest.Environment{
 		BinaryAssetsDirectory:    assets,
 		CRDDirectoryPaths:        []string{filepath.Join(root, "charts", "spreadguard", "crds"), karpenterCRDs},
@@ -306,8 +311,14 @@ func waitReady(probeURL string, done <-chan error, log logr.Logger) error {
 // webhookConfigurations mirrors the chart's webhook configurations, with two
 // differences for the test: failurePolicy Fail, so that a webhook fault
 // fails the test instead of admitting the pod, and no namespaceSelector, so
-// that the server's own exclusion of kube-system is what is tested.
-func webhookConfigurations() ([]*admissionregistrationv1.MutatingWebhookConfiguration, []*admissionregistrationv1.ValidatingWebhookConfiguration) {
+// that the server's own exclusion of kube-system is what is tested. The
+// workloads' matchConditions are read from the chart in the repository at
+// root.
+func webhookConfigurations(root string) ([]*admissionregistrationv1.MutatingWebhookConfiguration, []*admissionregistrationv1.ValidatingWebhookConfiguration, error) {
+	workloadConditions, err := chartMatchConditions(filepath.Join(root, workloadsTemplate))
+	if err != nil {
+		return nil, nil, err
+	}
 	fail := admissionregistrationv1.Fail
 	none := admissionregistrationv1.SideEffectClassNone
 	equivalent := admissionregistrationv1.Equivalent
@@ -381,8 +392,42 @@ func webhookConfigurations() ([]*admissionregistrationv1.MutatingWebhookConfigur
 			Rules: append(rule("apps", "v1", "deployments", namespaced, create, update)[0:1:1],
 				append(rule("apps", "v1", "deployments/scale", namespaced, create, update),
 					rule("apps", "v1", "replicasets", namespaced, create, update)...)...),
+			MatchConditions: workloadConditions,
 		}},
 	}
 	return []*admissionregistrationv1.MutatingWebhookConfiguration{mutating},
-		[]*admissionregistrationv1.ValidatingWebhookConfiguration{validating, workloads}
+		[]*admissionregistrationv1.ValidatingWebhookConfiguration{validating, workloads}, nil
+}
+
+// workloadsTemplate is the chart's configuration of the workload forecasts.
+const workloadsTemplate = "charts/spreadguard/templates/webhook-validatingwebhookconfiguration-workloads.yaml"
+
+// chartMatchConditions reads the matchConditions of the one webhook of a
+// chart template, which holds no template action between its
+// "matchConditions:" and the key after it, so that the tests run the
+// expressions the chart installs and no copy of them.
+func chartMatchConditions(path string) ([]admissionregistrationv1.MatchCondition, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	text := string(data)
+	start := strings.Index(text, "\n    matchConditions:\n")
+	if start < 0 {
+		return nil, fmt.Errorf("%s has no matchConditions", path)
+	}
+	block := text[start+1:]
+	if end := strings.Index(block, "\n    namespaceSelector:"); end >= 0 {
+		block = block[:end]
+	}
+	var out struct {
+		MatchConditions []admissionregistrationv1.MatchCondition `json:"matchConditions"`
+	}
+	if err := sigsyaml.Unmarshal([]byte(block), &out); err != nil {
+		return nil, fmt.Errorf("reading the matchConditions of %s: %w", path, err)
+	}
+	if len(out.MatchConditions) == 0 || strings.Contains(block, "{{") {
+		return nil, fmt.Errorf("%s: the matchConditions block is empty or templated", path)
+	}
+	return out.MatchConditions, nil
 }
