@@ -17,12 +17,14 @@ import (
 
 type checkOptions struct {
 	engineFlags
+	kube    kubeFlags
 	cluster string
 	pod     string
+	output  string
 }
 
-func newCheckCommand(code *int) *cobra.Command {
-	o := &checkOptions{}
+func newCheckCommand(code *int, connect connectFunc) *cobra.Command {
+	o := &checkOptions{engineFlags: newEngineFlags()}
 	cmd := &cobra.Command{
 		Use:   "check --cluster CLUSTER.yaml --pod POD.yaml [-o json]",
 		Short: "Review a pod against a cluster snapshot, offline",
@@ -30,42 +32,54 @@ func newCheckCommand(code *int) *cobra.Command {
 against the cluster described by CLUSTER.yaml: a multi-document YAML (or a
 v1 List) of ` + kindsText() + `.
 
+It decides as the webhook configured by its flags would, or with
+--from-release as the installed release's webhook does (flags given win).
+
 Exit codes: 0 allowed, 1 denied, 2 bad input.`,
 		Example: `  kubectl spread check --cluster examples/cluster.yaml --pod examples/pod-web.yaml
-  kubectl spread check --cluster examples/cluster.yaml --pod examples/pod-pinned.yaml -o json`,
+  kubectl spread check --cluster examples/cluster.yaml --pod examples/pod-pinned.yaml -o json
+  kubectl spread check --cluster cluster.yaml --pod pod.yaml --from-release spreadguard --release-namespace spreadguard-system`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			rev, err := o.run()
+			rev, cfg, err := o.run(cmd, connect)
 			if err != nil {
 				return err
 			}
 			*code = exitCode(rev)
-			return writeReview(cmd.OutOrStdout(), o.output, rev)
+			return writeReview(cmd.OutOrStdout(), o.output, rev, cfg.MessageDetail)
 		},
 	}
 	cmd.Flags().StringVar(&o.cluster, "cluster", "", "the cluster snapshot file (required)")
 	cmd.Flags().StringVar(&o.pod, "pod", "", "the file holding the one Pod to review (required)")
+	cmd.Flags().StringVarP(&o.output, "output", "o", "", "output format: empty for a readable report, or json")
 	o.register(cmd)
+	o.kube.register(cmd)
 	return cmd
 }
 
-func (o *checkOptions) run() (*engine.Review, error) {
+// run reviews the pod, and returns the configuration it decided with,
+// whose message detail the output follows.
+func (o *checkOptions) run(cmd *cobra.Command, connect connectFunc) (*engine.Review, engine.Config, error) {
 	if o.cluster == "" || o.pod == "" {
-		return nil, errors.New("check needs --cluster CLUSTER.yaml and --pod POD.yaml")
+		return nil, engine.Config{}, errors.New("check needs --cluster CLUSTER.yaml and --pod POD.yaml")
 	}
-	cfg, err := o.config()
+	cfg, templates, err := o.settings(cmd, o.kube, connect)
 	if err != nil {
-		return nil, err
+		return nil, cfg, err
+	}
+	if err := checkOutput(o.output); err != nil {
+		return nil, cfg, err
 	}
 	cluster, err := lookup.Load(o.cluster)
 	if err != nil {
-		return nil, err
+		return nil, cfg, err
 	}
 	pod, err := lookup.LoadPod(o.pod)
 	if err != nil {
-		return nil, err
+		return nil, cfg, err
 	}
-	return review(pod, cluster, cfg, o.templates())
+	rev, err := review(pod, cluster, cfg, templates)
+	return rev, cfg, err
 }
 
 // review runs the engine as the webhook does: lookups through the

@@ -297,7 +297,7 @@ func TestCheckBadInput(t *testing.T) {
 			name: "a DaemonSet in the cluster file -> unknown kind, with the kinds wanted",
 			args: []string{"check", "--cluster", daemonSet, "--pod", examplePodWeb},
 			wantStderr: "kubectl-spread: " + daemonSet + `: document 2: unknown kind "DaemonSet" (want one of Node, Pod, Service, ` +
-				"ReplicationController, ReplicaSet, StatefulSet, Namespace, SpreadPolicy, ClusterSpreadPolicy, NodeTemplate, NodePool, Deployment, or a v1 List)\n",
+				"ReplicationController, ReplicaSet, StatefulSet, Namespace, SpreadPolicy, ClusterSpreadPolicy, NodeTemplate, NodePool, EC2NodeClass, NodeClass, Deployment, or a v1 List)\n",
 		},
 		{
 			name:       "two pods in the pod file -> exactly one wanted",
@@ -312,7 +312,14 @@ func TestCheckBadInput(t *testing.T) {
 		{
 			name:       "--default-action Block -> the three actions named",
 			args:       []string{"check", "--cluster", exampleCluster, "--pod", examplePodWeb, "--default-action", "Block"},
-			wantStderr: "kubectl-spread: invalid --default-action \"Block\" (want Deny, Warn or Audit)\n",
+			wantStderr: `kubectl-spread: invalid --default-action (defaultAction): Unsupported value: "Block": supported values: "Deny", "Warn", "Audit"` + "\n",
+		},
+		{
+			name: "--message-detail all and a node group label with a space -> both named, on one line",
+			args: []string{"check", "--cluster", exampleCluster, "--pod", examplePodWeb, "--message-detail", "all", "--node-group-label", "node group"},
+			wantStderr: `kubectl-spread: invalid --message-detail (messageDetail): Unsupported value: "all": supported values: "domains", "nodes"; ` +
+				`invalid --node-group-label (nodeGroupLabel): Invalid value: "node group": name part must consist of alphanumeric characters, '-', '_' or '.', ` +
+				`and must start and end with an alphanumeric character (e.g. 'MyName', or 'my.name', or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')` + "\n",
 		},
 		{
 			name:       "-o yaml -> the formats named",

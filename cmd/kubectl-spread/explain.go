@@ -34,13 +34,13 @@ type connectFunc func(kubeconfig, context string) (*clients, error)
 
 type explainOptions struct {
 	engineFlags
-	namespace  string
-	kubeconfig string
-	context    string
+	kube      kubeFlags
+	namespace string
+	output    string
 }
 
 func newExplainCommand(code *int, connect connectFunc) *cobra.Command {
-	o := &explainOptions{}
+	o := &explainOptions{engineFlags: newEngineFlags()}
 	cmd := &cobra.Command{
 		Use:   "explain (deployment|statefulset|pod)/NAME [-n NAMESPACE] [-o json]",
 		Short: "Review a workload's next pod against a live cluster",
@@ -60,26 +60,29 @@ Exit codes: 0 allowed, 1 denied, 2 bad input or an unreachable cluster.`,
 			if err != nil {
 				return err
 			}
-			cfg, err := o.config()
+			cfg, templates, err := o.settings(cmd, o.kube, connect)
 			if err != nil {
 				return err
 			}
-			c, err := connect(o.kubeconfig, o.context)
+			if err := checkOutput(o.output); err != nil {
+				return err
+			}
+			c, err := connect(o.kube.kubeconfig, o.kube.context)
 			if err != nil {
 				return err
 			}
 			ns := cmp.Or(o.namespace, c.namespace, metav1.NamespaceDefault)
-			rev, err := explain(cmd.Context(), c, kind, ns, name, cfg, o.templates())
+			rev, err := explain(cmd.Context(), c, kind, ns, name, cfg, templates)
 			if err != nil {
 				return err
 			}
 			*code = exitCode(rev)
-			return writeReview(cmd.OutOrStdout(), o.output, rev)
+			return writeReview(cmd.OutOrStdout(), o.output, rev, cfg.MessageDetail)
 		},
 	}
 	cmd.Flags().StringVarP(&o.namespace, "namespace", "n", "", "the workload's namespace (default: the kubeconfig context's)")
-	cmd.Flags().StringVar(&o.kubeconfig, "kubeconfig", "", "the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)")
-	cmd.Flags().StringVar(&o.context, "context", "", "the kubeconfig context (default: the current one)")
+	o.kube.register(cmd)
+	cmd.Flags().StringVarP(&o.output, "output", "o", "", "output format: empty for a readable report, or json")
 	o.register(cmd)
 	return cmd
 }

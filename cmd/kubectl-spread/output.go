@@ -89,13 +89,18 @@ func policyName(rev *engine.Review) string {
 	return ""
 }
 
-func writeReview(w io.Writer, format string, rev *engine.Review) error {
+// writeReview prints rev as format says. Its message and warnings are
+// worded as the engine's configuration said (engine.Config.MessageDetail);
+// the readable report's own tables follow detail, which should be the
+// same. The JSON object is the offline contract's data whatever the
+// detail: feasibleNodes and the domains of each constraint, by name.
+func writeReview(w io.Writer, format string, rev *engine.Review, detail spread.MessageDetail) error {
 	if format == "json" {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(newReport(rev))
 	}
-	return writeReadable(w, rev)
+	return writeReadable(w, rev, detail)
 }
 
 func podName(pod *v1.Pod) string {
@@ -107,8 +112,12 @@ func podName(pod *v1.Pod) string {
 
 // writeReadable prints the verdict first, then the reasons in the order the
 // webhook reached them: the policy, what was injected, the counting of each
-// hard constraint, the nodes, the message.
-func writeReadable(out io.Writer, rev *engine.Review) error {
+// hard constraint, the nodes, the message. When detail names no node, the
+// nodes and templates are counted by reason instead of listed, and a
+// hostname constraint's domains by how many nodes hold each count, so that
+// the report can be shown to the pod's creator as the webhook's messages
+// are.
+func writeReadable(out io.Writer, rev *engine.Review, detail spread.MessageDetail) error {
 	w := &errWriter{w: out}
 	v, m, pod := rev.Validation, rev.Mutation, rev.Pod
 
@@ -134,30 +143,29 @@ func writeReadable(out io.Writer, rev *engine.Review) error {
 	default:
 		w.printf("Injected:  nothing (%s)\n", m.Skipped)
 	}
-	if v.Skipped != "" {
+	if v.Skipped != engine.NotSkipped {
 		w.printf("Checked:   no (%s)\n", v.Skipped)
 	}
 
 	if res := v.Result; res != nil {
 		w.printf("Verdict:   %s\n", res.Verdict)
 		for _, c := range res.Constraints {
-			writeConstraint(w, c)
+			writeConstraint(w, c, detail)
 		}
 		w.printf("\n")
-		if len(res.FeasibleNodes) > 0 {
-			w.printf("Feasible nodes (%d): %s\n", len(res.FeasibleNodes), strings.Join(res.FeasibleNodes, ", "))
-		} else {
+		switch {
+		case res.FeasibleCount == 0:
 			w.printf("Feasible nodes: none\n")
+		case !detail.NamesNodes():
+			w.printf("Feasible nodes: %d\n", res.FeasibleCount)
+		default:
+			w.printf("Feasible nodes (%d): %s\n", len(res.FeasibleNodes), strings.Join(res.FeasibleNodes, ", "))
 		}
 		if len(res.Excluded) > 0 {
 			w.printf("Not feasible:\n")
-			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-			for _, e := range res.Excluded {
-				fmt.Fprintf(tw, "  %s\t%s\t%s\n", e.Name, e.Reason, e.Detail)
-			}
-			w.check(tw.Flush())
+			writeExcluded(w, res.Excluded, "node", detail)
 		}
-		writeTemplates(w, res)
+		writeTemplates(w, res, detail)
 	}
 
 	if len(v.Warnings) > 0 {
@@ -174,11 +182,18 @@ func writeReadable(out io.Writer, rev *engine.Review) error {
 
 // writeTemplates lists the nodes an autoscaler can add apart from the
 // nodes that exist: which would take the pod, and why the others would not.
-func writeTemplates(w *errWriter, res *spread.Result) {
+func writeTemplates(w *errWriter, res *spread.Result, detail spread.MessageDetail) {
 	if len(res.FeasibleTemplates)+len(res.ExcludedTemplates) == 0 {
 		return
 	}
 	w.printf("\nNodes an autoscaler can add:\n")
+	if !detail.NamesNodes() {
+		if n := len(res.FeasibleTemplates); n > 0 {
+			w.printf("  %s: feasible\n", countOf(n, "template"))
+		}
+		writeExcluded(w, res.ExcludedTemplates, "template", detail)
+		return
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, name := range res.FeasibleTemplates {
 		fmt.Fprintf(tw, "  %s\tfeasible\n", name)
@@ -187,6 +202,52 @@ func writeTemplates(w *errWriter, res *spread.Result) {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\n", e.Name, e.Reason, e.Detail)
 	}
 	w.check(tw.Flush())
+}
+
+// writeExcluded lists excluded nodes or templates (noun) with their reason
+// and detail, or, when detail names no node, how many there are of each
+// reason: the names and the details (a taint, a node's domain) are the
+// nodes'.
+func writeExcluded(w *errWriter, excluded []spread.ExcludedNode, noun string, detail spread.MessageDetail) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	if detail.NamesNodes() {
+		for _, e := range excluded {
+			fmt.Fprintf(tw, "  %s\t%s\t%s\n", e.Name, e.Reason, e.Detail)
+		}
+		w.check(tw.Flush())
+		return
+	}
+	for _, r := range byReason(excluded) {
+		fmt.Fprintf(tw, "  %s\t%s\n", r.reason, countOf(r.n, noun))
+	}
+	w.check(tw.Flush())
+}
+
+// reasonCount is how many nodes are left out for one reason.
+type reasonCount struct {
+	reason spread.ExclusionReason
+	n      int
+}
+
+// byReason counts excluded by reason, sorted by reason.
+func byReason(excluded []spread.ExcludedNode) []reasonCount {
+	n := map[spread.ExclusionReason]int{}
+	for _, e := range excluded {
+		n[e.Reason]++
+	}
+	out := make([]reasonCount, 0, len(n))
+	for _, reason := range slices.Sorted(maps.Keys(n)) {
+		out = append(out, reasonCount{reason, n[reason]})
+	}
+	return out
+}
+
+// countOf is "1 node" or "3 nodes".
+func countOf(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 func verdict(v *engine.Validation) string {
@@ -202,7 +263,7 @@ func verdict(v *engine.Validation) string {
 	}
 }
 
-func writeConstraint(w *errWriter, c spread.ConstraintResult) {
+func writeConstraint(w *errWriter, c spread.ConstraintResult, detail spread.MessageDetail) {
 	w.printf("\nspec.topologySpreadConstraints[%d]: %s, maxSkew %d, %s\n", c.Index, c.TopologyKey, c.MaxSkew, c.WhenUnsatisfiable)
 	sel := c.Selector
 	if sel == "" {
@@ -213,20 +274,40 @@ func writeConstraint(w *errWriter, c spread.ConstraintResult) {
 
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "  DOMAIN\tMATCHING PODS\tSKEW IF PLACED HERE (PODS + SELF - MIN)\tMAXSKEW %d\n", c.MaxSkew)
-	for _, d := range slices.Sorted(maps.Keys(c.Domains)) {
-		n := c.Domains[d]
+	row := func(domain string, n int) {
 		skew := n + c.SelfMatch - c.GlobalMin
 		verdict := "ok"
 		if skew > int(c.MaxSkew) {
 			verdict = "exceeded"
 		}
-		fmt.Fprintf(tw, "  %s\t%d\t%d + %d - %d = %d\t%s\n", d, n, n, c.SelfMatch, c.GlobalMin, skew, verdict)
+		fmt.Fprintf(tw, "  %s\t%d\t%d + %d - %d = %d\t%s\n", domain, n, n, c.SelfMatch, c.GlobalMin, skew, verdict)
+	}
+	if detail.NamesDomainsOf(c.TopologyKey) {
+		for _, d := range slices.Sorted(maps.Keys(c.Domains)) {
+			row(d, c.Domains[d])
+		}
+	} else {
+		// The domains are nodes: one row per count, the nodes that hold
+		// it counted, fullest first.
+		nodes := map[int]int{}
+		for _, n := range c.Domains {
+			nodes[n]++
+		}
+		for _, n := range slices.Backward(slices.Sorted(maps.Keys(nodes))) {
+			row(countOf(nodes[n], "node"), n)
+		}
 	}
 	w.check(tw.Flush())
 	if len(c.Domains) == 0 {
 		w.printf("  (no domain: no node takes part in the counting)\n")
 	}
 	w.printf("  global minimum: %d\n", c.GlobalMin)
+	if !detail.NamesNodes() {
+		for _, r := range byReason(c.Excluded) {
+			w.printf("  not counted: %s (%s)\n", countOf(r.n, "node"), r.reason)
+		}
+		return
+	}
 	for _, e := range c.Excluded {
 		detail := ""
 		if e.Detail != "" {

@@ -25,16 +25,16 @@ import (
 
 type planOptions struct {
 	engineFlags
-	file       string
-	cluster    string
-	replicas   int32
-	namespace  string
-	kubeconfig string
-	context    string
+	kube      kubeFlags
+	file      string
+	cluster   string
+	replicas  int32
+	namespace string
+	output    string
 }
 
 func newPlanCommand(code *int, connect connectFunc) *cobra.Command {
-	o := &planOptions{replicas: -1}
+	o := &planOptions{engineFlags: newEngineFlags(), replicas: -1}
 	cmd := &cobra.Command{
 		Use:   "plan (-f WORKLOAD.yaml | TYPE/NAME) [--replicas N] [--cluster CLUSTER.yaml] [-o json]",
 		Short: "Forecast where a workload's replicas go, and the first one refused",
@@ -63,11 +63,14 @@ refused or left Pending, 2 bad input or an unreachable cluster.`,
 			if (o.file == "") == (len(args) == 0) {
 				return errors.New("plan needs -f WORKLOAD.yaml or TYPE/NAME, one of them")
 			}
-			cfg, err := o.config()
+			cfg, templates, err := o.settings(cmd, o.kube, connect)
 			if err != nil {
 				return err
 			}
-			f, err := o.run(cmd.Context(), args, cfg, connect)
+			if err := checkOutput(o.output); err != nil {
+				return err
+			}
+			f, err := o.run(cmd.Context(), args, cfg, templates, connect)
 			if err != nil {
 				return err
 			}
@@ -84,13 +87,13 @@ refused or left Pending, 2 bad input or an unreachable cluster.`,
 	cmd.Flags().StringVar(&o.cluster, "cluster", "", "the cluster snapshot file (default: the live cluster of the kubeconfig)")
 	cmd.Flags().Int32Var(&o.replicas, "replicas", -1, "the replicas to forecast up to (default: the workload's spec.replicas)")
 	cmd.Flags().StringVarP(&o.namespace, "namespace", "n", "", "the workload's namespace (default: the file's, then the kubeconfig context's)")
-	cmd.Flags().StringVar(&o.kubeconfig, "kubeconfig", "", "the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)")
-	cmd.Flags().StringVar(&o.context, "context", "", "the kubeconfig context (default: the current one)")
+	o.kube.register(cmd)
+	cmd.Flags().StringVarP(&o.output, "output", "o", "", "output format: empty for a readable report, or json")
 	o.register(cmd)
 	return cmd
 }
 
-func (o *planOptions) run(ctx context.Context, args []string, cfg engine.Config, connect connectFunc) (*forecast.Forecast, error) {
+func (o *planOptions) run(ctx context.Context, args []string, cfg engine.Config, topts lookup.TemplateOptions, connect connectFunc) (*forecast.Forecast, error) {
 	if o.replicas < -1 {
 		return nil, fmt.Errorf("invalid --replicas %d (want 0 or more)", o.replicas)
 	}
@@ -113,7 +116,7 @@ func (o *planOptions) run(ctx context.Context, args []string, cfg engine.Config,
 		}
 		namespace = cmp.Or(namespace, metav1.NamespaceDefault)
 	} else {
-		c, err := connect(o.kubeconfig, o.context)
+		c, err := connect(o.kube.kubeconfig, o.kube.context)
 		if err != nil {
 			return nil, err
 		}
@@ -141,7 +144,7 @@ func (o *planOptions) run(ctx context.Context, args []string, cfg engine.Config,
 		w.Replicas = o.replicas
 	}
 	index := spread.IndexFromSnapshot(store.Snapshot())
-	templates, err := lookup.Templates(ctx, store, o.templates())
+	templates, err := lookup.Templates(ctx, store, topts)
 	if err != nil {
 		return nil, fmt.Errorf("deriving the nodes an autoscaler can add: %w", err)
 	}
@@ -272,7 +275,8 @@ func boundPods(ctx context.Context, store *lookup.Store, namespace string, selec
 	return n, nil
 }
 
-// writePlan prints the forecast for a person.
+// writePlan prints the forecast for a person, naming what f.Detail lets it
+// (the configuration the forecast ran with).
 func writePlan(out io.Writer, f *forecast.Forecast) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s: replicas %d to %d", f.Workload, f.From+1, f.To)
@@ -332,11 +336,14 @@ func pictureChanges(f *forecast.Forecast) []string {
 			continue
 		}
 		line := fmt.Sprintf("after replica %d", p.Replica)
-		if p.NewNode {
+		switch {
+		case p.NewNode && f.Detail.NamesNodes():
 			line += fmt.Sprintf(" (on a new node of %s)", p.Template)
+		case p.NewNode:
+			line += " (on a new node)"
 		}
 		for i, c := range f.Constraints {
-			line += "  " + domainCounts(c.TopologyKey, counts[i])
+			line += "  " + domainCounts(c.TopologyKey, counts[i], f.Detail)
 		}
 		lines = append(lines, line)
 	}
@@ -359,13 +366,18 @@ func globalMin(c forecast.Counts, counts map[string]int) int {
 // maxDomainsShown keeps a line of hostname counts readable.
 const maxDomainsShown = 12
 
-func domainCounts(key string, counts map[string]int) string {
+// domainCounts is "zone: a=1 b=2", or, for the domains detail does not
+// name, "hostname: 2 nodes with 1".
+func domainCounts(key string, counts map[string]int, detail spread.MessageDetail) string {
+	short := key[strings.LastIndexByte(key, '/')+1:]
+	if !detail.NamesDomainsOf(key) {
+		return short + ": " + spread.NodesPerCount(counts, len(counts))
+	}
 	names := make([]string, 0, len(counts))
 	for d := range counts {
 		names = append(names, d)
 	}
 	slices.Sort(names)
-	short := key[strings.LastIndexByte(key, '/')+1:]
 	parts := []string{short + ":"}
 	for i, d := range names {
 		if i == maxDomainsShown {

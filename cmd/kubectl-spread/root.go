@@ -1,19 +1,19 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
 
-	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
+	"github.com/spreadguard/spreadguard/pkg/config"
 	"github.com/spreadguard/spreadguard/pkg/engine"
 	"github.com/spreadguard/spreadguard/pkg/lookup"
+	"github.com/spreadguard/spreadguard/pkg/spread"
 )
 
 // Exit codes: the contract scripts and CI rely on.
@@ -66,59 +66,96 @@ Exit codes: 0 allowed, 1 denied, 2 bad input.`,
 		},
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return err })
-	root.AddCommand(newCheckCommand(code), newExplainCommand(code, connect), newStatusCommand(connect), newPlanCommand(code, connect))
+	root.AddCommand(newCheckCommand(code, connect), newExplainCommand(code, connect), newStatusCommand(connect), newPlanCommand(code, connect))
 	return root
 }
 
-// engineFlags are the flags that mirror the webhook's configuration, so
-// that a check decides as the installed webhook does.
+// engineFlags are the settings that change a decision: the webhook's own
+// flags (config.Engine), or with --from-release the configuration of an
+// installed release, read from the ConfigMap its webhook reads, with the
+// flags given on the command line winning over it. So a check decides as
+// the installed webhook does.
 type engineFlags struct {
-	defaultAction      string
-	excludedNamespaces []string
-	nodeGroupLabel     string
-	output             string
+	// flagged is what the flags are bound to; its value is their default.
+	flagged          config.Engine
+	release          string
+	releaseNamespace string
+}
+
+// newEngineFlags returns the webhook's defaults but for the message
+// detail: kubectl-spread is run by whoever operates the cluster, so its
+// messages name nodes unless told, or a release says, otherwise.
+func newEngineFlags() engineFlags {
+	e := config.NewEngine()
+	e.MessageDetail = spread.DetailNodes
+	return engineFlags{flagged: e}
 }
 
 func (f *engineFlags) register(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&f.defaultAction, "default-action", string(v1alpha1.ActionDeny),
-		"what to do with an unsatisfiable pod whose policy sets no action, as the webhook's --default-action: Deny, Warn or Audit")
-	cmd.Flags().StringSliceVar(&f.excludedNamespaces, "excluded-namespaces", []string{metav1.NamespaceSystem},
-		"namespaces never mutated nor validated, as the webhook's --excluded-namespaces (kube-system is always included)")
-	cmd.Flags().StringVar(&f.nodeGroupLabel, "node-group-label", "",
-		"node label naming a node's group, as the webhook's --node-group-label: each group and zone seen on a node is a node an autoscaler can add")
-	cmd.Flags().StringVarP(&f.output, "output", "o", "", "output format: empty for a readable report, or json")
+	f.flagged.AddFlags(cmd.Flags())
+	cmd.Flags().StringVar(&f.release, "from-release", "",
+		"read the webhook's settings (--default-action, --excluded-namespaces, --message-detail, --autoscaler-karpenter, "+
+			"--node-group-label) from the installed Helm release of this name, from the ConfigMap its webhook reads; those flags, when given, win")
+	cmd.Flags().StringVar(&f.releaseNamespace, "release-namespace", "",
+		"the namespace of --from-release's release (default: the kubeconfig context's)")
 }
 
-// templates says where the nodes an autoscaler can add come from: the
-// NodeTemplates and Karpenter NodePools among the objects read, and the
-// node groups of --node-group-label.
-func (f *engineFlags) templates() lookup.TemplateOptions {
-	return lookup.TemplateOptions{NodeTemplates: true, Karpenter: true, NodeGroupLabel: f.nodeGroupLabel}
+// kubeFlags say which cluster the kubeconfig points at.
+type kubeFlags struct {
+	kubeconfig string
+	context    string
 }
 
-// config validates the flags into the engine's configuration.
-func (f *engineFlags) config() (engine.Config, error) {
-	action := v1alpha1.ValidationAction(f.defaultAction)
-	switch action {
-	case v1alpha1.ActionDeny, v1alpha1.ActionWarn, v1alpha1.ActionAudit:
-	default:
-		return engine.Config{}, fmt.Errorf("invalid --default-action %q (want Deny, Warn or Audit)", f.defaultAction)
+func (k *kubeFlags) register(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&k.kubeconfig, "kubeconfig", "", "the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)")
+	cmd.Flags().StringVar(&k.context, "context", "", "the kubeconfig context (default: the current one)")
+}
+
+// settings returns the engine's configuration and where the templates of
+// the nodes an autoscaler can add come from: the flags', or the release's
+// with the flags given winning. Every setting is validated, and each error
+// names the flag, or the release's ConfigMap, it came from.
+func (f *engineFlags) settings(cmd *cobra.Command, kube kubeFlags, connect connectFunc) (engine.Config, lookup.TemplateOptions, error) {
+	e, source := f.flagged, ""
+	if f.release != "" {
+		c, err := connect(kube.kubeconfig, kube.context)
+		if err != nil {
+			return engine.Config{}, lookup.TemplateOptions{}, err
+		}
+		ns := cmp.Or(f.releaseNamespace, c.namespace, metav1.NamespaceDefault)
+		cfg, src, err := config.FromRelease(cmd.Context(), c.reader, ns, f.release)
+		if err != nil {
+			return engine.Config{}, lookup.TemplateOptions{}, err
+		}
+		e, source = cfg.Engine, src
+		e.Override(&f.flagged, cmd.Flags())
 	}
-	switch f.output {
+	if errs := e.Validate(); len(errs) > 0 {
+		names := config.EngineFlagNames()
+		msgs := make([]string, len(errs))
+		for i, err := range errs {
+			if flag := config.FlagOf(err, names); source != "" && !cmd.Flags().Changed(strings.TrimPrefix(flag, "--")) {
+				msgs[i] = fmt.Sprintf("invalid %s in %s: %s", err.Field, source, err.ErrorBody())
+			} else {
+				msgs[i] = "invalid " + config.FormatError(err, names)
+			}
+		}
+		return engine.Config{}, lookup.TemplateOptions{}, errors.New(strings.Join(msgs, "; "))
+	}
+	// A file, or a cluster's listing, holds the NodeTemplates and NodePools
+	// there are: reading them is what the webhook does where they are served.
+	templates, err := e.Templates(true, true)
+	if err != nil {
+		return engine.Config{}, lookup.TemplateOptions{}, err
+	}
+	return e.Config(), templates, nil
+}
+
+// checkOutput refuses an -o other than the readable report and json.
+func checkOutput(output string) error {
+	switch output {
 	case "", "json":
-	default:
-		return engine.Config{}, fmt.Errorf("invalid --output %q (want json, or nothing for a readable report)", f.output)
+		return nil
 	}
-	if f.nodeGroupLabel != "" {
-		if errs := validation.IsQualifiedName(f.nodeGroupLabel); len(errs) > 0 {
-			return engine.Config{}, fmt.Errorf("invalid --node-group-label %q: %s", f.nodeGroupLabel, strings.Join(errs, "; "))
-		}
-	}
-	excluded := []string{metav1.NamespaceSystem}
-	for _, ns := range f.excludedNamespaces {
-		if ns = strings.TrimSpace(ns); ns != "" && !slices.Contains(excluded, ns) {
-			excluded = append(excluded, ns)
-		}
-	}
-	return engine.Config{DefaultAction: action, ExcludedNamespaces: excluded}, nil
+	return fmt.Errorf("invalid --output %q (want json, or nothing for a readable report)", output)
 }

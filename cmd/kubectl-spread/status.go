@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
-	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -23,17 +21,16 @@ import (
 )
 
 type statusOptions struct {
-	cluster            string
-	namespace          string
-	all                bool
-	kubeconfig         string
-	context            string
-	excludedNamespaces []string
-	output             string
+	engineFlags
+	kube      kubeFlags
+	cluster   string
+	namespace string
+	all       bool
+	output    string
 }
 
 func newStatusCommand(connect connectFunc) *cobra.Command {
-	o := &statusOptions{}
+	o := &statusOptions{engineFlags: newEngineFlags()}
 	cmd := &cobra.Command{
 		Use:   "status [-n NAMESPACE | -A] [--cluster CLUSTER.yaml] [-o json]",
 		Short: "Show how the pods of the workloads policies select are spread now",
@@ -51,7 +48,7 @@ check reads.`,
   kubectl spread status --cluster examples/cluster.yaml -n shop`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			results, err := o.run(cmd, connect)
+			results, cfg, err := o.run(cmd, connect)
 			if err != nil {
 				return err
 			}
@@ -60,45 +57,43 @@ check reads.`,
 				enc.SetIndent("", "  ")
 				return enc.Encode(results)
 			}
-			return writeStatus(cmd.OutOrStdout(), results)
+			return writeStatus(cmd.OutOrStdout(), results, cfg.MessageDetail)
 		},
 	}
 	cmd.Flags().StringVar(&o.cluster, "cluster", "", "a cluster snapshot file, as check reads, instead of the live cluster")
 	cmd.Flags().StringVarP(&o.namespace, "namespace", "n", "", "the namespace (default: the kubeconfig context's, or default)")
 	cmd.Flags().BoolVarP(&o.all, "all-namespaces", "A", false, "every namespace")
-	cmd.Flags().StringVar(&o.kubeconfig, "kubeconfig", "", "the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)")
-	cmd.Flags().StringVar(&o.context, "context", "", "the kubeconfig context (default: the current one)")
-	cmd.Flags().StringSliceVar(&o.excludedNamespaces, "excluded-namespaces", []string{metav1.NamespaceSystem},
-		"namespaces the webhook leaves alone, as its --excluded-namespaces (kube-system is always included)")
+	o.kube.register(cmd)
 	cmd.Flags().StringVarP(&o.output, "output", "o", "", "output format: empty for a table, or json")
+	o.register(cmd)
 	return cmd
 }
 
-func (o *statusOptions) run(cmd *cobra.Command, connect connectFunc) ([]health.Result, error) {
+// run audits the workloads, and returns the configuration it audited
+// with, whose message detail the table follows.
+func (o *statusOptions) run(cmd *cobra.Command, connect connectFunc) ([]health.Result, engine.Config, error) {
 	if o.output != "" && o.output != "json" {
-		return nil, fmt.Errorf("invalid --output %q (want json, or nothing for a table)", o.output)
+		return nil, engine.Config{}, fmt.Errorf("invalid --output %q (want json, or nothing for a table)", o.output)
 	}
 	if o.all && o.namespace != "" {
-		return nil, errors.New("--namespace and --all-namespaces exclude each other")
+		return nil, engine.Config{}, errors.New("--namespace and --all-namespaces exclude each other")
 	}
-	cfg := engine.Config{ExcludedNamespaces: []string{metav1.NamespaceSystem}}
-	for _, ns := range o.excludedNamespaces {
-		if ns = strings.TrimSpace(ns); ns != "" && !slices.Contains(cfg.ExcludedNamespaces, ns) {
-			cfg.ExcludedNamespaces = append(cfg.ExcludedNamespaces, ns)
-		}
+	cfg, _, err := o.settings(cmd, o.kube, connect)
+	if err != nil {
+		return nil, cfg, err
 	}
 	var objs []runtime.Object
 	namespace := o.namespace
 	if o.cluster != "" {
 		store, err := lookup.Load(o.cluster)
 		if err != nil {
-			return nil, err
+			return nil, cfg, err
 		}
 		objs = store.Objects()
 	} else {
-		c, err := connect(o.kubeconfig, o.context)
+		c, err := connect(o.kube.kubeconfig, o.kube.context)
 		if err != nil {
-			return nil, err
+			return nil, cfg, err
 		}
 		namespace = cmp.Or(namespace, c.namespace)
 		read := cmp.Or(namespace, metav1.NamespaceDefault)
@@ -106,13 +101,14 @@ func (o *statusOptions) run(cmd *cobra.Command, connect connectFunc) ([]health.R
 			read = metav1.NamespaceAll
 		}
 		if objs, err = lookup.Read(cmd.Context(), c.reader, read); err != nil {
-			return nil, err
+			return nil, cfg, err
 		}
 	}
 	if !o.all {
 		namespace = cmp.Or(namespace, metav1.NamespaceDefault)
 	}
-	return auditObjects(objs, namespace, cfg)
+	results, err := auditObjects(objs, namespace, cfg)
+	return results, cfg, err
 }
 
 // auditObjects runs the audit on a cluster's objects, for namespace, or
@@ -140,8 +136,10 @@ func auditObjects(objs []runtime.Object, namespace string, cfg engine.Config) ([
 }
 
 // writeStatus prints one row per workload and constraint, and one with
-// the error for a workload that could not be audited.
-func writeStatus(out io.Writer, results []health.Result) error {
+// the error for a workload that could not be audited; the domains of a
+// constraint that detail does not name (hostnames) as how many nodes hold
+// each count, as the Reports do.
+func writeStatus(out io.Writer, results []health.Result, detail spread.MessageDetail) error {
 	if len(results) == 0 {
 		_, err := fmt.Fprintln(out, "No workload with pods is selected by a policy.")
 		return err
@@ -157,8 +155,12 @@ func writeStatus(out io.Writer, results []health.Result) error {
 			if s.WhenUnsatisfiable != v1.DoNotSchedule {
 				key += " (soft)"
 			}
+			domains := health.DomainsText(s.Domains)
+			if !detail.NamesDomainsOf(s.TopologyKey) {
+				domains = spread.NodesPerCount(s.Domains, s.DomainCount)
+			}
 			fmt.Fprintf(w, "%s\t%s/%s\t%s\t%d\t%s\t%s\t%d/%d\t%s\n", r.Namespace, r.Kind, r.Name, r.Policy, r.Pods,
-				key, health.DomainsText(s.Domains), s.Skew, s.MaxSkew, r.State)
+				key, domains, s.Skew, s.MaxSkew, r.State)
 		}
 	}
 	return w.Flush()

@@ -2,7 +2,6 @@ package admission
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -174,8 +173,8 @@ func checkOnePassDecode(t *testing.T, body []byte) {
 		return
 	}
 	req := admission.Request{AdmissionRequest: *got.Request}
-	wantPod, wantShape, wantErr := decodePod(t.Context(), req)
-	gotPod, gotShape, gotErr := decodePod(context.WithValue(t.Context(), decodedPodKey{}, decoded), req)
+	wantPod, wantShape, wantErr := decodePod(podRequest{Request: req})
+	gotPod, gotShape, gotErr := decodePod(podRequest{Request: req, decoded: decoded})
 	if fmt.Sprint(wantErr) != fmt.Sprint(gotErr) {
 		t.Fatalf("decoding the pod: %v alone, %v with its review: %q", wantErr, gotErr, body)
 	}
@@ -195,7 +194,7 @@ func checkDecode(t *testing.T, req *admission.Request) {
 		return
 	}
 	want, wantErr := oracleDecodePod(*req)
-	got, _, err := decodePod(t.Context(), *req)
+	got, _, err := decodePod(podRequest{Request: *req})
 	switch {
 	case wantErr != nil:
 		// The old decoder also refused an object whose kind it read in

@@ -17,6 +17,7 @@ import (
 	"github.com/go-logr/logr"
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 )
 
@@ -70,19 +71,33 @@ type Endpoint struct {
 	maxBody    int64
 	resource   *metav1.GroupVersionResource
 	namespaced bool
+	// shape lists what makes a request one the API server does not send
+	// to an endpoint of several resources (ForWorkloads).
+	shape func(*admissionv1.AdmissionRequest) []string
 	// region names the execution-trace region of each review, so that a
 	// trace of the server (go tool trace) shows every review's span and
 	// what its goroutine waited for; free when no trace is being taken.
 	region string
-	// pods is set for a handler of pods (podHandler): the review's pod is
-	// decoded with the review, and the handler finds it in its context.
-	pods bool
+	// pods is the handler when it reviews pods (podHandler): the review's
+	// pod is decoded with the review, and handed to it in its podRequest.
+	pods podHandler
 }
 
-// podHandler is implemented by the pod handlers, which decode the pod
-// with decodePod.
+// podRequest is the review of a pod: the request, and the pod the Endpoint
+// decoded from its object in the same pass as the review.
+type podRequest struct {
+	admission.Request
+	// decoded is the request's object decoded as a pod, from the same bytes
+	// as Object.Raw; nil when the review could not be decoded with it (or
+	// the handler was called through Handle), and decodePod decodes
+	// Object.Raw itself.
+	decoded *rawObject
+}
+
+// podHandler is implemented by the pod handlers: the Endpoint hands them
+// the pod it decoded with the review.
 type podHandler interface {
-	decodesPods()
+	handlePod(ctx context.Context, req podRequest) admission.Response
 }
 
 var _ http.Handler = (*Endpoint)(nil)
@@ -94,7 +109,7 @@ func NewEndpoint(h admission.Handler, log logr.Logger, opts ...EndpointOption) *
 	hook.LogConstructor = func(_ logr.Logger, req *admission.Request) logr.Logger {
 		return admission.DefaultLogConstructor(log, req)
 	}
-	_, pods := h.(podHandler)
+	pods, _ := h.(podHandler)
 	e := &Endpoint{hook: hook, log: log, maxBody: MaxRequestBytes, region: fmt.Sprintf("review %T", h), pods: pods}
 	for _, opt := range opts {
 		opt(e)
@@ -110,7 +125,7 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// it goes back to the pool only once the answer is written.
 	body := bodies.Get().(*bytes.Buffer)
 	defer putBody(body)
-	review, pod, code, err := readReview(w, r, e.maxBody, body, e.pods)
+	review, pod, code, err := readReview(w, r, e.maxBody, body, e.pods != nil)
 	if err == nil {
 		err = e.checkShape(review.Request)
 		code = http.StatusBadRequest
@@ -127,11 +142,13 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusInternalServerError, fmt.Errorf("internal error: panic: %v", p))
 		}
 	}()
-	ctx := r.Context()
-	if pod != nil {
-		ctx = context.WithValue(ctx, decodedPodKey{}, pod)
+	req := admission.Request{AdmissionRequest: *review.Request}
+	var resp admission.Response
+	if e.pods != nil {
+		resp = e.handlePod(r.Context(), podRequest{Request: req, decoded: pod})
+	} else {
+		resp = e.hook.Handle(r.Context(), req)
 	}
-	resp := e.hook.Handle(ctx, admission.Request{AdmissionRequest: *review.Request})
 	if !resp.Allowed && resp.Result != nil && resp.Result.Code == http.StatusBadRequest {
 		writeError(w, http.StatusBadRequest, errors.New(resp.Result.Message))
 		return
@@ -147,6 +164,21 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// handlePod is what admission.Webhook.Handle does around a handler, for a
+// pod handler, which takes the pod decoded with the review: the request's
+// logger in the context, and the answer completed with the request's uid.
+// (The pod handlers answer their own panics, as their failure policy says.)
+func (e *Endpoint) handlePod(ctx context.Context, req podRequest) admission.Response {
+	ctx = logf.IntoContext(ctx, admission.DefaultLogConstructor(e.log, &req.Request))
+	resp := e.pods.handlePod(ctx, req)
+	if err := resp.Complete(req.Request); err != nil {
+		logf.FromContext(ctx).Error(err, "completing the response")
+		resp = admission.Errored(http.StatusInternalServerError, fmt.Errorf("completing the response: %w", err))
+		resp.UID = req.UID
+	}
+	return resp
+}
+
 // readReview reads the request's body into buf and returns the review
 // decoded from it, or the HTTP status and reason to refuse the request
 // with. The review's raw objects (the pod, its old version, the options)
@@ -154,7 +186,7 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // pods, the object is also decoded as a pod in the same pass when it is
 // one (pod is nil otherwise).
 func readReview(w http.ResponseWriter, r *http.Request, maxBody int64, buf *bytes.Buffer, pods bool) (
-	review *admissionv1.AdmissionReview, pod *decodedPod, code int, err error) {
+	review *admissionv1.AdmissionReview, pod *rawObject, code int, err error) {
 	if r.Method != http.MethodPost {
 		return nil, nil, http.StatusMethodNotAllowed, fmt.Errorf("method %s: an AdmissionReview is POSTed", r.Method)
 	}
@@ -205,8 +237,11 @@ func readReview(w http.ResponseWriter, r *http.Request, maxBody int64, buf *byte
 }
 
 // checkShape refuses a request the API server could not have sent to this
-// endpoint; every decoded review passes when no resource is set.
+// endpoint; every decoded review passes when no resource or shape is set.
 func (e *Endpoint) checkShape(req *admissionv1.AdmissionRequest) error {
+	if e.shape != nil {
+		return shapeError(e.shape(req))
+	}
 	if e.resource == nil {
 		return nil
 	}
@@ -223,6 +258,10 @@ func (e *Endpoint) checkShape(req *admissionv1.AdmissionRequest) error {
 	if e.namespaced && req.Namespace == "" {
 		problems = append(problems, "no namespace")
 	}
+	return shapeError(problems)
+}
+
+func shapeError(problems []string) error {
 	if len(problems) > 0 {
 		return fmt.Errorf("the AdmissionReview's request is not one the API server sends to this endpoint: %s",
 			strings.Join(problems, "; "))

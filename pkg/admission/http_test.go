@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-logr/logr"
 	"github.com/google/go-cmp/cmp"
 	admissionv1 "k8s.io/api/admission/v1"
@@ -385,6 +386,71 @@ func TestRawObjectIsTheObjectItWasSent(t *testing.T) {
 			}
 			if diff := cmp.Diff(tt.want, review.Request.Object.Raw); diff != "" {
 				t.Errorf("raw object (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// recordingPodHandler records what the Endpoint hands a pod handler.
+type recordingPodHandler struct {
+	handled, handledPods int
+	decoded              *rawObject
+	logger               bool
+}
+
+func (h *recordingPodHandler) Handle(context.Context, admission.Request) admission.Response {
+	h.handled++
+	return admission.Allowed("")
+}
+
+func (h *recordingPodHandler) handlePod(ctx context.Context, req podRequest) admission.Response {
+	h.handledPods++
+	h.decoded = req.decoded
+	_, err := logr.FromContext(ctx)
+	h.logger = err == nil
+	return admission.Allowed("")
+}
+
+func TestEndpointHandsPodHandlersThePodDecodedWithTheReview(t *testing.T) {
+	tests := []struct {
+		name       string
+		req        admission.Request
+		wantPassed bool
+	}{
+		{
+			name:       "a pod's review -> the pod handed over decoded, as decoding its object alone gives it",
+			req:        makeRequest().Pod(webPod().Obj()).Obj(),
+			wantPassed: true,
+		},
+		{
+			name: "a review whose object a pod cannot be decoded from in one pass -> no pod handed over: the handler decodes and refuses it",
+			req:  makeRequest().Pod(webPod().Obj()).Raw([]byte(`{"apiVersion":"v1","kind":"Pod","spec":{"containers":"many"}}`)).Obj(),
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var want *rawObject
+			if tt.wantPassed {
+				want = &rawObject{}
+				if err := jsonv2.Unmarshal(tt.req.Object.Raw, want, podDecodeOptions); err != nil {
+					t.Fatal(err)
+				}
+			}
+			h := &recordingPodHandler{}
+			code, body := post(t, NewEndpoint(h, logr.Discard()), "application/json", bytes.NewReader(reviewBody(tt.req)))
+			if code != http.StatusOK {
+				t.Fatalf("status %d: %s", code, body)
+			}
+			var out admissionv1.AdmissionReview
+			if err := json.Unmarshal([]byte(body), &out); err != nil || out.Response == nil || out.Response.UID != tt.req.UID {
+				t.Fatalf("answer %s (%v): want the request's uid %s", body, err, tt.req.UID)
+			}
+			if h.handled != 0 || h.handledPods != 1 || !h.logger {
+				t.Errorf("Handle called %d times, handlePod %d times, with a logger: %v; want handlePod once, with the request's logger",
+					h.handled, h.handledPods, h.logger)
+			}
+			if diff := cmp.Diff(want, h.decoded); diff != "" {
+				t.Errorf("pod handed over (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -2,7 +2,6 @@ package admission
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 
 	jsonv2 "github.com/go-json-experiment/json"
@@ -91,12 +90,12 @@ func skip[T any](want jsontext.Kind) *jsonv2.Unmarshalers {
 // the review is.
 type podReview struct {
 	metav1.TypeMeta `json:",inline"`
-	Request         *podRequest `json:"request"`
+	Request         *podWireRequest `json:"request"`
 }
 
-// podRequest is an AdmissionRequest whose object is a podObject: its
+// podWireRequest is an AdmissionRequest whose object is a podObject: its
 // "object" member shadows the embedded request's.
-type podRequest struct {
+type podWireRequest struct {
 	admissionv1.AdmissionRequest
 	Object podObject `json:"object"`
 }
@@ -128,21 +127,13 @@ func (o *podObject) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 	return nil
 }
 
-// decodedPod is a request's pod decoded with its review, handed to the
-// handler through the request's context.
-type decodedPod struct {
-	raw []byte
-	obj rawObject
-}
-
-type decodedPodKey struct{}
-
 // decodeReviewWithPod decodes body as an AdmissionReview of a pod, the
 // pod with it, in one pass. ok is false when it cannot, for any reason
 // (not JSON, no request, an object that is not a pod's JSON): the caller
 // then decodes the review as any other, and the handler says what is
-// wrong with the pod.
-func decodeReviewWithPod(body []byte) (review *admissionv1.AdmissionReview, pod *decodedPod, ok bool) {
+// wrong with the pod. pod is nil when the review's object is absent or
+// null.
+func decodeReviewWithPod(body []byte) (review *admissionv1.AdmissionReview, pod *rawObject, ok bool) {
 	var wire podReview
 	if err := jsonv2.Unmarshal(body, &wire, podDecodeOptions); err != nil || wire.Request == nil {
 		return nil, nil, false
@@ -150,17 +141,7 @@ func decodeReviewWithPod(body []byte) (review *admissionv1.AdmissionReview, pod 
 	req := &wire.Request.AdmissionRequest
 	req.Object.Raw = wire.Request.Object.raw
 	if req.Object.Raw != nil {
-		pod = &decodedPod{raw: req.Object.Raw, obj: wire.Request.Object.obj}
+		pod = &wire.Request.Object.obj
 	}
 	return &admissionv1.AdmissionReview{TypeMeta: wire.TypeMeta, Request: req}, pod, true
-}
-
-// predecoded returns the pod decoded with the review of raw, if raw is
-// that review's object.
-func predecoded(ctx context.Context, raw []byte) (*rawObject, bool) {
-	p, ok := ctx.Value(decodedPodKey{}).(*decodedPod)
-	if !ok || len(p.raw) != len(raw) || len(raw) == 0 || &p.raw[0] != &raw[0] {
-		return nil, false
-	}
-	return &p.obj, true
 }

@@ -59,11 +59,8 @@ type Metrics struct {
 	// CacheSynced is 1 once the informer caches have synced.
 	CacheSynced prometheus.Gauge
 	// Skips counts pods left alone, by webhook and the reason's label
-	// (skipLabels).
+	// (engine.SkipReason's Label, or LabelNotCreate).
 	Skips *prometheus.CounterVec
-	// InvalidPolicies is the number of stored policies spreadguard rejects
-	// and passes over, by kind.
-	InvalidPolicies *prometheus.GaugeVec
 	// Errors counts pod requests spreadguard could not decide because of a
 	// fault of its own, by webhook and reason (FaultLookup, FaultEngine,
 	// FaultPanic); each was answered as the failure policy says.
@@ -94,13 +91,11 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		CacheSynced: gauge("spreadguard_cache_synced", "1 once the informer caches have synced, else 0."),
 		Skips: counterVec("spreadguard_skipped_pods_total",
 			"Pods left unmutated or unchecked, by webhook and reason.", "webhook", "reason"),
-		InvalidPolicies: gaugeVec("spreadguard_invalid_policies",
-			"Stored SpreadPolicies and ClusterSpreadPolicies that spreadguard rejects and passes over, by kind.", "kind"),
 		Errors: counterVec("spreadguard_admission_errors_total",
 			"Pod admission requests not decided because of an internal error, by webhook and reason; "+
 				"each was admitted unchanged (failurePolicy Ignore) or refused (Fail).", "webhook", "reason"),
 	}
-	for _, c := range []prometheus.Collector{m.Requests, m.Latency, m.Injected, m.Denials, m.Audits, m.NewNodes, m.CacheSynced, m.Skips, m.InvalidPolicies, m.Errors} {
+	for _, c := range []prometheus.Collector{m.Requests, m.Latency, m.Injected, m.Denials, m.Audits, m.NewNodes, m.CacheSynced, m.Skips, m.Errors} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("registering the metrics: %w", err)
 		}
@@ -123,10 +118,6 @@ func gauge(name, help string) prometheus.Gauge {
 	return prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help})
 }
 
-func gaugeVec(name, help string, labels ...string) *prometheus.GaugeVec {
-	return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels)
-}
-
 // observe records one answered request.
 func (m *Metrics) observe(webhook, result string, start time.Time) {
 	if m == nil {
@@ -136,34 +127,24 @@ func (m *Metrics) observe(webhook, result string, start time.Time) {
 	m.Latency.WithLabelValues(webhook).Observe(time.Since(start).Seconds())
 }
 
-// skipLabels names each reason the engine leaves a pod alone with a short
-// label value; the reasons are a closed set, so the series are few.
-var skipLabels = map[string]string{
-	engine.SkipExcludedNamespace: "excluded_namespace",
-	engine.SkipAnnotation:        "annotation",
-	engine.SkipOwnConstraints:    "own_constraints",
-	engine.SkipUpToDate:          "up_to_date",
-	engine.SkipNoPolicy:          "no_policy",
-	engine.SkipNoSelector:        "no_selector",
-	engine.SkipBound:             "bound",
-	engine.SkipOtherScheduler:    "other_scheduler",
-	engine.SkipGated:             "gated",
-	engine.SkipDaemonSet:         "daemonset",
-	engine.SkipMirror:            "mirror",
-	engine.SkipPinnedNode:        "pinned_node",
+// LabelNotCreate is the reason label of a request skipped because it is
+// not a pod's CREATE (nor the UPDATE that removes its last scheduling
+// gate): the webhook configurations send none, so a count means one that
+// sends more.
+const LabelNotCreate = "not_create"
+
+// skipped counts a pod left alone for reason.
+func (m *Metrics) skipped(webhook string, reason engine.SkipReason) {
+	if m != nil {
+		m.Skips.WithLabelValues(webhook, reason.Label()).Inc()
+	}
 }
 
-// skipped counts a pod left alone for reason, an engine Skip* phrase; a
-// request that is not a pod CREATE counts as not_create.
-func (m *Metrics) skipped(webhook, reason string) {
-	if m == nil {
-		return
+// notCreate counts a request skipped because it is not a pod's CREATE.
+func (m *Metrics) notCreate(webhook string) {
+	if m != nil {
+		m.Skips.WithLabelValues(webhook, LabelNotCreate).Inc()
 	}
-	label, ok := skipLabels[reason]
-	if !ok {
-		label = "not_create"
-	}
-	m.Skips.WithLabelValues(webhook, label).Inc()
 }
 
 func (m *Metrics) denied(reason, namespace string) {

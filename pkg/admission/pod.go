@@ -62,14 +62,11 @@ type PodWebhook struct {
 	Metrics       *Metrics
 }
 
-// decodesPods has the Endpoint decode the pod with its review.
-func (*PodWebhook) decodesPods() {}
-
 // serve answers req with handle, through the failure policy.
-func (w *PodWebhook) serve(ctx context.Context, req admission.Request, webhook, what string,
-	handle func(context.Context, admission.Request, faults) (admission.Response, string)) admission.Response {
+func (w *PodWebhook) serve(ctx context.Context, req podRequest, webhook, what string,
+	handle func(context.Context, podRequest, faults) (admission.Response, string)) admission.Response {
 	f := faults{policy: w.FailurePolicy, webhook: webhook, what: what, metrics: w.Metrics}
-	return f.serve(ctx, req, handle)
+	return serveAs(ctx, f, req, handle)
 }
 
 // PodMutator injects the default topology spread constraints of a pod's
@@ -80,16 +77,22 @@ type PodMutator struct {
 
 // Handle answers one request to /mutate-v1-pod.
 func (h *PodMutator) Handle(ctx context.Context, req admission.Request) admission.Response {
+	return h.handlePod(ctx, podRequest{Request: req})
+}
+
+// handlePod answers one request to /mutate-v1-pod whose pod the Endpoint
+// may have decoded already.
+func (h *PodMutator) handlePod(ctx context.Context, req podRequest) admission.Response {
 	return h.serve(ctx, req, WebhookMutatePod, whatMutate, h.handle)
 }
 
-func (h *PodMutator) handle(ctx context.Context, req admission.Request, f faults) (admission.Response, string) {
+func (h *PodMutator) handle(ctx context.Context, req podRequest, f faults) (admission.Response, string) {
 	log := logf.FromContext(ctx)
-	if reason := notPodCreate(req); reason != "" {
-		h.Metrics.skipped(WebhookMutatePod, reason)
+	if reason := notPodCreate(req.Request); reason != "" {
+		h.Metrics.notCreate(WebhookMutatePod)
 		return admission.Allowed(reason), ResultSkipped
 	}
-	pod, shape, err := decodePod(ctx, req)
+	pod, shape, err := decodePod(req)
 	if err != nil {
 		return admission.Errored(http.StatusBadRequest, err), ResultInvalid
 	}
@@ -98,9 +101,9 @@ func (h *PodMutator) handle(ctx context.Context, req admission.Request, f faults
 		return f.answer(ctx, faultReason(err), err), ResultErrored
 	}
 	if m.Pod == nil {
-		log.V(1).Info("pod left unchanged", "reason", m.Skipped)
+		log.V(1).Info("pod left unchanged", "reason", m.Skipped.String())
 		h.Metrics.skipped(WebhookMutatePod, m.Skipped)
-		return admission.Allowed(m.Skipped), ResultSkipped
+		return admission.Allowed(m.Skipped.String()), ResultSkipped
 	}
 	patch, err := mutationPatch(shape, m.Pod)
 	if err != nil {
@@ -200,6 +203,12 @@ type PodValidator struct {
 
 // Handle answers one request to /validate-v1-pod.
 func (h *PodValidator) Handle(ctx context.Context, req admission.Request) admission.Response {
+	return h.handlePod(ctx, podRequest{Request: req})
+}
+
+// handlePod answers one request to /validate-v1-pod whose pod the Endpoint
+// may have decoded already.
+func (h *PodValidator) handlePod(ctx context.Context, req podRequest) admission.Response {
 	return h.serve(ctx, req, WebhookValidatePod, whatValidate, h.handle)
 }
 
@@ -221,17 +230,17 @@ func (g syncGate) Check(pod *v1.Pod, opts spread.Options) (*spread.Result, error
 	return g.Checker.Check(pod, opts)
 }
 
-func (h *PodValidator) handle(ctx context.Context, req admission.Request, f faults) (admission.Response, string) {
+func (h *PodValidator) handle(ctx context.Context, req podRequest, f faults) (admission.Response, string) {
 	log := logf.FromContext(ctx)
-	lifted, err := gatesLifted(req)
+	lifted, err := gatesLifted(req.Request)
 	if err != nil {
 		return admission.Errored(http.StatusBadRequest, err), ResultInvalid
 	}
-	if reason := notPodCreate(req); reason != "" && !lifted {
-		h.Metrics.skipped(WebhookValidatePod, reason)
+	if reason := notPodCreate(req.Request); reason != "" && !lifted {
+		h.Metrics.notCreate(WebhookValidatePod)
 		return admission.Allowed(reason), ResultSkipped
 	}
-	pod, _, err := decodePod(ctx, req)
+	pod, _, err := decodePod(req)
 	if err != nil {
 		return admission.Errored(http.StatusBadRequest, err), ResultInvalid
 	}
@@ -250,10 +259,10 @@ func (h *PodValidator) handle(ctx context.Context, req admission.Request, f faul
 	case err != nil:
 		return f.answer(ctx, faultReason(err), err), ResultErrored
 	}
-	if v.Skipped != "" {
-		log.V(1).Info("pod not checked", "reason", v.Skipped)
+	if v.Skipped != engine.NotSkipped {
+		log.V(1).Info("pod not checked", "reason", v.Skipped.String())
 		h.Metrics.skipped(WebhookValidatePod, v.Skipped)
-		return admission.Allowed(v.Skipped).WithWarnings(v.Warnings...), ResultSkipped
+		return admission.Allowed(v.Skipped.String()).WithWarnings(v.Warnings...), ResultSkipped
 	}
 	if v.Result != nil && log.V(verbosityNodeDetail).Enabled() {
 		log.V(verbosityNodeDetail).Info("spread check", "verdict", v.Result.Verdict,
@@ -443,8 +452,8 @@ type rawShape struct {
 // from the request when the object does not carry it.
 //
 // The Endpoint may have decoded the pod already, with its review
-// (decodeReviewWithPod): ctx then carries it.
-func decodePod(ctx context.Context, req admission.Request) (*v1.Pod, rawShape, error) {
+// (decodeReviewWithPod): req then carries it.
+func decodePod(req podRequest) (*v1.Pod, rawShape, error) {
 	if req.Kind != podKind {
 		return nil, rawShape{}, fmt.Errorf("expected a v1 Pod, got %s", gvkString(req.Kind))
 	}
@@ -452,8 +461,8 @@ func decodePod(ctx context.Context, req admission.Request) (*v1.Pod, rawShape, e
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
 		return nil, rawShape{}, errors.New("decoding the pod: the request carries no object")
 	}
-	obj, ok := predecoded(ctx, raw)
-	if !ok {
+	obj := req.decoded
+	if obj == nil {
 		obj = &rawObject{}
 		if err := jsonv2.Unmarshal(raw, obj, podDecodeOptions); err != nil {
 			return nil, rawShape{}, fmt.Errorf("decoding the pod: %w", err)

@@ -54,7 +54,7 @@ func TestPodMutator(t *testing.T) {
 			name:       "pod already carrying the injected constraints (second pass) -> no patch",
 			req:        makeRequest().Pod(webPod().Annotation(v1alpha1.AnnotationPolicy, "shop/zones").SpreadConstraint(injected[0]).Obj()).Obj(),
 			wantCode:   http.StatusOK,
-			wantMsg:    engine.SkipUpToDate,
+			wantMsg:    engine.SkipUpToDate.String(),
 			wantResult: ResultSkipped,
 		},
 		{
@@ -71,28 +71,28 @@ func TestPodMutator(t *testing.T) {
 			name:       "pod declaring its own soft constraint -> untouched",
 			req:        makeRequest().Pod(webPod().SpreadConstraint(own).Obj()).Obj(),
 			wantCode:   http.StatusOK,
-			wantMsg:    engine.SkipOwnConstraints,
+			wantMsg:    engine.SkipOwnConstraints.String(),
 			wantResult: ResultSkipped,
 		},
 		{
 			name:       `pod annotated spreadguard.io/skip: "true" -> untouched`,
 			req:        makeRequest().Pod(webPod().Annotation(v1alpha1.AnnotationSkip, "true").Obj()).Obj(),
 			wantCode:   http.StatusOK,
-			wantMsg:    engine.SkipAnnotation,
+			wantMsg:    engine.SkipAnnotation.String(),
 			wantResult: ResultSkipped,
 		},
 		{
 			name:       "kube-system pod -> untouched",
 			req:        makeRequest().Pod(webPod().Namespace("kube-system").Obj()).Obj(),
 			wantCode:   http.StatusOK,
-			wantMsg:    engine.SkipExcludedNamespace,
+			wantMsg:    engine.SkipExcludedNamespace.String(),
 			wantResult: ResultSkipped,
 		},
 		{
 			name:       "pod with no owner and no Service -> untouched",
 			req:        makeRequest().Pod(spreadtest.MakePod().Namespace(shop).Name("lonely").Label("app", "web").Obj()).Obj(),
 			wantCode:   http.StatusOK,
-			wantMsg:    engine.SkipNoSelector,
+			wantMsg:    engine.SkipNoSelector.String(),
 			wantResult: ResultSkipped,
 		},
 		{
@@ -367,7 +367,7 @@ func TestMutationPatch(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			req := makeRequest().Pod(webPod().Obj()).Raw([]byte(tt.raw)).Obj()
-			decoded, shape, err := decodePod(t.Context(), req)
+			decoded, shape, err := decodePod(podRequest{Request: req})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -2,7 +2,6 @@ package admission
 
 import (
 	"bytes"
-	"context"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -137,7 +136,7 @@ func TestDecodePod(t *testing.T) {
 				var shape rawShape
 				var err error
 				if way == "alone" {
-					pod, shape, err = decodePod(t.Context(), req)
+					pod, shape, err = decodePod(podRequest{Request: req})
 				} else {
 					pod, shape, err = decodeAsEndpoint(t, req, tt.wantErr == "")
 				}
@@ -161,11 +160,7 @@ func decodeAsEndpoint(t *testing.T, req admission.Request, wantOnePass bool) (*v
 	if wantOnePass && decoded == nil {
 		t.Fatalf("the pod was not decoded with its review")
 	}
-	ctx := t.Context()
-	if decoded != nil {
-		ctx = context.WithValue(ctx, decodedPodKey{}, decoded)
-	}
-	return decodePod(ctx, admission.Request{AdmissionRequest: *review.Request})
+	return decodePod(podRequest{Request: admission.Request{AdmissionRequest: *review.Request}, decoded: decoded})
 }
 
 // checkDecodedPod compares what decodePod returned for req with

@@ -111,7 +111,7 @@ func TestPodValidator(t *testing.T) {
 			checker:    &fakeChecker{result: unsatisfiable},
 			req:        makeRequest().Pod(webPod().Namespace("kube-system").SpreadConstraint(hard).Obj()).Obj(),
 			wantCode:   http.StatusOK,
-			wantMsg:    engine.SkipExcludedNamespace,
+			wantMsg:    engine.SkipExcludedNamespace.String(),
 			wantResult: ResultSkipped,
 		},
 		{
@@ -119,7 +119,7 @@ func TestPodValidator(t *testing.T) {
 			checker:    &fakeChecker{result: unsatisfiable},
 			req:        makeRequest().Pod(webPod().SpreadConstraint(hard).Node("n1").Obj()).Obj(),
 			wantCode:   http.StatusOK,
-			wantMsg:    engine.SkipBound,
+			wantMsg:    engine.SkipBound.String(),
 			wantResult: ResultSkipped,
 		},
 		{
@@ -188,7 +188,7 @@ func TestPodValidator(t *testing.T) {
 			refuse:     true,
 			req:        makeRequest().Pod(webPod().Namespace("kube-system").Obj()).Obj(),
 			wantCode:   http.StatusOK,
-			wantMsg:    engine.SkipExcludedNamespace,
+			wantMsg:    engine.SkipExcludedNamespace.String(),
 			wantResult: ResultSkipped,
 		},
 		{

@@ -41,26 +41,81 @@ type Config struct {
 	MessageDetail spread.MessageDetail
 }
 
-// Reasons a pod is left as it is. They are short phrases, logged and shown by
-// kubectl-spread.
+// SkipReason says why a pod is left as it is: not mutated, or not checked.
+// Each reason carries its message, a short phrase that the webhook answers
+// and logs and kubectl-spread shows (String), and the label that counts it
+// in spreadguard_skipped_pods_total (Label). The reasons are a closed set,
+// so the series are few.
+type SkipReason uint8
+
+// The reasons a pod is left as it is; NotSkipped, the zero value, is none.
 const (
-	SkipExcludedNamespace = "namespace is excluded"
-	SkipAnnotation        = "pod is annotated " + v1alpha1.AnnotationSkip + `: "true"`
-	SkipOwnConstraints    = "pod declares its own topologySpreadConstraints"
-	SkipUpToDate          = "the constraints spreadguard injected into the pod are up to date"
-	SkipNoPolicy          = "no SpreadPolicy or ClusterSpreadPolicy applies to the pod"
-	SkipNoSelector        = "no Service, ReplicationController, ReplicaSet or StatefulSet selects the pod"
-	SkipBound             = "pod is already bound to a node (spec.nodeName), so no scheduler places it"
-	SkipOtherScheduler    = "pod is placed by another scheduler (spec.schedulerName)"
-	SkipGated             = "pod has scheduling gates; it is checked when the last one is removed"
+	NotSkipped SkipReason = iota
+	SkipExcludedNamespace
+	SkipAnnotation
+	SkipOwnConstraints
+	SkipUpToDate
+	SkipNoPolicy
+	SkipNoSelector
+	SkipBound
+	SkipOtherScheduler
+	SkipGated
 	// The three below are never mutated: each runs on one node chosen in
 	// advance, where spread constraints can only keep it from running (a
 	// Service selecting DaemonSet pods would otherwise make them "belong"
 	// to it).
-	SkipDaemonSet  = "pod is controlled by a DaemonSet, which places one pod per node"
-	SkipMirror     = "pod is a mirror pod (annotation " + v1.MirrorPodAnnotationKey + ") of a static pod the kubelet runs"
-	SkipPinnedNode = "pod's required node affinity pins it to one node by metadata.name"
+	SkipDaemonSet
+	SkipMirror
+	SkipPinnedNode
+
+	// skipReasonCount is the number of reasons, NotSkipped included: a
+	// test holds skipReasons to one row for each.
+	skipReasonCount
 )
+
+// skipReasons holds each reason's label and message, by reason.
+var skipReasons = [skipReasonCount]struct{ label, message string }{
+	NotSkipped:            {},
+	SkipExcludedNamespace: {"excluded_namespace", "namespace is excluded"},
+	SkipAnnotation:        {"annotation", "pod is annotated " + v1alpha1.AnnotationSkip + `: "true"`},
+	SkipOwnConstraints:    {"own_constraints", "pod declares its own topologySpreadConstraints"},
+	SkipUpToDate:          {"up_to_date", "the constraints spreadguard injected into the pod are up to date"},
+	SkipNoPolicy:          {"no_policy", "no SpreadPolicy or ClusterSpreadPolicy applies to the pod"},
+	SkipNoSelector:        {"no_selector", "no Service, ReplicationController, ReplicaSet or StatefulSet selects the pod"},
+	SkipBound:             {"bound", "pod is already bound to a node (spec.nodeName), so no scheduler places it"},
+	SkipOtherScheduler:    {"other_scheduler", "pod is placed by another scheduler (spec.schedulerName)"},
+	SkipGated:             {"gated", "pod has scheduling gates; it is checked when the last one is removed"},
+	SkipDaemonSet:         {"daemonset", "pod is controlled by a DaemonSet, which places one pod per node"},
+	SkipMirror:            {"mirror", "pod is a mirror pod (annotation " + v1.MirrorPodAnnotationKey + ") of a static pod the kubelet runs"},
+	SkipPinnedNode:        {"pinned_node", "pod's required node affinity pins it to one node by metadata.name"},
+}
+
+// SkipReasons returns every reason a pod is left as it is, NotSkipped
+// excluded.
+func SkipReasons() []SkipReason {
+	out := make([]SkipReason, 0, len(skipReasons)-1)
+	for r := range skipReasons[1:] {
+		out = append(out, SkipReason(r+1))
+	}
+	return out
+}
+
+// String is the reason's message; "" for NotSkipped.
+func (r SkipReason) String() string {
+	if int(r) >= len(skipReasons) {
+		return fmt.Sprintf("SkipReason(%d)", r)
+	}
+	return skipReasons[r].message
+}
+
+// Label is the reason's value of the reason label of
+// spreadguard_skipped_pods_total; "" for NotSkipped.
+func (r SkipReason) Label() string {
+	if int(r) >= len(skipReasons) {
+		return fmt.Sprintf("skip_reason_%d", r)
+	}
+	return skipReasons[r].label
+}
 
 // GatedWarning is returned for a pod created with scheduling gates and hard
 // spread constraints: its node selector and affinity may still be narrowed
@@ -100,16 +155,16 @@ type Mutation struct {
 	// Injected are the constraints written into Pod.
 	Injected []v1.TopologySpreadConstraint
 	// Skipped says why nothing was injected.
-	Skipped string
+	Skipped SkipReason
 }
 
 // Mutate computes the default constraints for pod (whose Namespace must be
 // set). It never changes pod itself.
 func Mutate(pod *v1.Pod, src Sources, cfg Config) (*Mutation, error) {
-	if reason := skipReason(pod, cfg); reason != "" {
+	if reason := skipReason(pod, cfg); reason != NotSkipped {
 		return &Mutation{Skipped: reason}, nil
 	}
-	if reason := pinnedReason(pod); reason != "" {
+	if reason := pinnedReason(pod); reason != NotSkipped {
 		return &Mutation{Skipped: reason}, nil
 	}
 	// As the scheduler does, a pod that declares any constraint, hard or
@@ -226,7 +281,7 @@ type Validation struct {
 	// Result is the feasibility check, nil when the pod was not checked.
 	Result *spread.Result
 	// Skipped says why the pod was not checked.
-	Skipped string
+	Skipped SkipReason
 	// NewNode is set when no current node takes the pod but a node an
 	// autoscaler can add would: it is admitted with a warning, so that it
 	// stays Pending and the autoscaler adds the node.
@@ -238,7 +293,7 @@ type Validation struct {
 // result carries counts, the verdict and, for an unsatisfiable pod, the
 // message.
 func Validate(pod *v1.Pod, src Sources, checker spread.Checker, cfg Config, explain bool) (*Validation, error) {
-	if reason := skipReason(pod, cfg); reason != "" {
+	if reason := skipReason(pod, cfg); reason != NotSkipped {
 		return &Validation{Allowed: true, Skipped: reason}, nil
 	}
 	if pod.Spec.NodeName != "" {
@@ -337,8 +392,8 @@ func hasHardConstraint(pod *v1.Pod) bool {
 }
 
 // pinnedReason says why pod runs on one node chosen before scheduling, or
-// "" when the scheduler picks among many.
-func pinnedReason(pod *v1.Pod) string {
+// NotSkipped when the scheduler picks among many.
+func pinnedReason(pod *v1.Pod) SkipReason {
 	if ref := metav1.GetControllerOfNoCopy(pod); ref != nil && ref.Kind == "DaemonSet" && strings.HasPrefix(ref.APIVersion, "apps/") {
 		return SkipDaemonSet
 	}
@@ -348,7 +403,7 @@ func pinnedReason(pod *v1.Pod) string {
 	if pinnedByName(pod.Spec.Affinity) {
 		return SkipPinnedNode
 	}
-	return ""
+	return NotSkipped
 }
 
 // pinnedByName reports whether the required node affinity admits one node
@@ -375,12 +430,12 @@ func pinnedByName(a *v1.Affinity) bool {
 	return node != ""
 }
 
-func skipReason(pod *v1.Pod, cfg Config) string {
+func skipReason(pod *v1.Pod, cfg Config) SkipReason {
 	if slices.Contains(cfg.ExcludedNamespaces, pod.Namespace) {
 		return SkipExcludedNamespace
 	}
 	if pod.Annotations[v1alpha1.AnnotationSkip] == "true" {
 		return SkipAnnotation
 	}
-	return ""
+	return NotSkipped
 }

@@ -142,7 +142,7 @@ func TestMutate(t *testing.T) {
 		pod          *v1.Pod
 		wantInjected []v1.TopologySpreadConstraint
 		wantPolicy   string
-		wantSkipped  string
+		wantSkipped  engine.SkipReason
 	}{
 		{
 			name:         "a ReplicaSet's pod gets the namespace policy's constraints with the ReplicaSet and Service selector",
@@ -288,7 +288,7 @@ func TestValidate(t *testing.T) {
 		wantAction   v1alpha1.ValidationAction
 		wantPolicy   string
 		wantWarnings int
-		wantSkipped  string
+		wantSkipped  engine.SkipReason
 		wantInMsg    []string
 	}{
 		{

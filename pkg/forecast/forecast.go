@@ -81,6 +81,9 @@ type Forecast struct {
 	// Truncated is set when more than MaxPlacements replicas were asked
 	// for: only the first MaxPlacements were placed.
 	Truncated bool `json:"truncated,omitempty"`
+	// Detail is what Refused.Reason and Warning may name: the
+	// MessageDetail of the configuration Run was given.
+	Detail spread.MessageDetail `json:"-"`
 }
 
 // MaxPlacements bounds the replicas one forecast places, so that a
@@ -137,7 +140,7 @@ const NoHardConstraints = "the pod has no hard topology spread constraint"
 // domain. A replica placed is a pod bound to its node in a scratch copy of
 // the counts of the pod's constraints (see placement); c is never changed.
 func Run(w *Workload, src engine.Sources, c Cluster, cfg engine.Config) (*Forecast, error) {
-	f := &Forecast{Workload: w.String(), From: w.Existing, To: w.Replicas}
+	f := &Forecast{Workload: w.String(), From: w.Existing, To: w.Replicas, Detail: cfg.MessageDetail}
 	if w.Replicas <= w.Existing {
 		return f, nil
 	}
@@ -156,12 +159,12 @@ func Run(w *Workload, src engine.Sources, c Cluster, cfg engine.Config) (*Foreca
 		return nil, fmt.Errorf("checking the pod of %s: %w", w, err)
 	}
 	switch {
-	case v.Skipped != "":
-		f.Skipped = v.Skipped
+	case v.Skipped != engine.NotSkipped:
+		f.Skipped = v.Skipped.String()
 		return f, nil
 	case v.Result.Verdict == spread.VerdictNoHardConstraints:
 		// Say why nothing was injected when that is the reason.
-		f.Skipped = cmp.Or(m.Skipped, NoHardConstraints)
+		f.Skipped = cmp.Or(m.Skipped.String(), NoHardConstraints)
 		return f, nil
 	case v.Result.Verdict == spread.VerdictNoCandidateNodes:
 		f.Skipped = engine.NoCandidateNodesWarning
@@ -193,7 +196,7 @@ func Run(w *Workload, src engine.Sources, c Cluster, cfg engine.Config) (*Foreca
 	for r := w.Existing + 1; r <= last; r++ {
 		placed, ok := p.place(r)
 		if !ok {
-			f.Refused = p.refusal(r)
+			f.Refused = p.refusal(r, f.Detail)
 			break
 		}
 		f.Placements = append(f.Placements, placed)
@@ -464,8 +467,8 @@ func (p *placement) addFromTemplate() int {
 // refusal explains why replica r cannot be placed: the first constraint
 // that every candidate node fails (else the first the least-loaded node
 // fails), and the domains at its global minimum that no node the pod can
-// use is in.
-func (p *placement) refusal(r int32) *Refusal {
+// use is in, named as detail lets them be.
+func (p *placement) refusal(r int32, detail spread.MessageDetail) *Refusal {
 	blocking := -1
 	for i, c := range p.constraints {
 		all := true
@@ -488,11 +491,11 @@ func (p *placement) refusal(r int32) *Refusal {
 	}
 	c := p.constraints[blocking]
 	ref := &Refusal{Replica: r, Constraint: blocking, GlobalMin: c.globalMin(), Domains: c.domains()}
-	ref.Reason = p.reason(blocking)
+	ref.Reason = p.reason(blocking, detail)
 	return ref
 }
 
-func (p *placement) reason(i int) string {
+func (p *placement) reason(i int, detail spread.MessageDetail) string {
 	c := p.constraints[i]
 	if len(c.names) < int(c.minDomains) {
 		return fmt.Sprintf("only %d %s domains of minDomains %d have a node, so the global minimum is 0",
@@ -509,10 +512,16 @@ func (p *placement) reason(i int) string {
 		}
 	}
 	slices.Sort(empty)
-	switch len(empty) {
-	case 0:
+	switch {
+	case len(empty) == 0:
 		return fmt.Sprintf("every %s the pod can use is %d above the global minimum %d", shortKey(c.key), c.maxSkew, c.globalMin())
-	case 1:
+	case !detail.NamesDomainsOf(c.key):
+		// The domains are nodes, counted but not usable by the pod.
+		if len(empty) == 1 {
+			return "1 node at the global minimum cannot take the pod"
+		}
+		return fmt.Sprintf("%d nodes at the global minimum cannot take the pod", len(empty))
+	case len(empty) == 1:
 		return empty[0] + " has no schedulable node"
 	}
 	return fmt.Sprintf("%s and %d more have no schedulable node", empty[0], len(empty)-1)
@@ -531,9 +540,12 @@ const MaxWarning = 250
 
 // Warning is the admission warning of the forecast: empty when every
 // replica is placed, else one line of at most MaxWarning bytes that names
-// the first replica no node takes, why, the counts and the policy.
+// the first replica no node takes, why, the counts and the policy. The
+// counts of a constraint whose domains f.Detail does not name (nodes) say
+// how many nodes hold each count.
 //
 //	spreadguard: replica 7 of 9 would be refused: zone-c has no schedulable node; zone: zone-a=3 zone-b=3 zone-c=0, maxSkew 1 (policy shop/zones)
+//	spreadguard: replica 3 of 9 would be refused: 1 node at the global minimum cannot take the pod; hostname: 2 nodes with 1, 1 node with 0, maxSkew 1 (policy shop/hosts)
 func (f *Forecast) Warning() string {
 	r := f.Refused
 	if r == nil {
@@ -549,7 +561,11 @@ func (f *Forecast) Warning() string {
 	if f.Policy != "" {
 		tail += " (policy " + f.Policy + ")"
 	}
-	w := head + domainList(shortKey(c.TopologyKey), r.Domains, MaxWarning-len(head)-len(tail)) + tail
+	counts := shortKey(c.TopologyKey) + ": " + spread.NodesPerCount(r.Domains, len(r.Domains))
+	if f.Detail.NamesDomainsOf(c.TopologyKey) {
+		counts = domainList(shortKey(c.TopologyKey), r.Domains, MaxWarning-len(head)-len(tail))
+	}
+	w := head + counts + tail
 	if len(w) > MaxWarning {
 		w = w[:MaxWarning-len("...")] + "..."
 	}

@@ -74,6 +74,12 @@ func zonesPolicy() *policytest.SpreadPolicyWrapper {
 		policytest.MakeConstraint().Zone().MaxSkew(1).DoNotSchedule().NodeTaintsPolicy(v1.NodeInclusionPolicyIgnore).Obj())
 }
 
+// hostsPolicy is zonesPolicy over hostnames.
+func hostsPolicy() *policytest.SpreadPolicyWrapper {
+	return policytest.MakeSpreadPolicy().Namespace(shop).Name("hosts").Constraint(
+		policytest.MakeConstraint().Hostname().MaxSkew(1).DoNotSchedule().NodeTaintsPolicy(v1.NodeInclusionPolicyIgnore).Obj())
+}
+
 // deployment is shop/web, app=web, with n replicas.
 func deployment(n int32) *appsv1.Deployment {
 	return forecasttest.MakeDeployment(shop, "web").Replicas(n).Obj()
@@ -134,6 +140,42 @@ func TestForecast(t *testing.T) {
 			},
 		},
 		{
+			name: "the same under messageDetail domains -> zone-c is still named: the constraint counts by zones",
+			world: makeWorld().zones(1, "zone-a", "zone-b").policy(zonesPolicy().Obj()).
+				node(spreadtest.MakeNode().Name("zone-c-1").Zone("zone-c").Cordoned().Obj()),
+			workload: deployment(9),
+			cfg:      engine.Config{MessageDetail: spread.DetailDomains},
+			want: outcome{
+				Warning: "spreadguard: replica 3 of 9 would be refused: zone-c has no schedulable node; " +
+					"zone: zone-a=1 zone-b=1 zone-c=0, maxSkew 1 (policy shop/zones)",
+				Nodes: []string{"zone-a-1", "zone-b-1"},
+			},
+		},
+		{
+			name: "per-host spread, tenant-b-node cordoned and counted, messageDetail nodes -> replica 3 of 9 refused, the nodes named",
+			world: makeWorld().zones(1, "zone-a", "zone-b").policy(hostsPolicy().Obj()).
+				node(spreadtest.MakeNode().Name("tenant-b-node").Zone("zone-c").Cordoned().Obj()),
+			workload: deployment(9),
+			cfg:      engine.Config{MessageDetail: spread.DetailNodes},
+			want: outcome{
+				Warning: "spreadguard: replica 3 of 9 would be refused: tenant-b-node has no schedulable node; " +
+					"hostname: tenant-b-node=0 zone-a-1=1 zone-b-1=1, maxSkew 1 (policy shop/hosts)",
+				Nodes: []string{"zone-a-1", "zone-b-1"},
+			},
+		},
+		{
+			name: "the same under messageDetail domains -> the nodes counted by what they hold, none named",
+			world: makeWorld().zones(1, "zone-a", "zone-b").policy(hostsPolicy().Obj()).
+				node(spreadtest.MakeNode().Name("tenant-b-node").Zone("zone-c").Cordoned().Obj()),
+			workload: deployment(9),
+			cfg:      engine.Config{MessageDetail: spread.DetailDomains},
+			want: outcome{
+				Warning: "spreadguard: replica 3 of 9 would be refused: 1 node at the global minimum cannot take the pod; " +
+					"hostname: 2 nodes with 1, 1 node with 0, maxSkew 1 (policy shop/hosts)",
+				Nodes: []string{"zone-a-1", "zone-b-1"},
+			},
+		},
+		{
 			name: "a scale from 6 to 9 with 3 pods in each of zones a and b and zone-c cordoned since -> replica 7 of 9 refused",
 			world: makeWorld().zones(1, "zone-a", "zone-b").policy(zonesPolicy().Obj()).
 				node(spreadtest.MakeNode().Name("zone-c-1").Zone("zone-c").Cordoned().Obj()).
@@ -177,14 +219,14 @@ func TestForecast(t *testing.T) {
 			name:     "a template annotated spreadguard.io/skip -> nothing forecast, as the pod path skips it",
 			world:    makeWorld().zones(1, "zone-a").policy(zonesPolicy().Obj()),
 			workload: withAnnotation,
-			want:     outcome{Skipped: engine.SkipAnnotation},
+			want:     outcome{Skipped: engine.SkipAnnotation.String()},
 		},
 		{
 			name:     "a workload in an excluded namespace -> nothing forecast",
 			world:    makeWorld().zones(1, "zone-a").policy(zonesPolicy().Obj()),
 			workload: deployment(3),
 			cfg:      engine.Config{ExcludedNamespaces: []string{shop}},
-			want:     outcome{Skipped: engine.SkipExcludedNamespace},
+			want:     outcome{Skipped: engine.SkipExcludedNamespace.String()},
 		},
 		{
 			name:     "a template with its own hostname constraint and no policy -> checked as declared: 4 replicas on 3 nodes",
@@ -196,7 +238,7 @@ func TestForecast(t *testing.T) {
 			name:     "a pod no policy and no constraint applies to -> nothing forecast",
 			world:    makeWorld().zones(1, "zone-a"),
 			workload: deployment(3),
-			want:     outcome{Skipped: engine.SkipNoPolicy},
+			want:     outcome{Skipped: engine.SkipNoPolicy.String()},
 		},
 	}
 	for _, tt := range tests {

@@ -75,8 +75,9 @@ type ReportResult struct {
 //
 // With detail spread.DetailDomains (the webhook's default on a shared
 // cluster) a constraint over kubernetes.io/hostname, whose domains are
-// node names, reports how many nodes hold each count instead: a tenant who
-// may read the Reports of a namespace usually may not read Nodes.
+// node names, reports how many nodes hold each count instead
+// (spread.NodesPerCount): a tenant who may read the Reports of a namespace
+// usually may not read Nodes.
 func Reports(rs []Result, detail spread.MessageDetail) map[string]*Report {
 	out := map[string]*Report{}
 	for _, r := range rs {
@@ -139,8 +140,8 @@ func errorResult(r *Result) ReportResult {
 
 func resultOf(r *Result, s spread.Spread, detail spread.MessageDetail) ReportResult {
 	domains := DomainsText(s.Domains)
-	if detail == spread.DetailDomains && s.TopologyKey == v1.LabelHostname {
-		domains = nodesPerCount(s)
+	if !detail.NamesDomainsOf(s.TopologyKey) {
+		domains = spread.NodesPerCount(s.Domains, s.DomainCount)
 	}
 	res := ReportResult{
 		Policy: r.Policy,
@@ -187,34 +188,4 @@ func DomainsText(m map[string]int) string {
 		b.WriteString(strconv.Itoa(m[d]))
 	}
 	return b.String()
-}
-
-// nodesPerCount words the pods per node without naming a node: "1 node
-// holds 3, 2 nodes hold 1, 27 nodes hold 0". Nodes that hold none are
-// counted from DomainCount, since Domains lists only some of them.
-func nodesPerCount(s spread.Spread) string {
-	nodes := map[int]int{}
-	for _, n := range s.Domains {
-		nodes[n]++
-	}
-	listed := 0
-	for n, k := range nodes {
-		if n > 0 {
-			listed += k
-		}
-	}
-	if empty := s.DomainCount - listed; empty > 0 {
-		nodes[0] = empty
-	} else {
-		delete(nodes, 0)
-	}
-	var parts []string
-	for _, n := range slices.Backward(slices.Sorted(maps.Keys(nodes))) {
-		verb := "nodes hold"
-		if nodes[n] == 1 {
-			verb = "node holds"
-		}
-		parts = append(parts, fmt.Sprintf("%d %s %d", nodes[n], verb, n))
-	}
-	return strings.Join(parts, ", ")
 }

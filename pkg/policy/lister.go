@@ -20,7 +20,7 @@ type Lister interface {
 }
 
 // Verdicts is implemented by a Lister whose policies were validated as
-// they entered its cache (cache.PolicyWatcher, through lookup.Sources):
+// they entered its cache (policies.Watcher, through lookup.Sources):
 // Resolve then reads the verdict on a policy instead of validating it on
 // every request. known is false for a policy, or a generation of it, not
 // validated yet; Resolve validates that one itself.

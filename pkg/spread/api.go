@@ -172,8 +172,8 @@ type Result struct {
 	// Message is a sentence a person can act on: for Unsatisfiable it names
 	// the constraint (spec.topologySpreadConstraints[i]), the per-domain
 	// counts, the global minimum, the excluded nodes and why, and one
-	// concrete remedy. For FeasibleOnNewNode it names the template whose
-	// node would take the pod and the domain it adds to. It is filled for
+	// concrete remedy. For FeasibleOnNewNode it names the domains the new
+	// node would add to and, under DetailNodes, its template. It is filled for
 	// Unsatisfiable, FeasibleOnNewNode and NoCandidateNodes, with or
 	// without Explain.
 	Message string `json:"message,omitempty"`
@@ -185,8 +185,8 @@ type Options struct {
 	// proportional to the number of nodes. A denial's message does not need
 	// it: the webhook leaves it off, the kubectl plugin always sets it.
 	Explain bool
-	// Detail says what the message of an unsatisfiable pod may name:
-	// nodes (the default) or domains only.
+	// Detail says what the message may name: nodes (the default) or
+	// domains only.
 	Detail MessageDetail
 }
 
@@ -199,11 +199,13 @@ const (
 	// an operator needs, and what `kubectl-spread check` shows.
 	DetailNodes MessageDetail = "nodes"
 	// DetailDomains gives per-domain counts and reasons only: no node
-	// names, taint keys or values. A tenant who creates pods in one
-	// namespace usually may not read Nodes, and a denial should not tell
-	// them another tenant's node names and taints. A constraint whose
-	// domains are nodes (kubernetes.io/hostname) is summarised as how many
-	// nodes hold each count.
+	// names, node labels but the domains counted, taint keys or values,
+	// nor the templates of the nodes an autoscaler can add. A tenant who
+	// creates pods in one namespace usually may not read Nodes, and a
+	// message should not tell them another tenant's node names and
+	// taints. A constraint whose domains are nodes (kubernetes.io/hostname)
+	// is summarised as how many nodes hold each count. message_detail.go
+	// says exactly what each detail names.
 	DetailDomains MessageDetail = "domains"
 )
 

@@ -6,17 +6,15 @@ import (
 	"maps"
 	"slices"
 	"strings"
-
-	v1 "k8s.io/api/core/v1"
 )
 
 // The pieces a message is made of: domain counts, domain and node names,
-// lists cut short. With domainsOnly they name no node, taint or label.
+// lists cut short. They name what ev.detail lets them (message_detail.go).
 
 // formatDomains lists domain=count for the counted domains of constraint
 // i sorted by domain, or, when there are many, the fullest ones and a
-// summary of the rest; with domainsOnly, a hostname constraint's domains
-// (nodes) as how many nodes hold each count.
+// summary of the rest; when the detail does not name its domains (nodes),
+// how many nodes hold each count.
 func (ev *evaluation) formatDomains(i int) string {
 	nonZero := make(map[string]int, len(ev.domains[i]))
 	for d, n := range ev.domains[i] {
@@ -27,8 +25,8 @@ func (ev *evaluation) formatDomains(i int) string {
 	// Counted domains without a matching pod are known by their number
 	// and a few names: at hostname level they can be every node.
 	zeros := ev.facts.zeros(i)
-	if ev.domainsOnly && ev.constraints[i].topologyKey == v1.LabelHostname {
-		return nodesByCount(nonZero, zeros.n)
+	if !ev.detail.NamesDomainsOf(ev.constraints[i].topologyKey) {
+		return NodesPerCount(nonZero, len(nonZero)+zeros.n)
 	}
 	total := len(nonZero) + zeros.n
 	if total == 0 {
@@ -63,48 +61,16 @@ func (ev *evaluation) formatDomains(i int) string {
 	return strings.Join(append(parts, rest), ", ")
 }
 
-// nodesByCount is "2 nodes with 2, 1 node with 0": how many nodes hold
-// each count, fullest first.
-func nodesByCount(nonZero map[string]int, zeros int) string {
-	nodesWith := map[int]int{}
-	for _, n := range nonZero {
-		nodesWith[n]++
-	}
-	if zeros > 0 {
-		nodesWith[0] = zeros
-	}
-	counts := slices.Sorted(maps.Keys(nodesWith))
-	slices.Reverse(counts)
-	parts := make([]string, 0, len(counts))
-	for _, n := range counts {
-		parts = append(parts, fmt.Sprintf("%s with %d", plural(nodesWith[n], "node"), n))
-	}
-	if len(parts) == 0 {
-		return "none"
-	}
-	return strings.Join(parts, ", ")
-}
-
+// domainName names a domain of key in a sentence (MessageDetail.DomainName).
 func (ev *evaluation) domainName(key, value string) string {
-	if ev.domainsOnly && key == v1.LabelHostname {
-		return "a node"
-	}
-	switch key {
-	case v1.LabelTopologyZone, v1.LabelFailureDomainBetaZone:
-		return "zone " + value
-	case v1.LabelTopologyRegion, v1.LabelFailureDomainBetaRegion:
-		return "region " + value
-	case v1.LabelHostname:
-		return "node " + value
-	}
-	return key + "=" + value
+	return ev.detail.DomainName(key, value)
 }
 
 // nodeList is "node a", "2 nodes (a, b)" or "12 nodes (a, b, c, ...)";
-// with domainsOnly, "1 node" or "12 nodes".
+// when the detail names no node, "1 node" or "12 nodes".
 func (ev *evaluation) nodeList(nodes nameSample) string {
 	switch {
-	case ev.domainsOnly:
+	case !ev.detail.NamesNodes():
 		return plural(nodes.n, "node")
 	case nodes.n == 1:
 		return "node " + nodes.first[0]
@@ -112,10 +78,10 @@ func (ev *evaluation) nodeList(nodes nameSample) string {
 	return fmt.Sprintf("%d nodes (%s)", nodes.n, nodes.list(3))
 }
 
-// taintWhy names an untolerated taint, or with domainsOnly only that there
-// is one: a taint's key and value can name another tenant.
+// taintWhy names an untolerated taint, or, when the detail names no node,
+// only that there is one: a taint's key and value can name another tenant.
 func (ev *evaluation) taintWhy(taint string) string {
-	if ev.domainsOnly {
+	if !ev.detail.NamesNodes() {
 		return "a taint the pod does not tolerate"
 	}
 	return "untolerated taint " + taint

@@ -31,9 +31,8 @@ type evaluation struct {
 	// domains holds every counted domain.
 	detailed bool
 	nodes    []nodeReport
-	// domainsOnly words messages without node names, taints or labels
-	// (DetailDomains).
-	domainsOnly bool
+	// detail is what the messages may name (message_detail.go).
+	detail MessageDetail
 	// facts answers the questions of a denial's message; when nil, the
 	// per-node reports do.
 	facts denialFacts
@@ -231,11 +230,11 @@ func assemble(ev *evaluation, opts Options) (*Result, error) {
 			}
 		}
 	}
+	ev.detail = opts.Detail
 	switch res.Verdict {
 	case VerdictFeasibleOnNewNode:
 		res.Message = ev.newNodeMessage()
 	case VerdictUnsatisfiable:
-		ev.domainsOnly = opts.Detail == DetailDomains
 		if ev.candidates == 0 {
 			res.Message = "No node passes the pod's node affinity, nodeSelector, taints and cordons." + ev.templatesNote()
 			break

@@ -79,6 +79,10 @@ type templateReport struct {
 	// reason is why the fresh node is not feasible, "" when it is.
 	reason ExclusionReason
 	detail string
+	// newDomain holds, per constraint, whether the fresh node is counted in
+	// a domain no existing node is counted in; nil when it is not counted
+	// at all (not a candidate, or lacking a topology key).
+	newDomain []bool
 }
 
 // templateCounts is what the check of a template needs to know about one
@@ -93,7 +97,9 @@ type templateCounts interface {
 // that node counted: it adds a domain with 0 matching pods when its value
 // is not counted yet, which can lower the global minimum (or reach
 // minDomains).
-func (ev *evaluation) checkTemplate(t *Template, pod *v1.Pod, required nodeaffinity.RequiredNodeAffinity, tc templateCounts) templateReport {
+// newDomain is where the report's newDomain goes, one entry per
+// constraint.
+func (ev *evaluation) checkTemplate(t *Template, pod *v1.Pod, required nodeaffinity.RequiredNodeAffinity, tc templateCounts, newDomain []bool) templateReport {
 	r := templateReport{template: t}
 	n := t.node()
 	if taint, untolerated := untoleratedTaint(n.Spec.Taints, pod.Spec.Tolerations); untolerated {
@@ -108,6 +114,11 @@ func (ev *evaluation) checkTemplate(t *Template, pod *v1.Pod, required nodeaffin
 	if key, ok := hasAllKeys(n.Labels, ev.constraints); !ok {
 		r.reason, r.detail = ReasonMissingTopologyKey, key
 		return r
+	}
+	r.newDomain = newDomain
+	for i := range ev.constraints {
+		_, counted := tc.counted(i, n.Labels[ev.constraints[i].topologyKey])
+		r.newDomain[i] = !counted
 	}
 	for i := range ev.constraints {
 		c := &ev.constraints[i]
@@ -139,13 +150,17 @@ func (ev *evaluation) checkTemplates(ts []Template, pod *v1.Pod, tc templateCoun
 	}
 	required := nodeaffinity.GetRequiredNodeAffinity(pod)
 	ev.templates = make([]templateReport, len(ts))
+	n := len(ev.constraints)
+	newDomains := make([]bool, len(ts)*n)
 	for i := range ts {
-		ev.templates[i] = ev.checkTemplate(&ts[i], pod, required, tc)
+		ev.templates[i] = ev.checkTemplate(&ts[i], pod, required, tc, newDomains[i*n:(i+1)*n:(i+1)*n])
 	}
 }
 
 // newNodeMessage is the message of a pod that only a new node fits: the
-// first feasible template and the domains its node would add to.
+// first feasible template and the domains its node would add to. When the
+// detail names no node, the template is not named: its name, NodePool or
+// node group can name another tenant's nodes.
 func (ev *evaluation) newNodeMessage() string {
 	for _, r := range ev.templates {
 		if !r.candidate || r.reason != "" {
@@ -155,14 +170,12 @@ func (ev *evaluation) newNodeMessage() string {
 		for i := range ev.constraints {
 			key := ev.constraints[i].topologyKey
 			value := r.template.node().Labels[key]
-			switch {
-			case key == v1.LabelHostname && value == freshNodeName:
-				// A new node is its own hostname domain: nothing to name.
-			case key == v1.LabelTopologyZone:
-				where = append(where, "zone "+value)
-			default:
-				where = append(where, key+"="+value)
+			if key == v1.LabelHostname && (value == freshNodeName || !ev.detail.NamesDomainsOf(key)) {
+				// A new node is its own hostname domain, and a hostname
+				// the detail does not name is a node's: nothing to name.
+				continue
 			}
+			where = append(where, ev.detail.DomainName(key, value))
 		}
 		slices.Sort(where)
 		where = slices.Compact(where)
@@ -170,19 +183,42 @@ func (ev *evaluation) newNodeMessage() string {
 		if len(where) > 0 {
 			in = " in " + strings.Join(where, ", ")
 		}
-		return fmt.Sprintf("no current node fits; a new node from %s%s would", cmp.Or(r.template.Source, "template "+r.template.Name), in)
+		from := "from " + cmp.Or(r.template.Source, "template "+r.template.Name)
+		if !ev.detail.NamesNodes() {
+			from = "that an autoscaler can add"
+		}
+		return fmt.Sprintf("no current node fits; a new node %s%s would", from, in)
 	}
 	return ""
 }
 
 // templatesNote is the sentence an unsatisfiable pod's message ends with
-// when there are templates: none fits, and why the first ones do not.
+// when there are templates: none fits, and why the first ones do not; when
+// the detail names no node, how many fail for each reason, since a
+// template's name and its taint can name another tenant.
 func (ev *evaluation) templatesNote() string {
 	if len(ev.templates) == 0 {
 		return ""
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, " No node an autoscaler can add fits either (%s", plural(len(ev.templates), "template"))
+	if !ev.detail.NamesNodes() {
+		var reasons []ExclusionReason
+		failing := map[ExclusionReason]int{}
+		for _, r := range ev.templates {
+			if failing[r.reason] == 0 {
+				reasons = append(reasons, r.reason)
+			}
+			failing[r.reason]++
+		}
+		sep := ": "
+		for _, reason := range reasons {
+			fmt.Fprintf(&b, "%s%d %s", sep, failing[reason], reason.verbFor(failing[reason]))
+			sep = "; "
+		}
+		b.WriteString(").")
+		return b.String()
+	}
 	for i, r := range ev.templates {
 		if i == maxListedGroups {
 			fmt.Fprintf(&b, ", and %d more", len(ev.templates)-i)
@@ -199,6 +235,46 @@ func (ev *evaluation) templatesNote() string {
 	}
 	b.WriteString(").")
 	return b.String()
+}
+
+// verbFor is the reason with its verb agreeing with n subjects: "has a
+// taint" for 1, "have a taint" for 2.
+func (r ExclusionReason) verbFor(n int) string {
+	verb, rest, _ := strings.Cut(string(r), " ")
+	if n == 1 {
+		return string(r)
+	}
+	switch verb {
+	case "has":
+		verb = "have"
+	case "does":
+		verb = "do"
+	case "is":
+		verb = "are"
+	case "lacks":
+		verb = "lack"
+	}
+	return verb + " " + rest
+}
+
+// reach is the number of domains of constraint i that the pod's counting
+// can ever hold: the counted ones, and those the candidate templates add.
+// bounded is false when a template adds a fresh hostname, of which an
+// autoscaler can add any number.
+func (ev *evaluation) reach(i int) (n int, bounded bool) {
+	key := ev.constraints[i].topologyKey
+	added := map[string]bool{}
+	for _, r := range ev.templates {
+		if r.newDomain == nil || !r.newDomain[i] {
+			continue
+		}
+		v, ok := r.template.Labels[key]
+		if !ok && key == v1.LabelHostname {
+			return 0, false
+		}
+		added[v] = true
+	}
+	return ev.domainCount[i] + len(added), true
 }
 
 // templateCandidates and feasibleTemplates count the templates' outcomes.

@@ -41,10 +41,10 @@ const (
 
 	// karpenterFlag switches the webhook's reading of Karpenter NodePools.
 	karpenterFlag = "--autoscaler-karpenter"
-	// admittedByNodePool starts the warning of a pod that no current node
-	// can take and a new node from a NodePool can; the NodePool's name
-	// follows.
-	admittedByNodePool = "admitted: no current node fits; a new node from NodePool "
+	// admittedForNewNode starts the warning of a pod that no current node
+	// can take and a new node can; the zone follows. Under the chart's
+	// messageDetail (domains) it does not name the NodePool.
+	admittedForNewNode = "admitted: no current node fits; a new node that an autoscaler can add in "
 
 	// poolKey labels and taints the nodes of the autoscaler scenarios and
 	// the nodes their NodePool launches: the scenarios' pods select and
@@ -271,12 +271,12 @@ func (s autoscalerScenario) admitted(t *testing.T) {
 	web := s.placeTwo(f)
 	c, warnings := warningClient(t)
 	next := s.replica()
-	f.eventually(policyChangeTimeout, "the webhook admits a third replica, warning that a node from NodePool "+s.nodePool+" would take it (dry run)", func(ctx context.Context) error {
+	f.eventually(policyChangeTimeout, "the webhook admits a third replica, warning that a new node in "+s.launchZone+" would take it, without naming NodePool "+s.nodePool+" (dry run)", func(ctx context.Context) error {
 		warnings.take()
 		if _, err := f.dryRunCreate(ctx, c, next); err != nil {
 			return err
 		}
-		return nodePoolWarning(warnings.take(), s.nodePool, s.launchZone)
+		return newNodeWarning(warnings.take(), s.nodePool, s.launchZone)
 	})
 	start := time.Now()
 	f.scale("web", 3)
@@ -292,15 +292,16 @@ func (s autoscalerScenario) admitted(t *testing.T) {
 	}
 }
 
-// nodePoolWarning succeeds when one of warnings is the admission of a pod
-// that only a node from nodePool in zone can take.
-func nodePoolWarning(warnings []string, nodePool, zone string) error {
+// newNodeWarning succeeds when one of warnings is the admission of a pod
+// that only a new node in zone can take, worded as a tenant may read it:
+// the zone, and not nodePool.
+func newNodeWarning(warnings []string, nodePool, zone string) error {
 	for _, w := range warnings {
-		if strings.HasPrefix(w, admittedByNodePool+nodePool) && strings.Contains(w, zone) {
+		if strings.HasPrefix(w, admittedForNewNode) && strings.Contains(w, zone) && !strings.Contains(w, nodePool) {
 			return nil
 		}
 	}
-	return fmt.Errorf("no warning starting %q and naming %s among %q", admittedByNodePool+nodePool, zone, warnings)
+	return fmt.Errorf("no warning starting %q, naming %s and not NodePool %s, among %q", admittedForNewNode, zone, nodePool, warnings)
 }
 
 // ---------------------------------------------------------------- Karpenter

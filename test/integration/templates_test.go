@@ -25,13 +25,13 @@ const poolLabel = "integration.spreadguard.io/pool"
 // nodes of the test's own: two nodes of the pool, in zone-a and zone-b, hold
 // one pod each, and a pod that wants 3 zones fits neither. It is denied
 // until something can add a node of the pool in zone-c (a NodeTemplate, a
-// Karpenter NodePool), then admitted with the warning that names it, and
-// denied again once that is deleted.
+// Karpenter NodePool), then admitted with the warning that names zone-c
+// (not the template: messageDetail domains is the default), and denied
+// again once that is deleted.
 func TestANewNodeTurnsADenialIntoAWarning(t *testing.T) {
 	tests := []struct {
 		name string
-		// source returns the object that can add the node, and the words
-		// the warning names it by.
+		// source returns the object that can add the node, and what it is.
 		source func(pool string) (client.Object, string)
 	}{
 		{
@@ -81,9 +81,9 @@ func TestANewNodeTurnsADenialIntoAWarning(t *testing.T) {
 
 			source, named := tt.source(ns)
 			create(t, source)
-			want := "admitted: no current node fits; a new node from " + named + " in zone zone-c would"
+			want := "admitted: no current node fits; a new node that an autoscaler can add in zone zone-c would"
 			c, warnings := clientWithWarnings(t)
-			eventually(t, "then the pod is admitted with the warning that names "+named, func(ctx context.Context) (bool, error) {
+			eventually(t, "with "+named+", the pod is admitted with the warning that names zone-c", func(ctx context.Context) (bool, error) {
 				err := c.Create(ctx, incoming.DeepCopy(), client.DryRunAll)
 				return err == nil && warnings.contains(want), err
 			})

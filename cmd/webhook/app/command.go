@@ -9,6 +9,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/spreadguard/spreadguard/pkg/config"
 )
 
 // RunFunc starts the server described by a valid configuration and returns
@@ -63,9 +65,7 @@ func FormatErrors(errs field.ErrorList) string {
 	var b strings.Builder
 	b.WriteString("invalid configuration:")
 	for _, e := range errs {
-		top, _, _ := strings.Cut(e.Field, "[")
-		top, _, _ = strings.Cut(top, ".")
-		fmt.Fprintf(&b, "\n  %s (%s): %s", flagOfField[top], e.Field, e.ErrorBody())
+		b.WriteString("\n  " + config.FormatError(e, flagOfField))
 	}
 	return b.String()
 }

@@ -9,7 +9,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/spf13/pflag"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
@@ -281,73 +283,46 @@ func TestEveryInvalidFlagIsNamedInItsError(t *testing.T) {
 }
 
 func TestEveryConfigFieldHasOneFlag(t *testing.T) {
-	c := NewConfig()
-	flags := map[string][]string{}
-	for _, o := range settings {
-		f := o.structField(c)
-		flags[f.Name] = append(flags[f.Name], "--"+o.flag)
-	}
-	typ := reflect.TypeFor[Config]()
-	for i := range typ.NumField() {
-		f := typ.Field(i)
-		if f.Anonymous {
-			continue // TypeMeta: the config file's apiVersion and kind
+	// The fields of the file, by JSON name, and the flag-only ones.
+	var fileFields, flagOnly []string
+	var walk func(typ reflect.Type)
+	walk = func(typ reflect.Type) {
+		for i := range typ.NumField() {
+			f := typ.Field(i)
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			switch {
+			case f.Type == reflect.TypeFor[metav1.TypeMeta]():
+				// The config file's apiVersion and kind.
+			case f.Anonymous:
+				walk(f.Type)
+			case name == "-":
+				flagOnly = append(flagOnly, f.Name)
+			default:
+				fileFields = append(fileFields, name)
+			}
 		}
-		if len(flags[f.Name]) != 1 {
-			t.Errorf("Config.%s is bound by the flags %q, want exactly one", f.Name, flags[f.Name])
-		}
 	}
+	walk(reflect.TypeFor[Config]())
 	fs := NewFlagSet(NewConfig())
-	for file, flag := range flagOfField {
+	flags := map[string]string{}
+	for _, field := range fileFields {
+		flag, ok := flagOfField[field]
+		if !ok {
+			t.Errorf("config field %s has no flag", field)
+			continue
+		}
+		if other, ok := flags[flag]; ok {
+			t.Errorf("config fields %s and %s are both bound by %s", other, field, flag)
+		}
+		flags[flag] = field
 		if fs.Lookup(strings.TrimPrefix(flag, "--")) == nil {
-			t.Errorf("config field %s names the flag %s, which does not exist", file, flag)
+			t.Errorf("config field %s names the flag %s, which does not exist", field, flag)
 		}
 	}
-}
-
-func TestExcludedNamespaceSet(t *testing.T) {
-	tests := []struct {
-		name     string
-		excluded []string
-		want     []string
-	}{
-		{name: "none configured -> kube-system alone", want: []string{"kube-system"}},
-		{name: "others configured -> kube-system added first", excluded: []string{"a", "b"}, want: []string{"kube-system", "a", "b"}},
-		{name: "kube-system and duplicates configured -> each once", excluded: []string{"a", "kube-system", "a"}, want: []string{"kube-system", "a"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			c := configWith(func(c *Config) { c.ExcludedNamespaces = tt.excluded })
-			if diff := cmp.Diff(tt.want, c.ExcludedNamespaceSet()); diff != "" {
-				t.Errorf("ExcludedNamespaceSet() (-want +got):\n%s", diff)
-			}
-		})
-	}
-}
-
-func TestParseLogLevel(t *testing.T) {
-	tests := []struct {
-		in      string
-		want    int
-		wantErr bool
-	}{
-		{in: "error", want: -1},
-		{in: "info", want: 0},
-		{in: "INFO", want: 0},
-		{in: "debug", want: 1},
-		{in: "4", want: 4},
-		{in: "trace", wantErr: true},
-		{in: "-2", wantErr: true},
-	}
-	for _, tt := range tests {
-		t.Run("log level "+tt.in, func(t *testing.T) {
-			got, err := ParseLogLevel(tt.in)
-			if (err != nil) != tt.wantErr {
-				t.Fatalf("ParseLogLevel(%q) error = %v, want error %v", tt.in, err, tt.wantErr)
-			}
-			if !tt.wantErr && got != tt.want {
-				t.Errorf("ParseLogLevel(%q) = %d, want %d", tt.in, got, tt.want)
-			}
-		})
+	n := 0
+	fs.VisitAll(func(*pflag.Flag) { n++ })
+	if want := len(fileFields) + len(flagOnly); n != want {
+		t.Errorf("%d flags for %d config fields (%d in the file, %d flag-only %v), want one each",
+			n, want, len(fileFields), len(flagOnly), flagOnly)
 	}
 }

@@ -5,19 +5,24 @@ import (
 	"regexp"
 	"slices"
 
+	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/spreadguard/spreadguard/pkg/admission"
+	"github.com/spreadguard/spreadguard/pkg/controller/policies"
 	"github.com/spreadguard/spreadguard/pkg/controller/spreadhealth"
 )
 
 // MetricNames returns the names of spreadguard's own metrics, sorted: the
-// admission metrics every replica exports and those of spread health,
-// which the leader exports. The chart's dashboard and alerts are held to
+// admission and policy metrics every replica exports and those of spread
+// health, which the leader exports. The chart's dashboard and alerts are held to
 // them, so that neither queries a metric the server does not have.
 func MetricNames() ([]string, error) {
 	reg := &describingRegistry{}
 	if _, err := admission.NewMetrics(reg); err != nil {
+		return nil, err
+	}
+	if _, err := policies.New(nil, logr.Discard(), nil, reg); err != nil {
 		return nil, err
 	}
 	if _, err := spreadhealth.NewMetrics(reg); err != nil {

@@ -4,11 +4,9 @@ import (
 	"cmp"
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"path/filepath"
 	"slices"
 	"sync/atomic"
@@ -17,7 +15,6 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap/zapcore"
-	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -25,6 +22,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
@@ -32,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -42,9 +41,13 @@ import (
 	karpenterv1 "github.com/spreadguard/spreadguard/pkg/apis/karpenter/v1"
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
 	"github.com/spreadguard/spreadguard/pkg/cache"
+	"github.com/spreadguard/spreadguard/pkg/config"
+	"github.com/spreadguard/spreadguard/pkg/controller/policies"
 	"github.com/spreadguard/spreadguard/pkg/controller/spreadhealth"
+	"github.com/spreadguard/spreadguard/pkg/controller/templates"
 	"github.com/spreadguard/spreadguard/pkg/engine"
 	"github.com/spreadguard/spreadguard/pkg/lookup"
+	"github.com/spreadguard/spreadguard/pkg/policy"
 	"github.com/spreadguard/spreadguard/pkg/spread"
 )
 
@@ -115,7 +118,8 @@ func WithSourcesWrapper(wrap func(engine.Sources) engine.Sources) Option {
 
 // Run is the composition root of spreadguard-webhook: it builds the caches,
 // the index, the handlers and the servers from cfg, serves until ctx is done,
-// then drains in-flight requests and returns.
+// then drains in-flight requests and returns. Each step below is one
+// function; the wiring between them is all Run does.
 func Run(ctx context.Context, cfg *Config, opts ...Option) error {
 	if errs := cfg.Validate(); len(errs) > 0 {
 		return fmt.Errorf("invalid configuration: %w", errs.ToAggregate())
@@ -124,53 +128,110 @@ func Run(ctx context.Context, cfg *Config, opts ...Option) error {
 	for _, opt := range opts {
 		opt(&o)
 	}
-
 	log, err := o.buildLogger(cfg)
 	if err != nil {
 		return err
 	}
-	restConfig := o.restConfig
-	if restConfig == nil {
-		if restConfig, err = loadRESTConfig(cfg.Kubeconfig); err != nil {
-			return err
-		}
-	}
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return fmt.Errorf("building the scheme: %w", err)
-	}
-	if err := v1alpha1.AddToScheme(scheme); err != nil {
-		return fmt.Errorf("building the scheme: %w", err)
-	}
-	if err := karpenterv1.AddToScheme(scheme); err != nil {
-		return fmt.Errorf("building the scheme: %w", err)
-	}
-
-	// Read the certificate now, so that a missing or broken one is a clear
-	// error at start rather than a failed TLS handshake later.
-	certs, err := certwatcher.New(filepath.Join(cfg.CertDir, "tls.crt"), filepath.Join(cfg.CertDir, "tls.key"))
-	if err != nil {
-		return fmt.Errorf("loading the serving certificate from --cert-dir %s: %w", cfg.CertDir, err)
-	}
-
-	// The admission endpoints and the secure metrics present the same
-	// certificate, reloaded from disk.
-	servingTLS := []func(*tls.Config){secureTLS, func(c *tls.Config) { c.GetCertificate = certs.GetCertificate }}
-	handshakes, err := countHandshakes(o.registry)
+	restConfig, err := o.restConfigFor(cfg)
 	if err != nil {
 		return err
 	}
+	tlsOpts, err := serverTLS(cfg, log, o.registry)
+	if err != nil {
+		return err
+	}
+	mgr, mapper, err := newManager(cfg, &o, log, restConfig, tlsOpts)
+	if err != nil {
+		return err
+	}
+	metrics, err := admission.NewMetrics(o.registry)
+	if err != nil {
+		return err
+	}
+	ix := spread.NewIndex()
+	caches, err := addCaches(ctx, cfg, mgr, mapper, ix, metrics)
+	if err != nil {
+		return err
+	}
+	recorder := mgr.GetEventRecorder("spreadguard-webhook")
+	policyWatcher, err := addPolicyWatcher(mgr, log, recorder, o.registry)
+	if err != nil {
+		return err
+	}
+	sources, err := newSources(ctx, mgr, caches, policyWatcher)
+	if err != nil {
+		return err
+	}
+	engineCfg := cfg.Engine.Config()
+	if err := addSpreadHealth(mgr, &o, cfg, ix, sources, engineCfg, caches.tracker.Synced, log.WithName("spreadhealth")); err != nil {
+		return err
+	}
+	addEndpoints(mgr, cfg, log, endpointInputs{sources: o.sourcesFunc(sources), engine: engineCfg, index: ix,
+		synced: caches.synced, recorder: recorder, metrics: metrics})
+	if err := addHealthChecks(mgr, caches.synced); err != nil {
+		return err
+	}
+	log.Info("starting spreadguard-webhook", "port", cfg.Port, "certDir", cfg.CertDir,
+		"defaultAction", cfg.DefaultAction, "excludedNamespaces", engineCfg.ExcludedNamespaces,
+		"refuseUntilSynced", cfg.RefuseUntilSynced, "metricsSecure", cfg.MetricsSecure, "failurePolicy", cfg.FailurePolicy, "messageDetail", cfg.MessageDetail,
+		"karpenterNodePools", caches.templateSources.Karpenter, "nodeGroupLabel", cfg.NodeGroupLabel)
+	// Serve until ctx is done, then drain in-flight requests.
+	if err := mgr.Start(ctx); err != nil {
+		return fmt.Errorf("running the manager: %w", err)
+	}
+	return nil
+}
+
+// tlsOptions are the TLS settings of the servers: the admission endpoints
+// and the secure metrics present the same certificate, reloaded from disk
+// by certs; the admission endpoints also count handshakes and, with
+// --client-ca-file, require the API server's client certificate.
+type tlsOptions struct {
+	certs      *certwatcher.CertWatcher
+	serving    []func(*tls.Config)
+	webhookTLS []func(*tls.Config)
+}
+
+// serverTLS reads the serving certificate now, so that a missing or broken
+// one is a clear error at start rather than a failed TLS handshake later,
+// and the client CAs of --client-ca-file.
+func serverTLS(cfg *Config, log logr.Logger, reg prometheus.Registerer) (tlsOptions, error) {
+	certs, err := certwatcher.New(filepath.Join(cfg.CertDir, "tls.crt"), filepath.Join(cfg.CertDir, "tls.key"))
+	if err != nil {
+		return tlsOptions{}, fmt.Errorf("loading the serving certificate from --cert-dir %s: %w", cfg.CertDir, err)
+	}
+	servingTLS := []func(*tls.Config){secureTLS, func(c *tls.Config) { c.GetCertificate = certs.GetCertificate }}
+	handshakes, err := countHandshakes(reg)
+	if err != nil {
+		return tlsOptions{}, err
+	}
 	webhookTLS := append(slices.Clone(servingTLS), handshakes)
 	if cfg.ClientCAFile != "" {
-		pool, err := loadClientCAs(cfg.ClientCAFile)
+		// Reloaded when the file changes, as the serving certificate is.
+		cas, err := newClientCAs(cfg.ClientCAFile, log.WithName("client-ca"), reg)
 		if err != nil {
-			return err
+			return tlsOptions{}, err
 		}
-		webhookTLS = append(webhookTLS, func(c *tls.Config) {
-			c.ClientCAs, c.ClientAuth = pool, tls.RequireAndVerifyClientCert
-		})
+		webhookTLS = append(webhookTLS, cas.tlsOption)
 	}
+	return tlsOptions{certs: certs, serving: servingTLS, webhookTLS: webhookTLS}, nil
+}
 
+// newManager builds the manager: its scheme, its cache with only what
+// spreadguard reads, the metrics and probe servers and the webhook server,
+// with the certificate watcher added. mapper answers which optional kinds
+// the API server serves: the cache's own, where its options bring one (a
+// test's cluster without an API server).
+func newManager(cfg *Config, o *options, log logr.Logger, restConfig *rest.Config, t tlsOptions) (_ manager.Manager, mapper meta.RESTMapper, _ error) {
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, nil, fmt.Errorf("building the scheme: %w", err)
+	}
+	// Every kind spreadguard reads, its own API's and the other projects'
+	// it mirrors (Karpenter's NodePool, the node classes).
+	if err := cache.AddToScheme(scheme); err != nil {
+		return nil, nil, err
+	}
 	cacheOpts := cache.Options()
 	for _, fn := range o.cacheOptions {
 		fn(&cacheOpts)
@@ -179,101 +240,122 @@ func Run(ctx context.Context, cfg *Config, opts ...Option) error {
 		Scheme:                 scheme,
 		Logger:                 log,
 		Cache:                  cacheOpts,
-		Metrics:                metricsOptions(cfg, servingTLS),
+		Metrics:                metricsOptions(cfg, t.serving),
 		HealthProbeBindAddress: cfg.HealthProbeBindAddress,
 		WebhookServer: webhook.NewServer(webhook.Options{
 			Host:    cmp.Or(o.host, cfg.Host),
 			Port:    cfg.Port,
 			CertDir: cfg.CertDir,
-			TLSOpts: webhookTLS,
+			TLSOpts: t.webhookTLS,
 		}),
 	})
 	if err != nil {
-		return fmt.Errorf("creating the manager: %w", err)
+		return nil, nil, fmt.Errorf("creating the manager: %w", err)
 	}
-	if err := mgr.Add(certs); err != nil {
-		return fmt.Errorf("adding the certificate watcher: %w", err)
+	if err := mgr.Add(t.certs); err != nil {
+		return nil, nil, fmt.Errorf("adding the certificate watcher: %w", err)
 	}
-
-	metrics, err := admission.NewMetrics(o.registry)
-	if err != nil {
-		return err
-	}
-	ix := spread.NewIndex()
-	services := cache.NewServiceIndex()
-	// The cache's mapper, where its options bring one (a test's cluster
-	// without an API server), answers which optional kinds are served.
-	mapper := cacheOpts.Mapper
+	mapper = cacheOpts.Mapper
 	if mapper == nil {
 		mapper = mgr.GetRESTMapper()
 	}
-	watched, served, karpenter, err := watchedKinds(cfg, mapper)
+	return mgr, mapper, nil
+}
+
+// caches is what the webhook keeps of the cluster, and the two halves of
+// what a check reads: the informers, whose tracker feeds the index and the
+// Service index, and the templates of the nodes an autoscaler can add.
+type caches struct {
+	tracker         *cache.Tracker
+	services        *cache.ServiceIndex
+	templates       *templates.Watcher
+	templateSources lookup.TemplateOptions
+}
+
+// synced reports whether pods can be checked: once the caches and the
+// templates are complete, since a check without the templates would refuse
+// what a new node would take.
+func (c *caches) synced() bool { return c.tracker.Synced() && c.templates.Loaded() }
+
+// addCaches adds the informers of every kind the webhook watches, the
+// tracker that feeds ix and the Service index from them, and the template
+// watcher. spreadguard_cache_synced is 1 once both halves are complete.
+func addCaches(ctx context.Context, cfg *Config, mgr manager.Manager, mapper meta.RESTMapper, ix *spread.Index, metrics *admission.Metrics) (*caches, error) {
+	watched, templateSources, err := watchedKinds(cfg, mapper)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	// spreadguard_cache_synced is 1 once the caches have synced and the
-	// templates have been derived: the two halves of what a check reads.
 	var halves atomic.Int32
 	halfSynced := func() {
 		if halves.Add(1) == 2 {
 			metrics.CacheSynced.Set(1)
 		}
 	}
+	services := cache.NewServiceIndex()
 	tracker, err := cache.NewTracker(ctx, mgr.GetCache(), watched, ix, services, halfSynced)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := mgr.Add(tracker); err != nil {
-		return fmt.Errorf("adding the cache tracker: %w", err)
+		return nil, fmt.Errorf("adding the cache tracker: %w", err)
 	}
-	templateOpts := lookup.TemplateOptions{NodeTemplates: served[v1alpha1.GroupVersion.WithKind(v1alpha1.KindNodeTemplate)],
-		Karpenter: karpenter, NodeGroupLabel: cfg.NodeGroupLabel}
-	templates := cache.NewTemplateWatcher(mgr.GetCache(), func(ctx context.Context) ([]spread.Template, error) {
-		return lookup.Templates(ctx, mgr.GetCache(), templateOpts)
-	}, ix.SetTemplates, templateInterval, halfSynced)
-	if err := watchTemplateSources(ctx, mgr.GetCache(), watched, templates); err != nil {
-		return err
+	tw := templates.New(mgr.GetCache(), templateSources, watched, ix.SetTemplates, halfSynced)
+	if err := mgr.Add(tw); err != nil {
+		return nil, fmt.Errorf("adding the template watcher: %w", err)
 	}
-	if err := mgr.Add(templates); err != nil {
-		return fmt.Errorf("adding the template watcher: %w", err)
-	}
-	// Pods are checked once the caches and the templates are complete: a
-	// check without the templates would refuse what a new node would take.
-	synced := func() bool { return tracker.Synced() && templates.Loaded() }
-	recorder := mgr.GetEventRecorder("spreadguard-webhook")
-	policyWatcher := cache.NewPolicyWatcher(log.WithName("policies"), recorder, func(kind string, n int) {
-		metrics.InvalidPolicies.WithLabelValues(kind).Set(float64(n))
-	})
-	for _, obj := range []client.Object{&v1alpha1.SpreadPolicy{}, &v1alpha1.ClusterSpreadPolicy{}} {
-		inf, err := mgr.GetCache().GetInformer(ctx, obj)
-		if err != nil {
-			return fmt.Errorf("getting the informer for %T: %w", obj, err)
-		}
-		if _, err := inf.AddEventHandler(policyWatcher.Handler()); err != nil {
-			return fmt.Errorf("watching %T for rejected policies: %w", obj, err)
-		}
-	}
+	return &caches{tracker: tracker, services: services, templates: tw, templateSources: templateSources}, nil
+}
 
-	// Owners, namespaces and policies are read from the informers' stores
-	// themselves: every mutation reads them.
+// addPolicyWatcher adds the controller that judges every stored policy once
+// per generation; requests read its verdicts.
+func addPolicyWatcher(mgr manager.Manager, log logr.Logger, recorder events.EventRecorder, reg prometheus.Registerer) (*policies.Watcher, error) {
+	w, err := policies.New(mgr.GetCache(), log.WithName("policies"), recorder, reg)
+	if err != nil {
+		return nil, err
+	}
+	if err := mgr.Add(w); err != nil {
+		return nil, fmt.Errorf("adding the policy watcher: %w", err)
+	}
+	return w, nil
+}
+
+// newSources returns the lookups of every request. Owners, namespaces and
+// policies are read from the informers' stores themselves, Services from
+// the Service index: every mutation reads them. What the cache has not seen
+// yet is read from the API server.
+func newSources(ctx context.Context, mgr manager.Manager, c *caches, verdicts policy.Verdicts) (*lookup.Sources, error) {
 	stores, err := lookup.NewInformerStores(ctx, mgr.GetCache())
 	if err != nil {
-		return err
+		return nil, err
 	}
-	sources := lookup.NewSources(mgr.GetCache()).WithFallback(mgr.GetAPIReader(), tracker.Synced).WithServiceIndex(services).
-		WithInformerStores(stores).WithPolicyVerdicts(policyWatcher)
-	sourcesFor := func(ctx context.Context) engine.Sources { return sources.WithContext(ctx) }
+	return lookup.NewSources(mgr.GetCache()).WithFallback(mgr.GetAPIReader(), c.tracker.Synced).WithServiceIndex(c.services).
+		WithInformerStores(stores).WithPolicyVerdicts(verdicts), nil
+}
+
+// sourcesFunc binds sources to each request's context, through the test's
+// wrapper when there is one.
+func (o *options) sourcesFunc(sources *lookup.Sources) admission.SourcesFunc {
 	if wrap := o.wrapSources; wrap != nil {
-		sourcesFor = func(ctx context.Context) engine.Sources { return wrap(sources.WithContext(ctx)) }
+		return func(ctx context.Context) engine.Sources { return wrap(sources.WithContext(ctx)) }
 	}
-	engineCfg := engine.Config{DefaultAction: cfg.DefaultAction, ExcludedNamespaces: cfg.ExcludedNamespaceSet(),
-		MessageDetail: cfg.MessageDetail}
-	if err := addSpreadHealth(mgr, &o, cfg, ix, sources, engineCfg, tracker.Synced, log.WithName("spreadhealth")); err != nil {
-		return err
-	}
-	decoder := ctrladmission.NewDecoder(scheme)
+	return func(ctx context.Context) engine.Sources { return sources.WithContext(ctx) }
+}
+
+// endpointInputs is what the pod and workload handlers read.
+type endpointInputs struct {
+	sources  admission.SourcesFunc
+	engine   engine.Config
+	index    *spread.Index
+	synced   func() bool
+	recorder events.EventRecorder
+	metrics  *admission.Metrics
+}
+
+// addEndpoints registers every admission endpoint with the webhook server.
+func addEndpoints(mgr manager.Manager, cfg *Config, log logr.Logger, h endpointInputs) {
+	decoder := ctrladmission.NewDecoder(mgr.GetScheme())
 	pods := metav1.GroupVersionResource{Version: "v1", Resource: "pods"}
-	policies := v1alpha1.GroupVersion.WithResource("spreadpolicies")
+	spreadPolicies := v1alpha1.GroupVersion.WithResource("spreadpolicies")
 	clusterPolicies := v1alpha1.GroupVersion.WithResource("clusterspreadpolicies")
 	// The mutating endpoint reviews CREATEs only, whose reviews carry one
 	// object; the others also review UPDATEs, which carry two.
@@ -281,32 +363,37 @@ func Run(ctx context.Context, cfg *Config, opts ...Option) error {
 		PathMutatePod: {admission.ForResource(pods, true), admission.WithMaxBodyBytes(admission.MaxCreateReviewBytes)},
 		// Also the UPDATE that removes a gated pod's last scheduling gate.
 		PathValidatePod:                 {admission.ForResource(pods, true)},
-		PathValidateSpreadPolicy:        {admission.ForResource(metav1.GroupVersionResource(policies), true)},
+		PathValidateSpreadPolicy:        {admission.ForResource(metav1.GroupVersionResource(spreadPolicies), true)},
 		PathValidateClusterSpreadPolicy: {admission.ForResource(metav1.GroupVersionResource(clusterPolicies), false)},
+		// A workload's UPDATE carries two objects, each up to the API
+		// server's 3 MiB request limit: the default cap, as for pod UPDATEs.
+		PathForecastWorkload: {admission.ForWorkloads(), admission.WithMaxBodyBytes(admission.MaxRequestBytes)},
 	}
+	podWebhook := admission.PodWebhook{Sources: h.sources, Config: h.engine, FailurePolicy: cfg.FailurePolicy, Metrics: h.metrics}
 	handlers := map[string]ctrladmission.Handler{
-		PathMutatePod: &admission.PodMutator{
-			PodWebhook: admission.PodWebhook{Sources: sourcesFor, Config: engineCfg, FailurePolicy: cfg.FailurePolicy, Metrics: metrics},
-		},
+		PathMutatePod: &admission.PodMutator{PodWebhook: podWebhook},
 		PathValidatePod: &admission.PodValidator{
-			PodWebhook:        admission.PodWebhook{Sources: sourcesFor, Config: engineCfg, FailurePolicy: cfg.FailurePolicy, Metrics: metrics},
-			Checker:           ix,
-			Synced:            synced,
+			PodWebhook:        podWebhook,
+			Checker:           h.index,
+			Synced:            h.synced,
 			RefuseUntilSynced: cfg.RefuseUntilSynced,
-			Recorder:          recorder,
+			Recorder:          h.recorder,
 		},
-		PathValidateSpreadPolicy:        admission.NewSpreadPolicyValidator(decoder, metrics),
-		PathValidateClusterSpreadPolicy: admission.NewClusterSpreadPolicyValidator(decoder, metrics),
-		// A scale carries no template: the workload is read from the API
-		// server, so no Deployment is cached.
-		PathForecastWorkload: &admission.WorkloadForecaster{Sources: sourcesFor, Config: engineCfg, Cluster: ix,
-			Synced: synced, Workloads: mgr.GetAPIReader(), Metrics: metrics},
+		PathValidateSpreadPolicy:        admission.NewSpreadPolicyValidator(decoder, h.metrics),
+		PathValidateClusterSpreadPolicy: admission.NewClusterSpreadPolicyValidator(decoder, h.metrics),
+		// A scale carries no template: the workload is read from the cache.
+		PathForecastWorkload: &admission.WorkloadForecaster{Sources: h.sources, Config: h.engine, Cluster: h.index,
+			Synced: h.synced, Workloads: mgr.GetCache(), Metrics: h.metrics},
 	}
 	server := mgr.GetWebhookServer()
-	for path, h := range handlers {
-		server.Register(path, admission.NewEndpoint(h, log.WithName("admission").WithValues("webhook", path), endpointOptions[path]...))
+	for path, handler := range handlers {
+		server.Register(path, admission.NewEndpoint(handler, log.WithName("admission").WithValues("webhook", path), endpointOptions[path]...))
 	}
+}
 
+// addHealthChecks serves /healthz, and /readyz once the caches have synced
+// and the webhook server has started.
+func addHealthChecks(mgr manager.Manager, synced func() bool) error {
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return fmt.Errorf("adding the health check: %w", err)
 	}
@@ -318,32 +405,18 @@ func Run(ctx context.Context, cfg *Config, opts ...Option) error {
 	}); err != nil {
 		return fmt.Errorf("adding the readiness check: %w", err)
 	}
-	if err := mgr.AddReadyzCheck("webhook", server.StartedChecker()); err != nil {
+	if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
 		return fmt.Errorf("adding the readiness check: %w", err)
-	}
-
-	log.Info("starting spreadguard-webhook", "port", cfg.Port, "certDir", cfg.CertDir,
-		"defaultAction", cfg.DefaultAction, "excludedNamespaces", engineCfg.ExcludedNamespaces,
-		"refuseUntilSynced", cfg.RefuseUntilSynced, "metricsSecure", cfg.MetricsSecure, "failurePolicy", cfg.FailurePolicy, "messageDetail", cfg.MessageDetail,
-		"karpenterNodePools", karpenter, "nodeGroupLabel", cfg.NodeGroupLabel)
-	if err := mgr.Start(ctx); err != nil {
-		return fmt.Errorf("running the manager: %w", err)
 	}
 	return nil
 }
 
-// templateInterval is the shortest time between two derivations of the
-// templates of the nodes an autoscaler can add.
-const templateInterval = time.Second
-
 // watchedKinds returns the kinds to watch: every kind that is not optional,
-// and each optional one that the API server serves (served), Karpenter's
-// NodePools only when cfg asks for them. karpenter says whether NodePools
-// are read.
-// --autoscaler-karpenter=true without the NodePool API is an error: the
-// setting says Karpenter runs, and it cannot be read.
-func watchedKinds(cfg *Config, mapper meta.RESTMapper) (_ []client.Object, served map[schema.GroupVersionKind]bool, karpenter bool, _ error) {
-	served = map[schema.GroupVersionKind]bool{}
+// and each optional one that the API server serves, Karpenter's NodePools
+// only when cfg asks for them (config.Engine.Templates); and where the
+// templates of the nodes an autoscaler can add come from.
+func watchedKinds(cfg *Config, mapper meta.RESTMapper) ([]client.Object, lookup.TemplateOptions, error) {
+	served := map[schema.GroupVersionKind]bool{}
 	for _, k := range cache.Kinds {
 		if !k.Optional {
 			continue
@@ -354,56 +427,18 @@ func watchedKinds(cfg *Config, mapper meta.RESTMapper) (_ []client.Object, serve
 			served[k.GVK] = true
 		case meta.IsNoMatchError(err):
 		default:
-			return nil, nil, false, fmt.Errorf("asking the API server whether it serves %s: %w", k.GVK, err)
+			return nil, lookup.TemplateOptions{}, fmt.Errorf("asking the API server whether it serves %s: %w", k.GVK, err)
 		}
 	}
 	nodePools := karpenterv1.GroupVersion.WithKind(karpenterv1.KindNodePool)
-	switch cfg.AutoscalerKarpenter {
-	case ToggleTrue:
-		if !served[nodePools] {
-			return nil, nil, false, fmt.Errorf("--autoscaler-karpenter is true, but the API server does not serve %s: install Karpenter's CRDs or set it to auto", nodePools)
-		}
-		karpenter = true
-	case ToggleAuto:
-		karpenter = served[nodePools]
+	templateSources, err := cfg.Engine.Templates(served[v1alpha1.GroupVersion.WithKind(v1alpha1.KindNodeTemplate)], served[nodePools])
+	if err != nil {
+		return nil, lookup.TemplateOptions{}, err
 	}
 	watched := cache.Watched(func(k cache.Kind) bool {
-		return served[k.GVK] && (k.GVK != nodePools || karpenter)
+		return served[k.GVK] && (k.GVK != nodePools || templateSources.Karpenter)
 	})
-	return watched, served, karpenter, nil
-}
-
-// watchTemplateSources has the template watcher hear of every change to
-// what the templates are derived from.
-func watchTemplateSources(ctx context.Context, c crcache.Cache, watched []client.Object, w *cache.TemplateWatcher) error {
-	for _, obj := range watched {
-		switch obj.(type) {
-		case *v1.Node, *v1alpha1.NodeTemplate, *karpenterv1.NodePool, *v1alpha1.SpreadPolicy, *v1alpha1.ClusterSpreadPolicy:
-		default:
-			continue
-		}
-		inf, err := c.GetInformer(ctx, obj)
-		if err != nil {
-			return fmt.Errorf("getting the informer for %T: %w", obj, err)
-		}
-		if _, err := inf.AddEventHandler(w.Handler()); err != nil {
-			return fmt.Errorf("watching %T for the templates of new nodes: %w", obj, err)
-		}
-	}
-	return nil
-}
-
-// loadClientCAs reads the CAs of --client-ca-file.
-func loadClientCAs(path string) (*x509.CertPool, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("reading --client-ca-file: %w", err)
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(data) {
-		return nil, fmt.Errorf("--client-ca-file %s holds no PEM certificate", path)
-	}
-	return pool, nil
+	return watched, templateSources, nil
 }
 
 // metricsOptions serves /metrics as cfg says: with MetricsSecure over HTTPS
@@ -434,7 +469,7 @@ func (o *options) buildLogger(cfg *Config) (logr.Logger, error) {
 	if o.logger != nil {
 		return *o.logger, nil
 	}
-	v, err := ParseLogLevel(cfg.LogLevel)
+	v, err := config.ParseLogLevel(cfg.LogLevel)
 	if err != nil {
 		return logr.Logger{}, fmt.Errorf("--log-level: %w", err)
 	}
@@ -448,7 +483,14 @@ func (o *options) buildLogger(cfg *Config) (logr.Logger, error) {
 	return log, nil
 }
 
-func loadRESTConfig(kubeconfig string) (*rest.Config, error) {
+// restConfigFor is the API server of WithRESTConfig, or else the one
+// --kubeconfig names, or else the one a process finds by itself
+// (in-cluster, $KUBECONFIG, ~/.kube/config).
+func (o *options) restConfigFor(cfg *Config) (*rest.Config, error) {
+	if o.restConfig != nil {
+		return o.restConfig, nil
+	}
+	kubeconfig := cfg.Kubeconfig
 	if kubeconfig != "" {
 		c, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 		if err != nil {

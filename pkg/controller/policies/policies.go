@@ -1,17 +1,32 @@
-package cache
+// Package policies is the controller that makes a policy spreadguard
+// rejects visible. The schema and the validating webhook refuse most bad
+// policies, but one can still be stored (while the webhook was down, or
+// under an older CRD); policy.Resolve then passes over it, never
+// half-applying it, and a policy of lower priority applies instead. The
+// Watcher sees each policy as it enters the informer cache and, once per
+// generation, logs why it is rejected, records a Warning event on it and
+// keeps the count of rejected policies per kind. Admission requests never
+// pay for this: policy.Resolve reads the watcher's verdict on a policy
+// (PolicyVerdict) instead of validating it again.
+package policies
 
 import (
+	"context"
 	"fmt"
 	"sync"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
+	"github.com/spreadguard/spreadguard/pkg/cache"
 	"github.com/spreadguard/spreadguard/pkg/policy"
 )
 
@@ -19,23 +34,21 @@ import (
 // reached the cluster but that spreadguard rejects.
 const ReasonInvalidPolicy = "InvalidPolicy"
 
-// InvalidPolicyGauge is set to the number of rejected policies of a kind
-// (v1alpha1.KindSpreadPolicy or KindClusterSpreadPolicy).
-type InvalidPolicyGauge func(kind string, n int)
+var (
+	_ manager.Runnable               = (*Watcher)(nil)
+	_ manager.LeaderElectionRunnable = (*Watcher)(nil)
+	_ policy.Verdicts                = (*Watcher)(nil)
+)
 
-// PolicyWatcher makes a policy that spreadguard rejects visible. The
-// schema and the validating webhook refuse most bad policies, but one can
-// still be stored (while the webhook was down, or under an older CRD);
-// policy.Resolve then passes over it, never half-applying it, and a policy
-// of lower priority applies instead. The watcher sees each policy as it
-// enters the cache and, once per generation, logs why it is rejected,
-// records a Warning event on it and keeps the count of rejected policies
-// per kind. Admission requests never pay for this: policy.Resolve reads the
-// watcher's verdict on a policy (PolicyVerdict) instead of validating it again.
-type PolicyWatcher struct {
-	log      logr.Logger
-	recorder events.EventRecorder
-	gauge    InvalidPolicyGauge
+// Watcher judges every stored policy once per generation. It is a
+// manager.Runnable on every replica: each replica's requests read its
+// verdicts.
+type Watcher struct {
+	informers crcache.Informers
+	log       logr.Logger
+	recorder  events.EventRecorder
+	// invalid is spreadguard_invalid_policies{kind}.
+	invalid *prometheus.GaugeVec
 
 	mu sync.Mutex
 	// verdicts holds, for each policy, the generation last validated and
@@ -49,15 +62,46 @@ type verdict struct {
 	valid      bool
 }
 
-// NewPolicyWatcher returns a watcher that reports through log, recorder
-// and gauge; recorder and gauge may be nil.
-func NewPolicyWatcher(log logr.Logger, recorder events.EventRecorder, gauge InvalidPolicyGauge) *PolicyWatcher {
-	return &PolicyWatcher{log: log, recorder: recorder, gauge: gauge, verdicts: map[types.UID]verdict{}}
+// New returns a watcher of the policies in informers that reports through
+// log and recorder (nil records no event), and registers its gauge
+// spreadguard_invalid_policies with reg.
+func New(informers crcache.Informers, log logr.Logger, recorder events.EventRecorder, reg prometheus.Registerer) (*Watcher, error) {
+	w := &Watcher{
+		informers: informers, log: log, recorder: recorder, verdicts: map[types.UID]verdict{},
+		invalid: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "spreadguard_invalid_policies",
+			Help: "Stored SpreadPolicies and ClusterSpreadPolicies that spreadguard rejects and passes over, by kind.",
+		}, []string{"kind"}),
+	}
+	if err := reg.Register(w.invalid); err != nil {
+		return nil, fmt.Errorf("registering the policy metrics: %w", err)
+	}
+	return w, nil
+}
+
+// Start judges the policies the informers hold and every change to them,
+// until ctx is done.
+func (w *Watcher) Start(ctx context.Context) error {
+	unwatch, err := w.watch(ctx)
+	if err != nil {
+		return err
+	}
+	<-ctx.Done()
+	return unwatch()
+}
+
+// NeedLeaderElection is false: every replica resolves policies.
+func (w *Watcher) NeedLeaderElection() bool { return false }
+
+// watch adds the watcher's handler to the policies' informers, which
+// replay the policies they hold; unwatch removes it.
+func (w *Watcher) watch(ctx context.Context) (unwatch func() error, err error) {
+	return cache.AddHandler(ctx, w.informers, w.Handler(), &v1alpha1.SpreadPolicy{}, &v1alpha1.ClusterSpreadPolicy{})
 }
 
 // Handler returns the informer event handler for SpreadPolicies and
 // ClusterSpreadPolicies.
-func (w *PolicyWatcher) Handler() toolscache.ResourceEventHandler {
+func (w *Watcher) Handler() toolscache.ResourceEventHandler {
 	return toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { w.Observe(obj) },
 		UpdateFunc: func(_, obj any) { w.Observe(obj) },
@@ -71,7 +115,7 @@ func (w *PolicyWatcher) Handler() toolscache.ResourceEventHandler {
 }
 
 // Observe validates a policy as it is now.
-func (w *PolicyWatcher) Observe(obj any) {
+func (w *Watcher) Observe(obj any) {
 	kind, name, meta, errs, ok := validate(obj)
 	if !ok {
 		return
@@ -82,9 +126,7 @@ func (w *PolicyWatcher) Observe(obj any) {
 	w.verdicts[meta.UID] = verdict{kind: kind, generation: meta.Generation, valid: len(errs) == 0}
 	n := w.countLocked(kind)
 	w.mu.Unlock()
-	if w.gauge != nil {
-		w.gauge(kind, n)
-	}
+	w.invalid.WithLabelValues(kind).Set(float64(n))
 	switch {
 	case len(errs) == 0 && wasRejected:
 		w.log.Info("policy accepted again", "kind", kind, "policy", name, "generation", meta.Generation)
@@ -100,7 +142,7 @@ func (w *PolicyWatcher) Observe(obj any) {
 }
 
 // Forget drops a deleted policy.
-func (w *PolicyWatcher) Forget(obj any) {
+func (w *Watcher) Forget(obj any) {
 	kind, _, meta, _, ok := validate(obj)
 	if !ok {
 		return
@@ -109,12 +151,10 @@ func (w *PolicyWatcher) Forget(obj any) {
 	delete(w.verdicts, meta.UID)
 	n := w.countLocked(kind)
 	w.mu.Unlock()
-	if w.gauge != nil {
-		w.gauge(kind, n)
-	}
+	w.invalid.WithLabelValues(kind).Set(float64(n))
 }
 
-func (w *PolicyWatcher) countLocked(kind string) int {
+func (w *Watcher) countLocked(kind string) int {
 	n := 0
 	for _, v := range w.verdicts {
 		if v.kind == kind && !v.valid {
@@ -128,7 +168,7 @@ func (w *PolicyWatcher) countLocked(kind string) int {
 // generation; known is false when the watcher has not validated that
 // generation (not yet observed, or changed since), and the caller validates
 // it itself.
-func (w *PolicyWatcher) PolicyVerdict(uid types.UID, generation int64) (valid, known bool) {
+func (w *Watcher) PolicyVerdict(uid types.UID, generation int64) (valid, known bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	v, ok := w.verdicts[uid]

@@ -1,20 +1,35 @@
-package cache
+package policies
 
 import (
 	"testing"
 
 	"github.com/go-logr/logr"
 	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/cache/informertest"
 
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
 	"github.com/spreadguard/spreadguard/pkg/policy/policytest"
 )
 
-func TestPolicyWatcherReportsARejectedPolicyOncePerGeneration(t *testing.T) {
+// newWatcher returns a watcher of no informers that records events with
+// rec, its metric registered with a registry of its own.
+func newWatcher(t *testing.T, rec events.EventRecorder) *Watcher {
+	t.Helper()
+	w, err := New(&informertest.FakeInformers{}, logr.Discard(), rec, prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+func TestWatcherReportsARejectedPolicyOncePerGeneration(t *testing.T) {
 	zone := policytest.MakeConstraint().Zone().MaxSkew(1).DoNotSchedule().Obj()
 	bad := func(gen int64) *v1alpha1.SpreadPolicy {
 		p := policytest.MakeSpreadPolicy().Namespace("shop").Name("zones").Generation(gen).
@@ -26,8 +41,7 @@ func TestPolicyWatcherReportsARejectedPolicyOncePerGeneration(t *testing.T) {
 	fixed.Spec.PodSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}
 
 	rec := events.NewFakeRecorder(10)
-	counts := map[string]int{}
-	w := NewPolicyWatcher(logr.Discard(), rec, func(kind string, n int) { counts[kind] = n })
+	w := newWatcher(t, rec)
 	h := w.Handler()
 
 	steps := []struct {
@@ -60,13 +74,13 @@ func TestPolicyWatcherReportsARejectedPolicyOncePerGeneration(t *testing.T) {
 				t.Errorf("%s: event (-want +got):\n%s\nwhole event: %s", s.name, diff, e)
 			}
 		}
-		if counts[v1alpha1.KindSpreadPolicy] != s.wantCount {
-			t.Errorf("%s: rejected SpreadPolicies = %d, want %d", s.name, counts[v1alpha1.KindSpreadPolicy], s.wantCount)
+		if got := testutil.ToFloat64(w.invalid.WithLabelValues(v1alpha1.KindSpreadPolicy)); got != float64(s.wantCount) {
+			t.Errorf("%s: spreadguard_invalid_policies{kind=SpreadPolicy} = %v, want %d", s.name, got, s.wantCount)
 		}
 	}
 }
 
-func TestPolicyWatcherVerdictIsThatOfTheGenerationItValidated(t *testing.T) {
+func TestWatcherVerdictIsThatOfTheGenerationItValidated(t *testing.T) {
 	zone := policytest.MakeConstraint().Zone().MaxSkew(1).DoNotSchedule().Obj()
 	policy := func(gen int64, podOperator metav1.LabelSelectorOperator) *v1alpha1.SpreadPolicy {
 		p := policytest.MakeSpreadPolicy().Namespace("shop").Name("zones").Generation(gen).
@@ -74,7 +88,7 @@ func TestPolicyWatcherVerdictIsThatOfTheGenerationItValidated(t *testing.T) {
 		p.UID = types.UID("uid-zones")
 		return p
 	}
-	w := NewPolicyWatcher(logr.Discard(), nil, nil)
+	w := newWatcher(t, nil)
 	h := w.Handler()
 	type verdict struct{ valid, known bool }
 	check := func(step string, gen int64, want verdict) {
@@ -94,4 +108,53 @@ func TestPolicyWatcherVerdictIsThatOfTheGenerationItValidated(t *testing.T) {
 	check("a new generation observed, asked of the old one", 1, verdict{})
 	h.OnDelete(policy(2, "in"))
 	check("deleted", 2, verdict{})
+}
+
+func TestWatcherJudgesThePoliciesItsInformersHold(t *testing.T) {
+	zone := policytest.MakeConstraint().Zone().MaxSkew(1).DoNotSchedule().Obj()
+	valid := policytest.MakeSpreadPolicy().Namespace("shop").Name("zones").Generation(1).Constraint(zone).Obj()
+	valid.UID = "uid-valid"
+	rejected := policytest.MakeClusterSpreadPolicy().Name("default").Generation(1).
+		PodExpression("app", "in", "web").Constraint(zone).Obj()
+	rejected.UID = "uid-rejected"
+	scheme := runtime.NewScheme()
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	informers := &informertest.FakeInformers{Scheme: scheme}
+	spreadPolicies, err := informers.FakeInformerFor(t.Context(), &v1alpha1.SpreadPolicy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clusterPolicies, err := informers.FakeInformerFor(t.Context(), &v1alpha1.ClusterSpreadPolicy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := New(informers, logr.Discard(), nil, prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.watch(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	spreadPolicies.Add(valid)
+	clusterPolicies.Add(rejected)
+	type verdict struct{ valid, known bool }
+	for _, tc := range []struct {
+		name string
+		uid  types.UID
+		want verdict
+	}{
+		{"a valid SpreadPolicy added to its informer -> judged valid", valid.UID, verdict{valid: true, known: true}},
+		{"a ClusterSpreadPolicy with operator 'in' added to its informer -> judged invalid", rejected.UID, verdict{valid: false, known: true}},
+	} {
+		var got verdict
+		got.valid, got.known = w.PolicyVerdict(tc.uid, 1)
+		if got != tc.want {
+			t.Errorf("%s: verdict %+v, want %+v", tc.name, got, tc.want)
+		}
+	}
+	if got := testutil.ToFloat64(w.invalid.WithLabelValues(v1alpha1.KindClusterSpreadPolicy)); got != 1 {
+		t.Errorf("spreadguard_invalid_policies{kind=ClusterSpreadPolicy} = %v, want 1", got)
+	}
 }

@@ -1,0 +1,223 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/spf13/cobra"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
+	"github.com/spreadguard/spreadguard/pkg/cache"
+	"github.com/spreadguard/spreadguard/pkg/engine"
+	"github.com/spreadguard/spreadguard/pkg/lookup"
+	"github.com/spreadguard/spreadguard/pkg/spread"
+)
+
+// release is the ConfigMap the chart renders for release sg in
+// spreadguard-system, holding file.
+func release(file string) *v1.ConfigMap {
+	return &v1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "spreadguard-system", Name: "sg-spreadguard-config", Labels: map[string]string{
+			"app.kubernetes.io/name": "spreadguard", "app.kubernetes.io/instance": "sg",
+			"app.kubernetes.io/part-of": "spreadguard", "app.kubernetes.io/component": "webhook",
+		}},
+		Data: map[string]string{"config.yaml": file},
+	}
+}
+
+// strictRelease runs its webhook with Warn, domains only and no NodePools.
+const strictRelease = `apiVersion: config.spreadguard.io/v1alpha1
+kind: WebhookConfiguration
+defaultAction: Warn
+excludedNamespaces: [kube-system, spreadguard-system]
+messageDetail: domains
+autoscalerKarpenter: "false"
+nodeGroupLabel: eks.amazonaws.com/nodegroup
+`
+
+// inNamespace is fakeCluster whose kubeconfig context names namespace.
+func inNamespace(t *testing.T, namespace string, objs ...runtime.Object) connectFunc {
+	t.Helper()
+	scheme, err := cache.NewScheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &clients{reader: fake.NewClientBuilder().WithScheme(scheme).WithRuntimeObjects(objs...).Build(), namespace: namespace}
+	return func(string, string) (*clients, error) { return c, nil }
+}
+
+// TestEngineSettingsComeFromTheFlagsOrTheRelease parses a command line as
+// every command does, with a run function that records the settings, so
+// that no file is read and no engine runs; the release is read through a
+// fake client.
+func TestEngineSettingsComeFromTheFlagsOrTheRelease(t *testing.T) {
+	everything := engine.Config{DefaultAction: v1alpha1.ActionDeny, ExcludedNamespaces: []string{"kube-system"}, MessageDetail: spread.DetailNodes}
+	fromFile := lookup.TemplateOptions{NodeTemplates: true, Karpenter: true}
+	strict := engine.Config{DefaultAction: v1alpha1.ActionWarn, ExcludedNamespaces: []string{"kube-system", "spreadguard-system"},
+		MessageDetail: spread.DetailDomains}
+	strictTemplates := lookup.TemplateOptions{NodeTemplates: true, NodeGroupLabel: "eks.amazonaws.com/nodegroup"}
+	tests := []struct {
+		name          string
+		args          []string
+		connect       connectFunc
+		want          engine.Config
+		wantTemplates lookup.TemplateOptions
+		wantErr       string
+	}{
+		{
+			name:          "no flags -> the webhook's defaults, but messages that name nodes, and every NodePool read",
+			want:          everything,
+			wantTemplates: fromFile,
+		},
+		{
+			name: "--message-detail domains --autoscaler-karpenter=false --node-group-label pool --excluded-namespaces tools -> each in the settings",
+			args: []string{"--message-detail", "domains", "--autoscaler-karpenter=false", "--node-group-label", "pool", "--excluded-namespaces", "tools"},
+			want: engine.Config{DefaultAction: v1alpha1.ActionDeny, ExcludedNamespaces: []string{"kube-system", "tools"},
+				MessageDetail: spread.DetailDomains},
+			wantTemplates: lookup.TemplateOptions{NodeTemplates: true, NodeGroupLabel: "pool"},
+		},
+		{
+			name:          "--from-release sg --release-namespace spreadguard-system -> the release's settings",
+			args:          []string{"--from-release", "sg", "--release-namespace", "spreadguard-system"},
+			connect:       fakeCluster(t, release(strictRelease)),
+			want:          strict,
+			wantTemplates: strictTemplates,
+		},
+		{
+			name:          "--from-release sg, the kubeconfig context's namespace spreadguard-system -> found there",
+			args:          []string{"--from-release", "sg"},
+			connect:       inNamespace(t, "spreadguard-system", release(strictRelease)),
+			want:          strict,
+			wantTemplates: strictTemplates,
+		},
+		{
+			name:    "--from-release sg --autoscaler-karpenter auto --default-action Deny -> those two from the flags, the rest from the release",
+			args:    []string{"--from-release", "sg", "--release-namespace", "spreadguard-system", "--autoscaler-karpenter", "auto", "--default-action", "Deny"},
+			connect: fakeCluster(t, release(strictRelease)),
+			want: engine.Config{DefaultAction: v1alpha1.ActionDeny, ExcludedNamespaces: []string{"kube-system", "spreadguard-system"},
+				MessageDetail: spread.DetailDomains},
+			wantTemplates: lookup.TemplateOptions{NodeTemplates: true, Karpenter: true, NodeGroupLabel: "eks.amazonaws.com/nodegroup"},
+		},
+		{
+			name:    "--from-release sg in the context's namespace default, where it is not -> the error says where it looked",
+			args:    []string{"--from-release", "sg"},
+			connect: fakeCluster(t, release(strictRelease)),
+			wantErr: "release sg in namespace default has no ConfigMap labelled app.kubernetes.io/instance=sg",
+		},
+		{
+			name:    "a release whose messageDetail is all, no --message-detail -> the field and the ConfigMap named",
+			args:    []string{"--from-release", "sg", "--release-namespace", "spreadguard-system"},
+			connect: fakeCluster(t, release(strings.Replace(strictRelease, "messageDetail: domains", "messageDetail: all", 1))),
+			wantErr: `invalid messageDetail in ConfigMap spreadguard-system/sg-spreadguard-config key config.yaml: Unsupported value: "all"`,
+		},
+		{
+			name:          "a release whose messageDetail is all, --message-detail nodes given -> the flag wins, valid",
+			args:          []string{"--from-release", "sg", "--release-namespace", "spreadguard-system", "--message-detail", "nodes"},
+			connect:       fakeCluster(t, release(strings.Replace(strictRelease, "messageDetail: domains", "messageDetail: all", 1))),
+			want:          engine.Config{DefaultAction: v1alpha1.ActionWarn, ExcludedNamespaces: []string{"kube-system", "spreadguard-system"}, MessageDetail: spread.DetailNodes},
+			wantTemplates: strictTemplates,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, kube := newEngineFlags(), kubeFlags{}
+			var got engine.Config
+			var gotTemplates lookup.TemplateOptions
+			cmd := &cobra.Command{
+				Use: "test", SilenceErrors: true, SilenceUsage: true,
+				RunE: func(cmd *cobra.Command, _ []string) (err error) {
+					got, gotTemplates, err = f.settings(cmd, kube, tt.connect)
+					return err
+				},
+			}
+			f.register(cmd)
+			kube.register(cmd)
+			cmd.SetArgs(tt.args)
+			cmd.SetOut(&bytes.Buffer{})
+			err := cmd.Execute()
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error = %v, want one containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("engine settings (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.wantTemplates, gotTemplates); diff != "" {
+				t.Errorf("template sources (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestCheckDecidesAsTheReleasesWebhook runs check on the example files as
+// a webhook run with --autoscaler-karpenter=false and messageDetail:
+// domains decides, given by flags or read from its release.
+func TestCheckDecidesAsTheReleasesWebhook(t *testing.T) {
+	const karpenterCluster, minDomainsPod = "../../examples/cluster-karpenter.yaml", "../../examples/pod-mindomains.yaml"
+	denyRelease := strings.Replace(strictRelease, "defaultAction: Warn", "defaultAction: Deny", 1)
+	tests := []struct {
+		name          string
+		args          []string
+		wantCode      int
+		wantInMessage string
+		wantNoNode    bool
+	}{
+		{
+			name:     "pod-mindomains on cluster-karpenter, defaults -> allowed: a NodePool's node in zone-c would take it",
+			args:     []string{"--cluster", karpenterCluster, "--pod", minDomainsPod},
+			wantCode: exitAllowed,
+		},
+		{
+			name:          "pod-mindomains on cluster-karpenter, --autoscaler-karpenter=false -> denied: no NodePool read",
+			args:          []string{"--cluster", karpenterCluster, "--pod", minDomainsPod, "--autoscaler-karpenter=false"},
+			wantCode:      exitDenied,
+			wantInMessage: "cannot be satisfied on any node",
+		},
+		{
+			name:          "pod-mindomains on cluster-karpenter, from a release without Karpenter -> denied, and the message names no node",
+			args:          []string{"--cluster", karpenterCluster, "--pod", minDomainsPod, "--from-release", "sg", "--release-namespace", "spreadguard-system"},
+			wantCode:      exitDenied,
+			wantInMessage: "cannot be satisfied on any node",
+			wantNoNode:    true,
+		},
+		{
+			name:     "pod-mindomains on cluster-karpenter, from that release with --autoscaler-karpenter=auto -> allowed: the flag wins",
+			args:     []string{"--cluster", karpenterCluster, "--pod", minDomainsPod, "--from-release", "sg", "--release-namespace", "spreadguard-system", "--autoscaler-karpenter=auto"},
+			wantCode: exitAllowed,
+		},
+		{
+			name:          "pod-pinned on cluster, --message-detail domains -> denied, the cordoned nodes not named",
+			args:          []string{"--cluster", exampleCluster, "--pod", examplePinned, "--message-detail", "domains"},
+			wantCode:      exitDenied,
+			wantInMessage: "zone zone-c",
+			wantNoNode:    true,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := runWith(append([]string{"check", "-o", "json"}, tt.args...), &stdout, &stderr, fakeCluster(t, release(denyRelease)))
+			if code != tt.wantCode {
+				t.Fatalf("exit %d, want %d; stderr %q", code, tt.wantCode, stderr.String())
+			}
+			r := decodeReport(t, stdout.String())
+			if !strings.Contains(r.Message, tt.wantInMessage) {
+				t.Errorf("message %q does not say %q", r.Message, tt.wantInMessage)
+			}
+			if tt.wantNoNode && strings.Contains(r.Message, "node-") {
+				t.Errorf("message names a node under messageDetail domains: %q", r.Message)
+			}
+		})
+	}
+}

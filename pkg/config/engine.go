@@ -1,0 +1,177 @@
+// Package config is spreadguard's configuration, defined once for both
+// binaries: Engine, the settings that change a decision, with its flags and
+// its validation; WebhookConfiguration, the file the webhook reads with
+// --config (and the Helm chart renders into a ConfigMap), with its one
+// decoder; and FromRelease, which reads that file from an installed
+// release, so that kubectl-spread decides as the release's webhook does.
+package config
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+
+	"github.com/spf13/pflag"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	karpenterv1 "github.com/spreadguard/spreadguard/pkg/apis/karpenter/v1"
+	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
+	"github.com/spreadguard/spreadguard/pkg/engine"
+	"github.com/spreadguard/spreadguard/pkg/lookup"
+	"github.com/spreadguard/spreadguard/pkg/spread"
+)
+
+// KubeSystem is excluded whatever the configuration says: the control plane's
+// own pods must never wait on the webhook.
+const KubeSystem = metav1.NamespaceSystem
+
+// Engine is the part of the configuration that changes a decision: what to
+// do with an unsatisfiable pod, which namespaces are left alone, what a
+// message may name and where the nodes an autoscaler can add come from. The
+// webhook reads it from its configuration file and flags; kubectl-spread
+// from the same flags, or from an installed release's file (FromRelease)
+// with its flags winning, so that a decision made offline is the webhook's.
+// Its fields are inlined into WebhookConfiguration: their JSON names are
+// the file's.
+type Engine struct {
+	// DefaultAction applies to unsatisfiable pods whose policy sets none.
+	DefaultAction v1alpha1.ValidationAction `json:"defaultAction"`
+	// ExcludedNamespaces are never mutated nor validated; kube-system is
+	// always among them (ExcludedNamespaceSet).
+	ExcludedNamespaces []string `json:"excludedNamespaces"`
+	// MessageDetail is what a denial shown to the pod's creator may name:
+	// "domains" (per-domain counts and reasons, no node names, labels or
+	// taints) or "nodes" (everything, for single-tenant clusters).
+	MessageDetail spread.MessageDetail `json:"messageDetail"`
+	// AutoscalerKarpenter says whether Karpenter's NodePools are read as
+	// templates of the nodes an autoscaler can add: auto (when the
+	// karpenter.sh/v1 NodePool API is served), true or false.
+	AutoscalerKarpenter Toggle `json:"autoscalerKarpenter"`
+	// NodeGroupLabel is the node label that names a node's group
+	// (eks.amazonaws.com/nodegroup, cloud.google.com/gke-nodepool,
+	// kubernetes.azure.com/agentpool): each group and zone seen on a node
+	// is a template of a node the cluster autoscaler can add. Empty: none.
+	NodeGroupLabel string `json:"nodeGroupLabel,omitempty"`
+}
+
+// NewEngine returns the engine settings with the webhook's defaults.
+func NewEngine() Engine {
+	return Engine{
+		DefaultAction:       v1alpha1.ActionDeny,
+		ExcludedNamespaces:  []string{KubeSystem},
+		MessageDetail:       spread.DetailDomains,
+		AutoscalerKarpenter: ToggleAuto,
+	}
+}
+
+// Toggle is a setting that can also be decided from the cluster.
+type Toggle string
+
+// The values of a Toggle.
+const (
+	ToggleAuto  Toggle = "auto"
+	ToggleTrue  Toggle = "true"
+	ToggleFalse Toggle = "false"
+)
+
+// engineFlags are Engine's flags, the same in both binaries.
+var engineFlags = []Flag[Engine]{
+	{"default-action", "What to do with a pod whose hard spread constraints cannot be met when its policy sets no action: Deny, Warn or Audit.",
+		func(e *Engine) any { return &e.DefaultAction }},
+	{"excluded-namespaces", "Comma-separated namespaces whose pods are never mutated nor validated; kube-system is always added.",
+		func(e *Engine) any { return &e.ExcludedNamespaces }},
+	{"message-detail", "What a denial may name: domains (counts and reasons per domain, no node names, labels or taints) or nodes.",
+		func(e *Engine) any { return &e.MessageDetail }},
+	{"autoscaler-karpenter", "Read Karpenter's NodePools as nodes an autoscaler can add: auto (when the karpenter.sh/v1 NodePool API is served), true or false.",
+		func(e *Engine) any { return &e.AutoscalerKarpenter }},
+	{"node-group-label", "Node label naming a node's group (eks.amazonaws.com/nodegroup, cloud.google.com/gke-nodepool, kubernetes.azure.com/agentpool): each group and zone seen on a node is a node the autoscaler can add. Empty: none.",
+		func(e *Engine) any { return &e.NodeGroupLabel }},
+}
+
+// AddFlags binds Engine's flags to the fields of e; the current values of
+// e are the defaults --help shows.
+func (e *Engine) AddFlags(fs *pflag.FlagSet) { AddFlags(fs, e, engineFlags) }
+
+// EngineFlagNames maps each of Engine's fields, by its JSON name, to its
+// flag (see FlagNames).
+func EngineFlagNames() map[string]string { return FlagNames(engineFlags) }
+
+// Override sets on e every field whose flag fs was given, to its value in
+// flagged, the Engine fs's flags are bound to: flags given on the command
+// line win over settings read from elsewhere.
+func (e *Engine) Override(flagged *Engine, fs *pflag.FlagSet) {
+	for _, f := range engineFlags {
+		if fs.Changed(f.Name) {
+			reflect.ValueOf(f.Field(e)).Elem().Set(reflect.ValueOf(f.Field(flagged)).Elem())
+		}
+	}
+}
+
+// Validate checks every field; each error's path is the field's JSON name,
+// which EngineFlagNames maps to its flag.
+func (e *Engine) Validate() field.ErrorList {
+	var errs field.ErrorList
+	actions := []string{string(v1alpha1.ActionDeny), string(v1alpha1.ActionWarn), string(v1alpha1.ActionAudit)}
+	if !slices.Contains(actions, string(e.DefaultAction)) {
+		errs = append(errs, field.NotSupported(field.NewPath("defaultAction"), e.DefaultAction, actions))
+	}
+	for i, ns := range e.ExcludedNamespaces {
+		for _, msg := range validation.IsDNS1123Label(ns) {
+			errs = append(errs, field.Invalid(field.NewPath("excludedNamespaces").Index(i), ns, msg))
+		}
+	}
+	details := []string{string(spread.DetailDomains), string(spread.DetailNodes)}
+	if !slices.Contains(details, string(e.MessageDetail)) {
+		errs = append(errs, field.NotSupported(field.NewPath("messageDetail"), e.MessageDetail, details))
+	}
+	toggles := []string{string(ToggleAuto), string(ToggleTrue), string(ToggleFalse)}
+	if !slices.Contains(toggles, string(e.AutoscalerKarpenter)) {
+		errs = append(errs, field.NotSupported(field.NewPath("autoscalerKarpenter"), e.AutoscalerKarpenter, toggles))
+	}
+	if e.NodeGroupLabel != "" {
+		for _, msg := range validation.IsQualifiedName(e.NodeGroupLabel) {
+			errs = append(errs, field.Invalid(field.NewPath("nodeGroupLabel"), e.NodeGroupLabel, msg))
+		}
+	}
+	return errs
+}
+
+// ExcludedNamespaceSet returns the namespaces to exclude, kube-system first
+// and without duplicates.
+func (e *Engine) ExcludedNamespaceSet() []string {
+	out := []string{KubeSystem}
+	for _, ns := range e.ExcludedNamespaces {
+		if !slices.Contains(out, ns) {
+			out = append(out, ns)
+		}
+	}
+	return out
+}
+
+// Config is the engine's configuration of a valid e.
+func (e *Engine) Config() engine.Config {
+	return engine.Config{DefaultAction: e.DefaultAction, ExcludedNamespaces: e.ExcludedNamespaceSet(), MessageDetail: e.MessageDetail}
+}
+
+// Templates says where the templates of the nodes an autoscaler can add
+// come from, given whether the cluster serves the NodeTemplate and the
+// NodePool APIs: the NodeTemplates when served; the NodePools when served
+// and AutoscalerKarpenter is not false; the node groups of NodeGroupLabel.
+// AutoscalerKarpenter true without the NodePool API is an error: the
+// setting says Karpenter runs, and it cannot be read.
+func (e *Engine) Templates(nodeTemplatesServed, nodePoolsServed bool) (lookup.TemplateOptions, error) {
+	o := lookup.TemplateOptions{NodeTemplates: nodeTemplatesServed, NodeGroupLabel: e.NodeGroupLabel}
+	switch e.AutoscalerKarpenter {
+	case ToggleTrue:
+		if !nodePoolsServed {
+			return lookup.TemplateOptions{}, fmt.Errorf("--autoscaler-karpenter is true, but the API server does not serve %s: "+
+				"install Karpenter's CRDs or set it to %s", karpenterv1.GroupVersion.WithKind(karpenterv1.KindNodePool), ToggleAuto)
+		}
+		o.Karpenter = true
+	case ToggleAuto:
+		o.Karpenter = nodePoolsServed
+	}
+	return o, nil
+}

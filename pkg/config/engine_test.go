@@ -1,0 +1,241 @@
+package config
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
+	"github.com/spreadguard/spreadguard/pkg/engine"
+	"github.com/spreadguard/spreadguard/pkg/lookup"
+	"github.com/spreadguard/spreadguard/pkg/spread"
+)
+
+// engineWith returns the webhook's defaults changed by fn.
+func engineWith(fn func(e *Engine)) Engine {
+	e := NewEngine()
+	fn(&e)
+	return e
+}
+
+// parse binds Engine's flags to start and parses args into it, as either
+// binary does, and returns the flag set to tell which flags were given.
+func parse(t *testing.T, start Engine, args ...string) (Engine, *pflag.FlagSet) {
+	t.Helper()
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	e := start
+	e.AddFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		t.Fatalf("parsing %q: %v", args, err)
+	}
+	return e, fs
+}
+
+func TestEngineFlagsBindStraightIntoTheFields(t *testing.T) {
+	nodes := engineWith(func(e *Engine) { e.MessageDetail = spread.DetailNodes })
+	tests := []struct {
+		name  string
+		start Engine
+		args  []string
+		want  Engine
+	}{
+		{
+			name:  "no flags -> the webhook's defaults",
+			start: NewEngine(),
+			want:  NewEngine(),
+		},
+		{
+			name:  "no flags on a struct whose message detail is nodes -> nodes: the struct's value is the default",
+			start: nodes,
+			want:  nodes,
+		},
+		{
+			name:  "every flag given -> every field set from its flag",
+			start: NewEngine(),
+			args: []string{"--default-action=Warn", "--excluded-namespaces=a,b", "--message-detail=nodes",
+				"--autoscaler-karpenter=false", "--node-group-label=eks.amazonaws.com/nodegroup"},
+			want: Engine{DefaultAction: v1alpha1.ActionWarn, ExcludedNamespaces: []string{"a", "b"},
+				MessageDetail: spread.DetailNodes, AutoscalerKarpenter: ToggleFalse, NodeGroupLabel: "eks.amazonaws.com/nodegroup"},
+		},
+		{
+			name:  "--excluded-namespaces given twice -> both lists, the default replaced",
+			start: NewEngine(),
+			args:  []string{"--excluded-namespaces=a", "--excluded-namespaces=b,c"},
+			want:  engineWith(func(e *Engine) { e.ExcludedNamespaces = []string{"a", "b", "c"} }),
+		},
+		{
+			name:  "a value Validate refuses -> taken as given, for Validate to name",
+			start: NewEngine(),
+			args:  []string{"--default-action=deny"},
+			want:  engineWith(func(e *Engine) { e.DefaultAction = "deny" }),
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, _ := parse(t, tt.start, tt.args...)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("Engine after %q (-want +got):\n%s", tt.args, diff)
+			}
+		})
+	}
+}
+
+func TestEngineValidate(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want field.ErrorList
+	}{
+		{name: "defaults -> valid"},
+		{name: "every value valid -> valid", args: []string{"--default-action=Audit", "--excluded-namespaces=spreadguard-system",
+			"--message-detail=nodes", "--autoscaler-karpenter=true", "--node-group-label=cloud.google.com/gke-nodepool"}},
+		{name: "lowercase action deny -> defaultAction not supported", args: []string{"--default-action=deny"},
+			want: field.ErrorList{field.NotSupported[string](field.NewPath("defaultAction"), nil, nil)}},
+		{name: "second excluded namespace with capitals -> excludedNamespaces[1] invalid", args: []string{"--excluded-namespaces=ok,Not-OK"},
+			want: field.ErrorList{field.Invalid(field.NewPath("excludedNamespaces").Index(1), nil, "")}},
+		{name: "excluded namespace with a space after the comma -> excludedNamespaces[1] invalid", args: []string{"--excluded-namespaces=a, b"},
+			want: field.ErrorList{field.Invalid(field.NewPath("excludedNamespaces").Index(1), nil, "")}},
+		{name: "message detail all -> messageDetail not supported", args: []string{"--message-detail=all"},
+			want: field.ErrorList{field.NotSupported[string](field.NewPath("messageDetail"), nil, nil)}},
+		{name: "karpenter yes -> autoscalerKarpenter not supported", args: []string{"--autoscaler-karpenter=yes"},
+			want: field.ErrorList{field.NotSupported[string](field.NewPath("autoscalerKarpenter"), nil, nil)}},
+		{name: "node group label with a space -> nodeGroupLabel invalid", args: []string{"--node-group-label=node group"},
+			want: field.ErrorList{field.Invalid(field.NewPath("nodeGroupLabel"), nil, "")}},
+		{name: "action and detail wrong -> two errors in field order", args: []string{"--message-detail=", "--default-action=Block"},
+			want: field.ErrorList{
+				field.NotSupported[string](field.NewPath("defaultAction"), nil, nil),
+				field.NotSupported[string](field.NewPath("messageDetail"), nil, nil),
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e, _ := parse(t, NewEngine(), tt.args...)
+			got := e.Validate()
+			if diff := cmp.Diff(tt.want, got, ignoreDetail, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("Validate() (-want +got):\n%s", diff)
+			}
+			for _, err := range got {
+				if flag := FlagOf(err, EngineFlagNames()); flag == "" {
+					t.Errorf("error %q names no flag", err)
+				}
+			}
+		})
+	}
+}
+
+// ignoreDetail compares validation errors by kind and field.
+var ignoreDetail = cmpopts.IgnoreFields(field.Error{}, "Detail", "BadValue")
+
+func TestEngineOverrideLetsTheFlagsGivenWin(t *testing.T) {
+	release := Engine{DefaultAction: v1alpha1.ActionWarn, ExcludedNamespaces: []string{"spreadguard-system"},
+		MessageDetail: spread.DetailDomains, AutoscalerKarpenter: ToggleFalse, NodeGroupLabel: "eks.amazonaws.com/nodegroup"}
+	cli := engineWith(func(e *Engine) { e.MessageDetail = spread.DetailNodes })
+	tests := []struct {
+		name string
+		args []string
+		want Engine
+	}{
+		{name: "no flags -> the release's settings, the CLI's defaults ignored", want: release},
+		{
+			name: "--autoscaler-karpenter=auto and --message-detail=nodes -> those two from the flags, the rest from the release",
+			args: []string{"--autoscaler-karpenter=auto", "--message-detail=nodes"},
+			want: func() Engine {
+				e := release
+				e.AutoscalerKarpenter, e.MessageDetail = ToggleAuto, spread.DetailNodes
+				return e
+			}(),
+		},
+		{
+			name: "--default-action=Deny, the default's own value, given -> Deny: a flag given wins even when it repeats the default",
+			args: []string{"--default-action=Deny"},
+			want: func() Engine { e := release; e.DefaultAction = v1alpha1.ActionDeny; return e }(),
+		},
+		{
+			name: "--excluded-namespaces=a --node-group-label= -> the list replaced and the label cleared",
+			args: []string{"--excluded-namespaces=a", "--node-group-label="},
+			want: func() Engine { e := release; e.ExcludedNamespaces, e.NodeGroupLabel = []string{"a"}, ""; return e }(),
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			flagged, fs := parse(t, cli, tt.args...)
+			got := release
+			got.ExcludedNamespaces = append([]string(nil), release.ExcludedNamespaces...)
+			got.Override(&flagged, fs)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("release's settings overridden by %q (-want +got):\n%s", tt.args, diff)
+			}
+		})
+	}
+}
+
+func TestExcludedNamespaceSet(t *testing.T) {
+	tests := []struct {
+		name     string
+		excluded []string
+		want     []string
+	}{
+		{name: "none configured -> kube-system alone", want: []string{"kube-system"}},
+		{name: "others configured -> kube-system added first", excluded: []string{"a", "b"}, want: []string{"kube-system", "a", "b"}},
+		{name: "kube-system and duplicates configured -> each once", excluded: []string{"a", "kube-system", "a"}, want: []string{"kube-system", "a"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := engineWith(func(e *Engine) { e.ExcludedNamespaces = tt.excluded })
+			if diff := cmp.Diff(tt.want, e.ExcludedNamespaceSet()); diff != "" {
+				t.Errorf("ExcludedNamespaceSet() (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestEngineConfigIsWhatTheEngineDecidesWith(t *testing.T) {
+	e := Engine{DefaultAction: v1alpha1.ActionAudit, ExcludedNamespaces: []string{"tools"}, MessageDetail: spread.DetailNodes}
+	want := engine.Config{DefaultAction: v1alpha1.ActionAudit, ExcludedNamespaces: []string{"kube-system", "tools"}, MessageDetail: spread.DetailNodes}
+	if diff := cmp.Diff(want, e.Config()); diff != "" {
+		t.Errorf("Config() (-want +got):\n%s", diff)
+	}
+}
+
+func TestEngineTemplates(t *testing.T) {
+	tests := []struct {
+		name                    string
+		karpenter               Toggle
+		nodeTemplates, nodePool bool
+		want                    lookup.TemplateOptions
+		wantErr                 string
+	}{
+		{name: "auto, NodePools served -> NodePools read", karpenter: ToggleAuto, nodePool: true,
+			want: lookup.TemplateOptions{Karpenter: true, NodeGroupLabel: "pool"}},
+		{name: "auto, NodePools not served -> none read, no error", karpenter: ToggleAuto,
+			want: lookup.TemplateOptions{NodeGroupLabel: "pool"}},
+		{name: "false, NodePools and NodeTemplates served -> NodeTemplates only", karpenter: ToggleFalse, nodeTemplates: true, nodePool: true,
+			want: lookup.TemplateOptions{NodeTemplates: true, NodeGroupLabel: "pool"}},
+		{name: "true, NodePools served -> NodePools read", karpenter: ToggleTrue, nodePool: true,
+			want: lookup.TemplateOptions{Karpenter: true, NodeGroupLabel: "pool"}},
+		{name: "true, NodePools not served -> an error naming the setting and the remedy", karpenter: ToggleTrue,
+			wantErr: "--autoscaler-karpenter is true, but the API server does not serve karpenter.sh/v1, Kind=NodePool: install Karpenter's CRDs or set it to auto"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := engineWith(func(e *Engine) { e.AutoscalerKarpenter, e.NodeGroupLabel = tt.karpenter, "pool" })
+			got, err := e.Templates(tt.nodeTemplates, tt.nodePool)
+			if gotErr := errString(err); gotErr != tt.wantErr {
+				t.Fatalf("Templates() error = %q, want %q", gotErr, tt.wantErr)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("Templates() (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}

@@ -1,0 +1,134 @@
+package config
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
+	"github.com/spreadguard/spreadguard/pkg/spread"
+)
+
+func TestDecode(t *testing.T) {
+	const header = "apiVersion: config.spreadguard.io/v1alpha1\nkind: WebhookConfiguration\n"
+	with := func(fn func(c *WebhookConfiguration)) *WebhookConfiguration {
+		c := NewWebhookConfiguration()
+		fn(&c)
+		return &c
+	}
+	tests := []struct {
+		name    string
+		data    string
+		want    *WebhookConfiguration
+		wantErr string
+	}{
+		{
+			name: "the type alone -> every default",
+			data: header,
+			want: with(func(*WebhookConfiguration) {}),
+		},
+		{
+			name: "server and engine fields -> each read into its field, the others defaulted",
+			data: header + "port: 10250\nfailurePolicy: Fail\ndefaultAction: Warn\nexcludedNamespaces: [tools]\n" +
+				"messageDetail: nodes\nautoscalerKarpenter: \"false\"\nnodeGroupLabel: pool\n",
+			want: with(func(c *WebhookConfiguration) {
+				c.Port, c.FailurePolicy = 10250, admissionregistrationv1.Fail
+				c.Engine = Engine{DefaultAction: v1alpha1.ActionWarn, ExcludedNamespaces: []string{"tools"},
+					MessageDetail: spread.DetailNodes, AutoscalerKarpenter: ToggleFalse, NodeGroupLabel: "pool"}
+			}),
+		},
+		{
+			name:    "a misspelt field -> the source and the field named",
+			data:    header + "defaultActon: Warn\n",
+			wantErr: `ConfigMap spreadguard-system/spreadguard-config key config.yaml: error unmarshaling JSON: while decoding JSON: json: unknown field "defaultActon"`,
+		},
+		{
+			name:    "another kind -> the kind wanted",
+			data:    "apiVersion: v1\nkind: ConfigMap\n",
+			wantErr: `ConfigMap spreadguard-system/spreadguard-config key config.yaml: apiVersion "v1", kind "ConfigMap": want apiVersion "config.spreadguard.io/v1alpha1", kind "WebhookConfiguration"`,
+		},
+		{
+			name:    "empty -> refused: the type is not stated",
+			data:    "\n",
+			wantErr: `ConfigMap spreadguard-system/spreadguard-config key config.yaml: apiVersion "", kind "": want apiVersion "config.spreadguard.io/v1alpha1", kind "WebhookConfiguration"`,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Decode("ConfigMap spreadguard-system/spreadguard-config key config.yaml", []byte(tt.data))
+			if gotErr := errString(err); gotErr != tt.wantErr {
+				t.Fatalf("Decode() error = %q, want %q", gotErr, tt.wantErr)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("Decode() (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestValidateNamesEachFieldAsTheFileDoes(t *testing.T) {
+	c := NewWebhookConfiguration()
+	c.Port, c.DefaultAction, c.FailurePolicy, c.LogLevel = 0, "Block", "ignore", "verbose"
+	want := field.ErrorList{
+		field.Invalid(field.NewPath("port"), nil, ""),
+		field.NotSupported[string](field.NewPath("defaultAction"), nil, nil),
+		field.NotSupported[string](field.NewPath("failurePolicy"), nil, nil),
+		field.Invalid(field.NewPath("logLevel"), nil, ""),
+	}
+	if diff := cmp.Diff(want, c.Validate(), ignoreDetail); diff != "" {
+		t.Errorf("Validate() (-want +got):\n%s", diff)
+	}
+}
+
+func TestFlagNamesFindTheFieldsOfEmbeddedStructs(t *testing.T) {
+	type inner struct {
+		Detail string `json:"detail"`
+	}
+	type outer struct {
+		inner `json:",inline"`
+		Port  int    `json:"port"`
+		Path  string `json:"-"`
+	}
+	flags := []Flag[outer]{
+		{Name: "path", Field: func(o *outer) any { return &o.Path }},
+		{Name: "port", Field: func(o *outer) any { return &o.Port }},
+		{Name: "message-detail", Field: func(o *outer) any { return &o.Detail }},
+	}
+	want := map[string]string{"port": "--port", "detail": "--message-detail"}
+	if diff := cmp.Diff(want, FlagNames(flags)); diff != "" {
+		t.Errorf("FlagNames() (-want +got):\n%s", diff)
+	}
+	err := field.Invalid(field.NewPath("detail").Index(2), "x", "bad")
+	if got, want := FormatError(err, FlagNames(flags)), `--message-detail (detail[2]): Invalid value: "x": bad`; got != want {
+		t.Errorf("FormatError() = %q, want %q", got, want)
+	}
+}
+
+func TestParseLogLevel(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    int
+		wantErr bool
+	}{
+		{in: "error", want: -1},
+		{in: "info", want: 0},
+		{in: "INFO", want: 0},
+		{in: "debug", want: 1},
+		{in: "4", want: 4},
+		{in: "trace", wantErr: true},
+		{in: "-2", wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run("log level "+tt.in, func(t *testing.T) {
+			got, err := ParseLogLevel(tt.in)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("ParseLogLevel(%q) error = %v, want error %v", tt.in, err, tt.wantErr)
+			}
+			if !tt.wantErr && got != tt.want {
+				t.Errorf("ParseLogLevel(%q) = %d, want %d", tt.in, got, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,191 @@
+// Package templates is the controller that keeps an index's templates of
+// the nodes an autoscaler can add in step with what they are derived from:
+// NodeTemplates, Karpenter's NodePools and node classes, the nodes' labels
+// and taints (node groups, the zones a NodePool may use) and the policies'
+// topology keys.
+// Events only mark the templates stale; one goroutine derives them again
+// (lookup.Templates, over the informer cache), at most once per interval,
+// so that a burst of node changes costs one derivation.
+package templates
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	karpenterv1 "github.com/spreadguard/spreadguard/pkg/apis/karpenter/v1"
+	nodeclassv1 "github.com/spreadguard/spreadguard/pkg/apis/nodeclass/v1"
+	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
+	"github.com/spreadguard/spreadguard/pkg/cache"
+	"github.com/spreadguard/spreadguard/pkg/lookup"
+	"github.com/spreadguard/spreadguard/pkg/spread"
+)
+
+// Interval is the shortest time between two derivations of the templates.
+const Interval = time.Second
+
+var (
+	_ manager.Runnable               = (*Watcher)(nil)
+	_ manager.LeaderElectionRunnable = (*Watcher)(nil)
+)
+
+// Watcher derives the templates once the cache has synced, and again after
+// every change of what they are derived from. It is a manager.Runnable on
+// every replica: each replica checks pods against its own index.
+type Watcher struct {
+	cache    crcache.Cache
+	watched  []client.Object
+	load     func(ctx context.Context) ([]spread.Template, error)
+	set      func([]spread.Template)
+	interval time.Duration
+	stale    chan struct{}
+	loaded   atomic.Bool
+	onLoaded func()
+}
+
+// New returns a watcher that derives the templates from c as opts says
+// and hands them to set (the index's SetTemplates). watched are the kinds
+// the cache watches: a change to any of them that templates are derived
+// from marks the templates stale. onLoaded, if not nil, runs once, after
+// the first templates were set.
+func New(c crcache.Cache, opts lookup.TemplateOptions, watched []client.Object, set func([]spread.Template), onLoaded func()) *Watcher {
+	return &Watcher{
+		cache: c, watched: watched,
+		load:     func(ctx context.Context) ([]spread.Template, error) { return lookup.Templates(ctx, c, opts) },
+		set:      set,
+		interval: Interval,
+		stale:    make(chan struct{}, 1),
+		onLoaded: onLoaded,
+	}
+}
+
+// Handler marks the templates stale on any change of an object they are
+// derived from. A node update counts only when its labels, taints or
+// cordon change: status heartbeats do not; a node class update only when
+// its zones change.
+func (w *Watcher) Handler() toolscache.ResourceEventHandler {
+	return toolscache.ResourceEventHandlerFuncs{
+		AddFunc: func(any) { w.markStale() },
+		UpdateFunc: func(old, cur any) {
+			if sameTemplates(old, cur) {
+				return
+			}
+			w.markStale()
+		},
+		DeleteFunc: func(any) { w.markStale() },
+	}
+}
+
+// sameTemplates reports whether two versions of an object give the same
+// templates, for the kinds where most updates do.
+func sameTemplates(old, cur any) bool {
+	switch o := old.(type) {
+	case *v1.Node:
+		n, ok := cur.(*v1.Node)
+		return ok && sameShape(o, n)
+	case *nodeclassv1.EC2NodeClass:
+		n, ok := cur.(*nodeclassv1.EC2NodeClass)
+		return ok && slices.Equal(o.Status.Zones(), n.Status.Zones())
+	case *nodeclassv1.NodeClass:
+		n, ok := cur.(*nodeclassv1.NodeClass)
+		return ok && slices.Equal(o.Status.Zones(), n.Status.Zones())
+	}
+	return false
+}
+
+// sameShape reports whether two versions of a node give the same
+// templates.
+func sameShape(a, b *v1.Node) bool {
+	return a.Spec.Unschedulable == b.Spec.Unschedulable && maps.Equal(a.Labels, b.Labels) &&
+		slices.EqualFunc(a.Spec.Taints, b.Spec.Taints, func(x, y v1.Taint) bool {
+			return x.Key == y.Key && x.Value == y.Value && x.Effect == y.Effect
+		})
+}
+
+func (w *Watcher) markStale() {
+	select {
+	case w.stale <- struct{}{}:
+	default:
+	}
+}
+
+// derivedFrom reports whether the templates are derived from objects of
+// obj's kind.
+func derivedFrom(obj client.Object) bool {
+	switch obj.(type) {
+	case *v1.Node, *v1alpha1.NodeTemplate, *karpenterv1.NodePool, *nodeclassv1.EC2NodeClass, *nodeclassv1.NodeClass,
+		*v1alpha1.SpreadPolicy, *v1alpha1.ClusterSpreadPolicy:
+		return true
+	}
+	return false
+}
+
+// watch adds the watcher's handler to the informers of the watched kinds
+// the templates are derived from; unwatch removes it.
+func (w *Watcher) watch(ctx context.Context) (unwatch func() error, err error) {
+	var sources []client.Object
+	for _, obj := range w.watched {
+		if derivedFrom(obj) {
+			sources = append(sources, obj)
+		}
+	}
+	return cache.AddHandler(ctx, w.cache, w.Handler(), sources...)
+}
+
+// Start derives the templates once the caches have synced, then again after
+// every change, until ctx is done. A failed derivation keeps the previous
+// templates and is tried again after the interval.
+func (w *Watcher) Start(ctx context.Context) (err error) {
+	log := logf.FromContext(ctx).WithName("templates")
+	unwatch, err := w.watch(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, unwatch()) }()
+	if !w.cache.WaitForCacheSync(ctx) {
+		return nil
+	}
+	w.markStale()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-w.stale:
+		}
+		ts, err := w.load(ctx)
+		if err != nil {
+			log.Error(err, "deriving the templates of the nodes an autoscaler can add; keeping the previous ones")
+			w.markStale()
+		} else {
+			w.set(ts)
+			if !w.loaded.Swap(true) {
+				log.Info("templates of the nodes an autoscaler can add derived", "count", len(ts))
+				if w.onLoaded != nil {
+					w.onLoaded()
+				}
+			}
+			log.V(1).Info("templates derived", "count", len(ts))
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(w.interval):
+		}
+	}
+}
+
+// Loaded reports whether the templates have been derived once.
+func (w *Watcher) Loaded() bool { return w.loaded.Load() }
+
+// NeedLeaderElection is false: every replica checks pods.
+func (w *Watcher) NeedLeaderElection() bool { return false }

@@ -1,0 +1,170 @@
+package templates
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/cache/informertest"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllertest"
+
+	karpenterv1 "github.com/spreadguard/spreadguard/pkg/apis/karpenter/v1"
+	nodeclassv1 "github.com/spreadguard/spreadguard/pkg/apis/nodeclass/v1"
+	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
+	"github.com/spreadguard/spreadguard/pkg/cache"
+	"github.com/spreadguard/spreadguard/pkg/lookup"
+	"github.com/spreadguard/spreadguard/pkg/spread"
+	st "github.com/spreadguard/spreadguard/pkg/spread/spreadtest"
+)
+
+// loads counts the derivations of a Watcher and hands out a template
+// named after each.
+type loads struct {
+	mu  sync.Mutex
+	n   int
+	got chan []spread.Template
+}
+
+func (l *loads) load(context.Context) ([]spread.Template, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.n++
+	return []spread.Template{{Name: "load-" + string(rune('0'+l.n))}}, nil
+}
+
+func (l *loads) set(ts []spread.Template) { l.got <- ts }
+
+// newWatcher returns a watcher of no kinds whose derivations l counts,
+// every millisecond at most.
+func newWatcher(l *loads, onLoaded func()) *Watcher {
+	w := New(&informertest.FakeInformers{}, lookup.TemplateOptions{}, nil, l.set, onLoaded)
+	w.load, w.interval = l.load, time.Millisecond
+	return w
+}
+
+func TestWatcherDerivesOnceSyncedThenOnChangesOnly(t *testing.T) {
+	l := &loads{got: make(chan []spread.Template, 10)}
+	loaded := make(chan struct{})
+	w := newWatcher(l, func() { close(loaded) })
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	done := make(chan error)
+	go func() { done <- w.Start(ctx) }()
+
+	next := func(why string) []spread.Template {
+		t.Helper()
+		select {
+		case ts := <-l.got:
+			return ts
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s: no templates derived", why)
+			return nil
+		}
+	}
+	if diff := cmp.Diff([]spread.Template{{Name: "load-1"}}, next("at start")); diff != "" {
+		t.Errorf("templates at start (-want +got):\n%s", diff)
+	}
+	if !w.Loaded() {
+		t.Error("Loaded() = false after the first derivation")
+	}
+	select {
+	case <-loaded:
+	case <-time.After(5 * time.Second):
+		t.Error("onLoaded did not run after the first derivation")
+	}
+
+	h := w.Handler()
+	node := st.MakeNode().Name("a1").Zone("a").Obj()
+	heartbeat := node.DeepCopy()
+	heartbeat.Status.Conditions = []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionTrue}}
+	h.OnUpdate(node, heartbeat)
+	select {
+	case ts := <-l.got:
+		t.Fatalf("a node status heartbeat derived the templates again: %v", ts)
+	case <-time.After(50 * time.Millisecond):
+	}
+
+	relabelled := st.MakeNode().Name("a1").Zone("b").Obj()
+	h.OnUpdate(node, relabelled)
+	next("after a node moved zone")
+	cordoned := relabelled.DeepCopy()
+	cordoned.Spec.Unschedulable = true
+	h.OnUpdate(relabelled, cordoned)
+	next("after a node was cordoned")
+	h.OnAdd(&v1.Node{}, false)
+	next("after a node was added")
+
+	class := &nodeclassv1.EC2NodeClass{Status: nodeclassv1.NodeClassStatus{Subnets: []nodeclassv1.Subnet{{Zone: "a"}}}}
+	amiRolled := class.DeepCopy()
+	amiRolled.ResourceVersion = "2"
+	h.OnUpdate(class, amiRolled)
+	select {
+	case ts := <-l.got:
+		t.Fatalf("an EC2NodeClass update that kept its zones derived the templates again: %v", ts)
+	case <-time.After(50 * time.Millisecond):
+	}
+	subnetAdded := amiRolled.DeepCopy()
+	subnetAdded.Status.Subnets = append(subnetAdded.Status.Subnets, nodeclassv1.Subnet{Zone: "c"})
+	h.OnUpdate(amiRolled, subnetAdded)
+	next("after an EC2NodeClass got a subnet in another zone")
+
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Start() = %v", err)
+	}
+}
+
+func TestWatcherHearsOfTheKindsTheTemplatesAreDerivedFrom(t *testing.T) {
+	scheme, err := cache.NewScheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	informers := &informertest.FakeInformers{Scheme: scheme}
+	l := &loads{got: make(chan []spread.Template, 10)}
+	w := newWatcher(l, nil)
+	w.cache = informers
+	w.watched = cache.Watched(func(cache.Kind) bool { return true })
+	fake := map[string]*controllertest.FakeInformer{}
+	for _, obj := range w.watched {
+		inf, err := informers.FakeInformerFor(t.Context(), obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fake[fmt.Sprintf("%T", obj)] = inf
+	}
+	if _, err := w.watch(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name      string
+		add       func()
+		wantStale bool
+	}{
+		{"a node added -> stale", func() { fake["*v1.Node"].Add(st.MakeNode().Name("a1").Zone("a").Obj()) }, true},
+		{"a NodeTemplate added -> stale", func() { fake["*v1alpha1.NodeTemplate"].Add(&v1alpha1.NodeTemplate{}) }, true},
+		{"a NodePool added -> stale", func() { fake["*v1.NodePool"].Add(&karpenterv1.NodePool{}) }, true},
+		{"a ClusterSpreadPolicy added -> stale: its topology keys are the templates'", func() {
+			fake["*v1alpha1.ClusterSpreadPolicy"].Add(&v1alpha1.ClusterSpreadPolicy{})
+		}, true},
+		{"a pod added -> not stale", func() { fake["*v1.Pod"].Add(st.MakePod().Name("p").Obj()) }, false},
+		{"a Service added -> not stale", func() { fake["*v1.Service"].Add(&v1.Service{}) }, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.add()
+			stale := false
+			select {
+			case <-w.stale:
+				stale = true
+			default:
+			}
+			if stale != tt.wantStale {
+				t.Errorf("templates stale = %v, want %v", stale, tt.wantStale)
+			}
+		})
+	}
+}
