@@ -171,26 +171,20 @@ func (c *Controller) lead(ctx context.Context) error {
 	}
 	// Pods, nodes, owners, Services, namespaces and policies changing can
 	// all change a count or a condition.
-	for _, obj := range []client.Object{&v1.Pod{}, &v1.Node{}, &v1alpha1.SpreadPolicy{}, &v1alpha1.ClusterSpreadPolicy{},
-		&appsv1.ReplicaSet{}, &appsv1.StatefulSet{}, &v1.ReplicationController{}, &v1.Service{}, &v1.Namespace{}} {
-		inf, err := c.cfg.Cache.GetInformer(ctx, obj)
-		if err != nil {
-			return fmt.Errorf("getting the informer for %T: %w", obj, err)
-		}
-		reg, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-			AddFunc: func(any) { c.poke() },
-			UpdateFunc: func(old, obj any) {
-				if mayChangeThePass(old, obj) {
-					c.poke()
-				}
-			},
-			DeleteFunc: func(any) { c.poke() },
-		})
-		if err != nil {
-			return fmt.Errorf("watching %T for spread health: %w", obj, err)
-		}
-		defer func() { _ = inf.RemoveEventHandler(reg) }()
+	remove, err := cache.AddHandler(ctx, c.cfg.Cache, toolscache.ResourceEventHandlerFuncs{
+		AddFunc: func(any) { c.poke() },
+		UpdateFunc: func(old, obj any) {
+			if mayChangeThePass(old, obj) {
+				c.poke()
+			}
+		},
+		DeleteFunc: func(any) { c.poke() },
+	}, &v1.Pod{}, &v1.Node{}, &v1alpha1.SpreadPolicy{}, &v1alpha1.ClusterSpreadPolicy{},
+		&appsv1.ReplicaSet{}, &appsv1.StatefulSet{}, &v1.ReplicationController{}, &v1.Service{}, &v1.Namespace{})
+	if err != nil {
+		return fmt.Errorf("watching for spread health: %w", err)
 	}
+	defer func() { _ = remove() }()
 
 	full := time.NewTicker(c.cfg.FullPass)
 	defer full.Stop()
