@@ -26,22 +26,19 @@ const maxShards = 1 << 12
 // its shard while n stays, and a change to it rewrites that shard alone.
 // Shard 0 is named ReportName and shard i ReportName-i; an empty shard is
 // left out. Each shard's summary counts its own results, in rep's order.
+// No split bounds a workload whose own results outgrow limit: Shards then
+// returns an error naming it.
 func Shards(rep *Report, limit int) (map[string]*Report, error) {
 	// The results of one workload are contiguous: Reports sorts them by
 	// workload.
-	type workload struct {
-		results []ReportResult
-		size    int
-		hash    uint32
-	}
-	var ws []workload
+	var ws []shardedWorkload
 	total := 0
 	for i := 0; i < len(rep.Results); {
 		j := i + 1
 		for j < len(rep.Results) && sameResource(&rep.Results[i], &rep.Results[j]) {
 			j++
 		}
-		w := workload{results: rep.Results[i:j]}
+		w := shardedWorkload{results: rep.Results[i:j]}
 		for k := range w.results {
 			data, err := json.Marshal(&w.results[k])
 			if err != nil {
@@ -59,18 +56,16 @@ func Shards(rep *Report, limit int) (map[string]*Report, error) {
 	if total <= limit {
 		return map[string]*Report{ReportName: rep}, nil
 	}
-	n := uint32(2)
-	for ; n < maxShards; n *= 2 {
-		sizes := make([]int, n)
-		fits := true
-		for _, w := range ws {
-			if sizes[w.hash%n] += w.size; sizes[w.hash%n] > limit {
-				fits = false
-				break
-			}
+	for _, w := range ws {
+		// No split can bound a workload whose own results outgrow a Report.
+		if w.size > limit {
+			return nil, fmt.Errorf("the results of %s take %d bytes, over a Report's %d", resourceKey(&w.results[0]), w.size, limit)
 		}
-		if fits {
-			break
+	}
+	n := uint32(2)
+	for ; !fitsIn(n, ws, limit); n *= 2 {
+		if n == maxShards {
+			return nil, fmt.Errorf("%d bytes of results do not fit %d Reports of %d", total, maxShards, limit)
 		}
 	}
 	out := map[string]*Report{}
@@ -86,6 +81,25 @@ func Shards(rep *Report, limit int) (map[string]*Report, error) {
 		}
 	}
 	return out, nil
+}
+
+// shardedWorkload is the results of one workload, their size in JSON and
+// the hash that picks their shard.
+type shardedWorkload struct {
+	results []ReportResult
+	size    int
+	hash    uint32
+}
+
+// fitsIn reports whether n shards hold ws with none over limit.
+func fitsIn(n uint32, ws []shardedWorkload, limit int) bool {
+	sizes := make([]int, n)
+	for _, w := range ws {
+		if sizes[w.hash%n] += w.size; sizes[w.hash%n] > limit {
+			return false
+		}
+	}
+	return true
 }
 
 func shardName(i int) string {

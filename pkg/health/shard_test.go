@@ -137,6 +137,33 @@ func TestAWorkloadKeepsItsShardAsOthersComeAndGo(t *testing.T) {
 	}
 }
 
+func TestShardsRefusesAWorkloadNoSplitBounds(t *testing.T) {
+	tests := []struct {
+		name    string
+		limit   int
+		wantErr string
+	}{
+		{name: "2 Deployments, each within the limit: split, no error", limit: 2 << 10},
+		{name: "2 Deployments, the results of each over the limit: an error naming the first", limit: 256,
+			wantErr: "the results of Deployment/checkout-api-0000 take"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rep := health.Reports(namespaceOf(2), spread.DetailNodes)[ns]
+			shards, err := health.Shards(rep, tt.limit)
+			if tt.wantErr == "" {
+				if err != nil || len(shards) < 2 {
+					t.Errorf("Shards() = %d Reports, %v; want a split and no error", len(shards), err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("Shards() = %d Reports, %v; want an error containing %q", len(shards), err, tt.wantErr)
+			}
+		})
+	}
+}
+
 func TestAResultNamesAtMostAFewThousandDomains(t *testing.T) {
 	hosts := map[string]int{}
 	for h := range 5000 {

@@ -70,11 +70,15 @@ func (w *reportWriter) write(ctx context.Context, reports map[string]*health.Rep
 		}
 	}
 	wanted := map[client.ObjectKey]*health.Report{}
+	// unsplit holds the namespaces whose Reports could not be bounded:
+	// their Reports stay as last written rather than be deleted.
+	unsplit := map[string]bool{}
 	var errs []error
 	for ns, rep := range reports {
 		shards, err := health.Shards(rep, health.ReportLimit)
 		if err != nil {
 			m.failed(objectReport)
+			unsplit[ns] = true
 			errs = append(errs, fmt.Errorf("splitting the Report of %s: %w", ns, err))
 			continue
 		}
@@ -111,7 +115,7 @@ func (w *reportWriter) write(ctx context.Context, reports map[string]*health.Rep
 		p.Reports = append(p.Reports, key.String())
 	}
 	for _, key := range sortedKeys(w.written) {
-		if _, ok := wanted[key]; ok {
+		if _, ok := wanted[key]; ok || unsplit[key.Namespace] {
 			continue
 		}
 		if err := wait(ctx); err != nil {
