@@ -23,6 +23,9 @@ export KUBE_VERSION ETCD_VERSION KWOK_VERSION HELM_VERSION KARPENTER_VERSION
 # cert-manager of the kind e2e's cert-manager mode (hack/build-binaries.sh cert-manager).
 CERT_MANAGER_VERSION ?= v1.21.2
 export CERT_MANAGER_VERSION
+# The descheduler the e2e suite runs to rebalance a workload after a zone returns.
+DESCHEDULER_VERSION ?= v0.36.0
+export DESCHEDULER_VERSION
 
 # Pinned Go tools.
 CONTROLLER_GEN_VERSION ?= v0.23.0
@@ -43,6 +46,7 @@ KUBECTL := $(BIN)/.stamps/kubectl-$(KUBE_VERSION)
 KWOK := $(BIN)/.stamps/kwok-$(KWOK_VERSION)
 HELM := $(BIN)/.stamps/helm-$(HELM_VERSION)
 KARPENTER := $(BIN)/.stamps/karpenter-kwok-$(KARPENTER_VERSION)
+DESCHEDULER := $(BIN)/.stamps/descheduler-$(DESCHEDULER_VERSION)
 
 ##@ General
 
@@ -68,7 +72,7 @@ test-unit: ## Run the unit tests (no cluster binaries needed).
 ##@ Binaries
 
 .PHONY: binaries
-binaries: ## Build every cluster binary (etcd, control plane, kwok, helm, Karpenter's kwok provider) into ./bin.
+binaries: ## Build every cluster binary (etcd, control plane, kwok, helm, Karpenter's kwok provider, descheduler) into ./bin.
 	hack/build-binaries.sh
 
 $(BIN)/.stamps/etcd-$(ETCD_VERSION):
@@ -87,4 +91,6 @@ $(BIN)/.stamps/helm-$(HELM_VERSION):
 	hack/build-binaries.sh helm
 $(BIN)/.stamps/karpenter-kwok-$(KARPENTER_VERSION):
 	hack/build-binaries.sh karpenter
+$(BIN)/.stamps/descheduler-$(DESCHEDULER_VERSION):
+	hack/build-binaries.sh descheduler
 
