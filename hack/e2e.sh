@@ -53,6 +53,9 @@ local_e2e() {
   export LOCAL_CLUSTER_KARPENTER=${LOCAL_CLUSTER_KARPENTER:-1}
   # With Karpenter started, its scenarios must run, not skip.
   export SPREADGUARD_E2E_REQUIRE_KARPENTER=$LOCAL_CLUSTER_KARPENTER
+  # The audit's pass 1s after a change rather than 10s: the health and
+  # rebalancing scenarios wait for passes.
+  export WEBHOOK_FLAGS=${WEBHOOK_FLAGS:---audit-coalesce-delay=1s}
 
   "$ROOT/hack/dev.sh" run --no-demo &
   dev_pid=$!
