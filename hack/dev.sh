@@ -23,8 +23,10 @@
 # stop and start it (what the e2e suite's outage scenario runs).
 #
 # Environment: BIN, DEV_ENV, RELEASE (spreadguard), RELEASE_NAMESPACE
-# (spreadguard-system), WEBHOOK_PORT (default: a free port), and those of
-# hack/local-cluster.sh (LOCAL_CLUSTER_KARPENTER=1 runs Karpenter too).
+# (spreadguard-system), WEBHOOK_PORT (default: a free port), WEBHOOK_FLAGS
+# (flags added to the webhook's command line, after the chart's file: make
+# e2e passes --audit-coalesce-delay=1s), and those of hack/local-cluster.sh
+# (LOCAL_CLUSTER_KARPENTER=1 runs Karpenter too).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -237,6 +239,9 @@ prepare_webhook() {
     --host 127.0.0.1 --port "$WEBHOOK_PORT" --cert-dir "$CERTS"
     --metrics-bind-address "$metrics" --health-probe-bind-address "$probe"
     --leader-election-namespace "$RELEASE_NAMESPACE")
+  local extra=()
+  read -r -a extra <<<"${WEBHOOK_FLAGS:-}"
+  cmd+=("${extra[@]}")
   {
     declare -p cmd | sed 's/^declare -a cmd=/WEBHOOK_CMD=/'
     echo "WEBHOOK_PROBE_ADDRESS=$probe"

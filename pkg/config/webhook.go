@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -81,6 +82,11 @@ type WebhookConfiguration struct {
 	// LeaderElectionNamespace holds the Lease; empty means the pod's own
 	// namespace (in a cluster).
 	LeaderElectionNamespace string `json:"leaderElectionNamespace,omitempty"`
+	// AuditCoalesceDelay is how long the audit gathers the changes that
+	// follow a first one before it runs a pass, so that a rollout of a
+	// hundred pods costs one pass. Shorter, the status and Reports follow
+	// the cluster more closely, at the cost of more passes.
+	AuditCoalesceDelay metav1.Duration `json:"auditCoalesceDelay"`
 }
 
 // NewWebhookConfiguration returns the configuration with every default set.
@@ -97,6 +103,7 @@ func NewWebhookConfiguration() WebhookConfiguration {
 		FailurePolicy:          admissionregistrationv1.Ignore,
 		LogLevel:               LogLevelInfo,
 		Audit:                  true,
+		AuditCoalesceDelay:     metav1.Duration{Duration: 10 * time.Second},
 	}
 }
 
@@ -153,6 +160,9 @@ func (c *WebhookConfiguration) Validate() field.ErrorList {
 	}
 	if _, err := ParseLogLevel(c.LogLevel); err != nil {
 		errs = append(errs, field.Invalid(field.NewPath("logLevel"), c.LogLevel, err.Error()))
+	}
+	if c.AuditCoalesceDelay.Duration <= 0 {
+		errs = append(errs, field.Invalid(field.NewPath("auditCoalesceDelay"), c.AuditCoalesceDelay.String(), "must be a positive duration"))
 	}
 	return errs
 }

@@ -37,13 +37,12 @@ import (
 // serves admission requests, the holder alone audits and writes status.
 const LeaderElectionID = "spreadguard-audit"
 
-// The audit's timing. A pod event starts a pass after coalesceDelay, so
-// that a rollout of a hundred pods costs one pass, not a hundred; a full
-// pass runs every fullPassPeriod whatever happens, and re-reads which
-// constraints the pods carry.
+// The audit's timing. A pod event starts a pass after the configuration's
+// auditCoalesceDelay, so that a rollout of a hundred pods costs one pass,
+// not a hundred; a full pass runs every fullPassPeriod whatever happens,
+// and re-reads which constraints the pods carry.
 const (
 	defaultFullPassPeriod = 5 * time.Minute
-	defaultCoalesceDelay  = 10 * time.Second
 	// statusWritesPerSecond bounds the leader's writes (status patches and
 	// Reports), so that a pass over thousands of policies and namespaces
 	// does not crowd the API server.
@@ -133,8 +132,9 @@ const (
 )
 
 // addAudit adds the audit controller to mgr; its Lease is in leaseNS, or
-// the pod's own namespace when leaseNS is empty.
-func addAudit(mgr manager.Manager, o *options, leaseNS string, ix *spread.Index, src engine.Sources, cfg engine.Config, synced func() bool, log logr.Logger) error {
+// the pod's own namespace when leaseNS is empty. A pass follows a change
+// after coalesce.
+func addAudit(mgr manager.Manager, o *options, leaseNS string, coalesce time.Duration, ix *spread.Index, src engine.Sources, cfg engine.Config, synced func() bool, log logr.Logger) error {
 	if leaseNS == "" {
 		data, err := os.ReadFile(inClusterNamespaceFile)
 		if err != nil {
@@ -147,7 +147,7 @@ func addAudit(mgr manager.Manager, o *options, leaseNS string, ix *spread.Index,
 		log:     log, restConfig: mgr.GetConfig(),
 		cache: mgr.GetCache(), client: mgr.GetClient(), live: mgr.GetAPIReader(),
 		ix: ix, src: src, cfg: cfg, synced: synced,
-		fullPass: defaultFullPassPeriod, coalesce: defaultCoalesceDelay,
+		fullPass: defaultFullPassPeriod, coalesce: coalesce,
 		writes:  rate.NewLimiter(statusWritesPerSecond, statusWritesPerSecond),
 		observe: o.auditObserver,
 		trigger: make(chan struct{}, 1),

@@ -63,6 +63,8 @@ var settings = []config.Flag[Config]{
 		Field: func(c *Config) any { return &c.Audit }},
 	{Name: "leader-election-namespace", Usage: "Namespace of the audit's Lease; empty: the pod's own namespace.",
 		Field: func(c *Config) any { return &c.LeaderElectionNamespace }},
+	{Name: "audit-coalesce-delay", Usage: "How long the audit gathers the changes that follow a first one before it runs a pass, so that a rollout costs one pass.",
+		Field: func(c *Config) any { return &c.AuditCoalesceDelay }},
 }
 
 // AddFlags binds every flag to its field of c; the current values of c are

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -86,6 +87,11 @@ func TestParseConfig(t *testing.T) {
 				c.LogLevel = "4"
 				c.Kubeconfig = "/kc"
 			}),
+		},
+		{
+			name: "--audit-coalesce-delay=1s -> the audit's delay 1s, the 10s default replaced",
+			args: []string{"--audit-coalesce-delay=1s"},
+			want: configWith(func(c *Config) { c.AuditCoalesceDelay = metav1.Duration{Duration: time.Second} }),
 		},
 		{
 			name: "--excluded-namespaces given twice -> both lists, the default replaced",
@@ -263,6 +269,7 @@ func TestEveryInvalidFlagIsNamedInItsError(t *testing.T) {
 		{"second excluded namespace with capitals -> excludedNamespaces[1] invalid", "--excluded-namespaces=ok,Not-OK", "excludedNamespaces[1]", field.ErrorTypeInvalid},
 		{"log level verbose -> logLevel invalid", "--log-level=verbose", "logLevel", field.ErrorTypeInvalid},
 		{"log level 11 -> logLevel invalid", "--log-level=11", "logLevel", field.ErrorTypeInvalid},
+		{"audit coalesce delay 0s -> auditCoalesceDelay invalid", "--audit-coalesce-delay=0s", "auditCoalesceDelay", field.ErrorTypeInvalid},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

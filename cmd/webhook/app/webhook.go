@@ -165,7 +165,7 @@ func Run(ctx context.Context, cfg *Config, opts ...Option) error {
 	}
 	engineCfg := cfg.Engine.Config()
 	if audit {
-		if err := addAudit(mgr, &o, cfg.LeaderElectionNamespace, ix, sources, engineCfg, tracker.Synced, log.WithName("audit")); err != nil {
+		if err := addAudit(mgr, &o, cfg.LeaderElectionNamespace, cfg.AuditCoalesceDelay.Duration, ix, sources, engineCfg, tracker.Synced, log.WithName("audit")); err != nil {
 			return err
 		}
 	}
