@@ -67,31 +67,35 @@ func (ix *Index) Layout(pod *v1.Pod, detail MessageDetail) (*Layout, error) {
 		return nil, err
 	}
 	var l *Layout
-	ix.withQuery(pod, cs, func(q *query) {
-		ev := q.evaluate()
-		ev.checkTemplates(ix.templates, pod, q)
-		if ev.verdict() == VerdictUnsatisfiable {
-			ev.facts = newIndexFacts(q, ev)
-		}
-		var res *Result
-		if res, err = assemble(ev, Options{Detail: detail}); err != nil {
-			return
-		}
-		l = &Layout{Result: res, Domains: make([]LayoutDomains, len(cs))}
-		// After assemble, which would copy the domains without the empty
-		// ones.
-		for i := range cs {
-			l.Domains[i] = q.layoutDomains(i, ev)
-			res.Constraints[i].Domains = ev.domains[i]
-		}
-		l.Nodes, l.NodeDomains = q.layoutNodes()
-		for _, r := range ev.templates {
-			if r.reason == "" || r.reason == ReasonSkew {
-				l.Templates = append(l.Templates, *r.template)
-			}
-		}
-	})
+	ix.withQuery(pod, cs, func(q *query) { l, err = q.layout(detail) })
 	return l, err
+}
+
+// layout is Layout on a started query.
+func (q *query) layout(detail MessageDetail) (*Layout, error) {
+	ev := q.evaluate()
+	ev.checkTemplates(q.ix.templates, q.pod, q)
+	if ev.verdict() == VerdictUnsatisfiable {
+		ev.facts = newIndexFacts(q, ev)
+	}
+	res, err := assemble(ev, Options{Detail: detail})
+	if err != nil {
+		return nil, err
+	}
+	l := &Layout{Result: res, Domains: make([]LayoutDomains, len(q.cs))}
+	// After assemble, which would copy the domains without the empty
+	// ones.
+	for i := range q.cs {
+		l.Domains[i] = q.layoutDomains(i, ev)
+		res.Constraints[i].Domains = ev.domains[i]
+	}
+	l.Nodes, l.NodeDomains = q.layoutNodes()
+	for _, r := range ev.templates {
+		if r.reason == "" || r.reason == ReasonSkew {
+			l.Templates = append(l.Templates, *r.template)
+		}
+	}
+	return l, nil
 }
 
 // addEmptyDomains adds to ev.domains, with 0, each counted domain that
