@@ -26,25 +26,28 @@ import (
 
 // Cluster is what a forecast reads of the cluster: the layout of the nodes
 // and templates the replicas can take, which carries the pod webhook's
-// check. *spread.Index implements it.
+// check, and where the pods a scale-down deletes are counted.
+// *spread.Index implements it.
 type Cluster interface {
-	Layout(pod *v1.Pod, detail spread.MessageDetail) (*spread.Layout, error)
+	LayoutDeparting(pod *v1.Pod, detail spread.MessageDetail, departing []string) (*spread.Layout, *spread.Departures, error)
 }
 
 // layoutCheck answers the check engine.Validate makes with a layout, which
 // the placement then starts from: one pass over the index, not a check and
 // then a layout.
 type layoutCheck struct {
-	c      Cluster
-	layout *spread.Layout
+	c          Cluster
+	departing  []string
+	layout     *spread.Layout
+	departures *spread.Departures
 }
 
 func (lc *layoutCheck) Check(pod *v1.Pod, opts spread.Options) (*spread.Result, error) {
-	l, err := lc.c.Layout(pod, opts.Detail)
+	l, d, err := lc.c.LayoutDeparting(pod, opts.Detail, lc.departing)
 	if err != nil {
 		return nil, err
 	}
-	lc.layout = l
+	lc.layout, lc.departures = l, d
 	return l.Result, nil
 }
 
@@ -81,6 +84,15 @@ type Forecast struct {
 	// Truncated is set when more than MaxPlacements replicas were asked
 	// for: only the first MaxPlacements were placed.
 	Truncated bool `json:"truncated,omitempty"`
+	// Order says in which order a scale-down deletes the pods: the
+	// order that Departures assume.
+	Order string `json:"order,omitempty"`
+	// Departures are the pods a scale-down deletes, the first deleted
+	// first.
+	Departures []Departure `json:"departures,omitempty"`
+	// Skewed is the first hard constraint the scale-down leaves with a
+	// skew above its maxSkew and no lower than before, nil when none.
+	Skewed *Skew `json:"skewed,omitempty"`
 	// Detail is what Refused.Reason and Warning may name: the
 	// MessageDetail of the configuration Run was given.
 	Detail spread.MessageDetail `json:"-"`
@@ -139,9 +151,15 @@ const NoHardConstraints = "the pod has no hard topology spread constraint"
 // same Config), then each replica goes to a feasible node of a least-loaded
 // domain. A replica placed is a pod bound to its node in a scratch copy of
 // the counts of the pod's constraints (see placement); c is never changed.
+// Below Existing, it forecasts the scale-down instead: the pods the
+// controller deletes (see Workload.departing) are taken off the counts.
 func Run(w *Workload, src engine.Sources, c Cluster, cfg engine.Config) (*Forecast, error) {
 	f := &Forecast{Workload: w.String(), From: w.Existing, To: w.Replicas, Detail: cfg.MessageDetail}
-	if w.Replicas <= w.Existing {
+	var departing []string
+	if w.Replicas < w.Existing {
+		departing, f.Order = w.departing()
+	}
+	if w.Replicas <= w.Existing && len(departing) == 0 {
 		return f, nil
 	}
 	src = withOwner(src, w.owner)
@@ -153,7 +171,7 @@ func Run(w *Workload, src engine.Sources, c Cluster, cfg engine.Config) (*Foreca
 	if m.Pod != nil {
 		f.Pod = m.Pod
 	}
-	lc := &layoutCheck{c: c}
+	lc := &layoutCheck{c: c, departing: departing}
 	v, err := engine.Validate(f.Pod, src, lc, cfg, false)
 	if err != nil {
 		return nil, fmt.Errorf("checking the pod of %s: %w", w, err)
@@ -185,6 +203,10 @@ func Run(w *Workload, src engine.Sources, c Cluster, cfg engine.Config) (*Foreca
 	}
 	if f.Action == "" {
 		f.Action = v1alpha1.ActionDeny
+	}
+	if len(departing) > 0 {
+		f.scaleDown(lc.layout, lc.departures)
+		return f, nil
 	}
 	p := newPlacement(lc.layout)
 	f.Constraints = p.initialCounts()
@@ -245,9 +267,9 @@ type constraintState struct {
 	index               map[string]int32
 	counts              []int
 	// hist is how many domains hold each count, so that the smallest
-	// count follows an increment in O(1).
-	hist     map[int]int
-	smallest int
+	// and the largest count follow a change by one in O(1).
+	hist              map[int]int
+	smallest, largest int
 }
 
 func newConstraintState(r *spread.ConstraintResult, d spread.LayoutDomains) *constraintState {
@@ -261,6 +283,7 @@ func newConstraintState(r *spread.ConstraintResult, d spread.LayoutDomains) *con
 		if i == 0 || n < c.smallest {
 			c.smallest = n
 		}
+		c.largest = max(c.largest, n)
 	}
 	return c
 }
@@ -304,7 +327,14 @@ func (c *constraintState) set(i int32, n int) {
 	for c.hist[c.smallest] == 0 && c.smallest < n {
 		c.smallest++
 	}
+	c.largest = max(c.largest, n)
+	for c.hist[c.largest] == 0 && c.largest > n {
+		c.largest--
+	}
 }
+
+// skew is the largest count less the global minimum.
+func (c *constraintState) skew() int { return c.largest - c.globalMin() }
 
 // globalMin is the smallest domain count, or 0 with fewer domains than
 // minDomains.
@@ -539,14 +569,20 @@ func shortKey(key string) string {
 const MaxWarning = 250
 
 // Warning is the admission warning of the forecast: empty when every
-// replica is placed, else one line of at most MaxWarning bytes that names
-// the first replica no node takes, why, the counts and the policy. The
-// counts of a constraint whose domains f.Detail does not name (nodes) say
-// how many nodes hold each count.
+// replica is placed and a scale-down leaves no hard constraint skewed
+// beyond its maxSkew, else one line of at most MaxWarning bytes that names
+// the first replica no node takes, why, the counts and the policy, or the
+// pods a scale-down deletes, the domains it leaves fullest and emptiest and
+// the counts. The counts of a constraint whose domains f.Detail does not
+// name (nodes) say how many nodes hold each count; the domains are named as
+// spread.MessageDetail.DomainName says.
 //
 //	spreadguard: replica 7 of 9 would be refused: zone-c has no schedulable node; zone: zone-a=3 zone-b=3 zone-c=0, maxSkew 1 (policy shop/zones)
 //	spreadguard: replica 3 of 9 would be refused: 1 node at the global minimum cannot take the pod; hostname: 2 nodes with 1, 1 node with 0, maxSkew 1 (policy shop/hosts)
 func (f *Forecast) Warning() string {
+	if f.Skewed != nil {
+		return f.scaleDownWarning()
+	}
 	r := f.Refused
 	if r == nil {
 		return ""
@@ -565,11 +601,7 @@ func (f *Forecast) Warning() string {
 	if f.Detail.NamesDomainsOf(c.TopologyKey) {
 		counts = domainList(shortKey(c.TopologyKey), r.Domains, MaxWarning-len(head)-len(tail))
 	}
-	w := head + counts + tail
-	if len(w) > MaxWarning {
-		w = w[:MaxWarning-len("...")] + "..."
-	}
-	return w
+	return clip(head + counts + tail)
 }
 
 // domainList is "zone: zone-a=3 zone-b=3 zone-c=0" in at most budget
