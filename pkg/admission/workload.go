@@ -76,7 +76,7 @@ func (h *WorkloadForecaster) handle(ctx context.Context, req admission.Request, 
 	if w == nil {
 		return admission.Allowed("not a workload"), ResultSkipped
 	}
-	fc, err := forecast.Run(w, h.Sources(ctx), h.Cluster, h.Config)
+	fc, err := forecast.Run(w, h.Sources(ctx), h.Cluster, h.Config, forecast.WarningOnly())
 	if err != nil {
 		return f.answer(ctx, faultReason(err), err), ResultErrored
 	}

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	v1 "k8s.io/api/core/v1"
 
@@ -29,26 +30,34 @@ import (
 // check, and where the pods a scale-down deletes are counted.
 // *spread.Index implements it.
 type Cluster interface {
-	LayoutDeparting(pod *v1.Pod, detail spread.MessageDetail, departing []string) (*spread.Layout, *spread.Departures, error)
+	LayoutDeparting(pod *v1.Pod, detail spread.MessageDetail, departing []string) (*spread.Layout, error)
 }
 
 // layoutCheck answers the check engine.Validate makes with a layout, which
 // the placement then starts from: one pass over the index, not a check and
 // then a layout.
 type layoutCheck struct {
-	c          Cluster
-	departing  []string
-	layout     *spread.Layout
-	departures *spread.Departures
+	c         Cluster
+	departing []string
+	layout    *spread.Layout
 }
 
 func (lc *layoutCheck) Check(pod *v1.Pod, opts spread.Options) (*spread.Result, error) {
-	l, d, err := lc.c.LayoutDeparting(pod, opts.Detail, lc.departing)
+	l, err := lc.c.LayoutDeparting(pod, opts.Detail, lc.departing)
 	if err != nil {
 		return nil, err
 	}
-	lc.layout, lc.departures = l, d
+	lc.release()
+	lc.layout = l
 	return l.Result, nil
+}
+
+// release gives the layout back once nothing the forecast keeps reads it.
+func (lc *layoutCheck) release() {
+	if lc.layout != nil {
+		lc.layout.Release()
+		lc.layout = nil
+	}
 }
 
 var _ spread.Checker = (*layoutCheck)(nil)
@@ -153,7 +162,11 @@ const NoHardConstraints = "the pod has no hard topology spread constraint"
 // the counts of the pod's constraints (see placement); c is never changed.
 // Below Existing, it forecasts the scale-down instead: the pods the
 // controller deletes (see Workload.departing) are taken off the counts.
-func Run(w *Workload, src engine.Sources, c Cluster, cfg engine.Config) (*Forecast, error) {
+func Run(w *Workload, src engine.Sources, c Cluster, cfg engine.Config, opts ...Option) (*Forecast, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	f := &Forecast{Workload: w.String(), From: w.Existing, To: w.Replicas, Detail: cfg.MessageDetail}
 	var departing []string
 	if w.Replicas < w.Existing {
@@ -172,6 +185,7 @@ func Run(w *Workload, src engine.Sources, c Cluster, cfg engine.Config) (*Foreca
 		f.Pod = m.Pod
 	}
 	lc := &layoutCheck{c: c, departing: departing}
+	defer lc.release()
 	v, err := engine.Validate(f.Pod, src, lc, cfg, false)
 	if err != nil {
 		return nil, fmt.Errorf("checking the pod of %s: %w", w, err)
@@ -204,27 +218,52 @@ func Run(w *Workload, src engine.Sources, c Cluster, cfg engine.Config) (*Foreca
 	if f.Action == "" {
 		f.Action = v1alpha1.ActionDeny
 	}
+	p := newPlacement(lc.layout)
+	defer p.release()
+	f.Constraints = p.initialCounts(!o.warningOnly)
 	if len(departing) > 0 {
-		f.scaleDown(lc.layout, lc.departures)
+		f.scaleDown(p, &lc.layout.Departing, o.warningOnly)
 		return f, nil
 	}
-	p := newPlacement(lc.layout)
-	f.Constraints = p.initialCounts()
 	last := w.Replicas
 	if last-w.Existing > MaxPlacements {
 		last, f.Truncated = w.Existing+MaxPlacements, true
 	}
-	f.Placements = make([]Placement, 0, last-w.Existing)
+	var domains []string
+	if !o.warningOnly {
+		f.Placements = make([]Placement, 0, last-w.Existing)
+		domains = make([]string, 0, int(last-w.Existing)*len(p.constraints))
+	}
 	for r := w.Existing + 1; r <= last; r++ {
-		placed, ok := p.place(r)
+		slot, added, ok := p.place()
 		if !ok {
 			f.Refused = p.refusal(r, f.Detail)
 			break
 		}
-		f.Placements = append(f.Placements, placed)
+		if o.warningOnly {
+			continue
+		}
+		from := len(domains)
+		for i, c := range p.constraints {
+			domains = append(domains, c.names[p.slot(slot)[i]])
+		}
+		f.Placements = append(f.Placements, Placement{Replica: r, Node: p.slots[slot], Template: p.added[slot], NewNode: added,
+			Domains: domains[from:len(domains):len(domains)]})
 	}
 	return f, nil
 }
+
+// Option tunes Run.
+type Option func(*options)
+
+type options struct{ warningOnly bool }
+
+// WarningOnly makes Run keep only what Warning reads: no Placements, no
+// Counts.Domains, and a scale-down's Departures only when it warns. Those
+// are a placement per replica and a count per counted domain (one per node
+// for a hostname constraint): the webhook, which only warns, would
+// otherwise allocate them on every forecast for the collector to sweep.
+func WarningOnly() Option { return func(o *options) { o.warningOnly = true } }
 
 // placement is the scratch state of a forecast: a copy of the counts of
 // the pod's hard constraints, per domain, and the nodes that pass the pod's
@@ -255,7 +294,14 @@ type placement struct {
 	next int
 	// newNodes counts the nodes added from templates, to name them.
 	newNodes int
+	// states holds the constraints' states of earlier forecasts, whose
+	// slices the next reuses.
+	states []*constraintState
 }
+
+// placements keeps the scratch of finished forecasts: a forecast of a
+// hostname constraint at thousands of nodes copies thousands of counts.
+var placements = sync.Pool{New: func() any { return new(placement) }}
 
 // constraintState is one constraint's counts, by domain index, so that
 // a placement costs no string hashing.
@@ -263,29 +309,37 @@ type constraintState struct {
 	key                 string
 	maxSkew, minDomains int32
 	selfMatch           int
-	names               []string
-	index               map[string]int32
-	counts              []int
-	// hist is how many domains hold each count, so that the smallest
-	// and the largest count follow a change by one in O(1).
-	hist              map[int]int
+	// names are the layout's, clipped: a domain added appends to a copy.
+	names  []string
+	index  map[string]int32
+	counts []int
+	// hist is how many domains hold each count, by count, so that the
+	// smallest and the largest count follow a change by one in O(1).
+	hist              []int
 	smallest, largest int
 }
 
-func newConstraintState(r *spread.ConstraintResult, d spread.LayoutDomains) *constraintState {
-	c := &constraintState{
+// reset starts c from the layout's counts of constraint r.
+func (c *constraintState) reset(r *spread.ConstraintResult, d spread.LayoutDomains) {
+	*c = constraintState{
 		key: r.TopologyKey, maxSkew: r.MaxSkew, minDomains: max(r.MinDomains, 1), selfMatch: r.SelfMatch,
-		// Clipped: a domain added appends to a copy, not to the layout.
-		names: slices.Clip(d.Names), counts: slices.Clone(d.Counts), hist: map[int]int{},
+		names: slices.Clip(d.Names), counts: append(c.counts[:0], d.Counts...), hist: c.hist[:0],
 	}
 	for i, n := range c.counts {
-		c.hist[n]++
+		c.count(n, 1)
 		if i == 0 || n < c.smallest {
 			c.smallest = n
 		}
 		c.largest = max(c.largest, n)
 	}
-	return c
+}
+
+// count adds delta to the domains holding n.
+func (c *constraintState) count(n, delta int) {
+	if n >= len(c.hist) {
+		c.hist = append(c.hist, make([]int, n+1-len(c.hist))...)
+	}
+	c.hist[n] += delta
 }
 
 // lookup returns the index of domain d. The map of names is made at the
@@ -311,16 +365,16 @@ func (c *constraintState) add(d string) int32 {
 	c.index[d] = i
 	c.names = append(c.names, d)
 	c.counts = append(c.counts, 0)
-	c.hist[0]++
+	c.count(0, 1)
 	c.smallest = 0
 	return i
 }
 
 // set changes the count of domain i to n.
 func (c *constraintState) set(i int32, n int) {
-	c.hist[c.counts[i]]--
+	c.count(c.counts[i], -1)
 	c.counts[i] = n
-	c.hist[n]++
+	c.count(n, 1)
 	if n < c.smallest {
 		c.smallest = n
 	}
@@ -373,13 +427,29 @@ func (c *constraintState) domains() map[string]int {
 
 // newPlacement starts from the layout's counts and nodes; the order of
 // the nodes, the same on every run, is all the tie-break between equal
-// loads needs.
+// loads needs. Release gives its scratch back.
 func newPlacement(l *spread.Layout) *placement {
-	p := &placement{templates: l.Templates, layout: l, slots: slices.Clip(l.Nodes), domains: slices.Clip(l.NodeDomains), added: map[int]string{}}
+	p := placements.Get().(*placement)
+	states := p.states
+	*p = placement{templates: l.Templates, layout: l, slots: slices.Clip(l.Nodes), domains: slices.Clip(l.NodeDomains), states: states}
 	for i := range l.Result.Constraints {
-		p.constraints = append(p.constraints, newConstraintState(&l.Result.Constraints[i], l.Domains[i]))
+		if i == len(p.states) {
+			p.states = append(p.states, new(constraintState))
+		}
+		c := p.states[i]
+		c.reset(&l.Result.Constraints[i], l.Domains[i])
+		p.constraints = append(p.constraints, c)
 	}
 	return p
+}
+
+// release gives p's scratch back; it points into the layout no more.
+func (p *placement) release() {
+	for _, c := range p.states {
+		c.names, c.index = nil, nil
+	}
+	*p = placement{states: p.states}
+	placements.Put(p)
 }
 
 // slot returns the domains of slot k, one per constraint.
@@ -398,26 +468,29 @@ func (p *placement) domainsOf(ls map[string]string) []int32 {
 	return domains
 }
 
-// initialCounts are the counts before the first placement: the layout's,
-// whose maps the forecast keeps.
-func (p *placement) initialCounts() []Counts {
+// initialCounts are the constraints before the first placement, with
+// their counts by domain when withDomains.
+func (p *placement) initialCounts(withDomains bool) []Counts {
 	out := make([]Counts, len(p.constraints))
 	for i, c := range p.constraints {
-		out[i] = Counts{TopologyKey: c.key, MaxSkew: c.maxSkew, MinDomains: c.minDomains, SelfMatch: c.selfMatch,
-			Domains: p.layout.Result.Constraints[i].Domains}
+		out[i] = Counts{TopologyKey: c.key, MaxSkew: c.maxSkew, MinDomains: c.minDomains, SelfMatch: c.selfMatch}
+		if withDomains {
+			out[i].Domains = c.domains()
+		}
 	}
 	return out
 }
 
-// place binds replica r to a feasible node of the least-loaded domains
-// (the smallest sum of its domains' counts; among equals, the first from
-// the one after the last chosen), or, when no node is feasible, to a new
-// node of the first feasible template.
+// place binds the next replica to a feasible node of the least-loaded
+// domains (the smallest sum of its domains' counts; among equals, the
+// first from the one after the last chosen), or, when no node is
+// feasible, to a new node of the first feasible template, and returns its
+// slot and whether a template's new node was added for it.
 //
 // CAVEAT: a slot's load is at least the sum of the smallest counts, so a
 // feasible slot with that load ends the search: with replicas of equal load
 // taking turns, a placement looks at few slots, not all of them.
-func (p *placement) place(r int32) (Placement, bool) {
+func (p *placement) place() (slot int, added, ok bool) {
 	floor := 0
 	for _, c := range p.constraints {
 		floor += c.smallest
@@ -433,22 +506,18 @@ func (p *placement) place(r int32) (Placement, bool) {
 			}
 		}
 	}
-	added := false
 	if best < 0 {
 		best = p.addFromTemplate()
 		added = true
 	}
 	if best < 0 {
-		return Placement{}, false
+		return 0, false, false
 	}
 	p.next = (best + 1) % len(p.slots)
-	domains := p.slot(best)
-	names := make([]string, len(p.constraints))
 	for i, c := range p.constraints {
-		c.bind(domains[i])
-		names[i] = c.names[domains[i]]
+		c.bind(p.slot(best)[i])
 	}
-	return Placement{Replica: r, Node: p.slots[best], Template: p.added[best], NewNode: added, Domains: names}, true
+	return best, added, true
 }
 
 // load is the sum of the counts of a node's domains, and whether a
@@ -488,6 +557,9 @@ func (p *placement) addFromTemplate() int {
 		p.newNodes++
 		p.slots = append(p.slots, name)
 		p.domains = append(p.domains, p.domainsOf(ls)...)
+		if p.added == nil {
+			p.added = map[int]string{}
+		}
 		p.added[len(p.slots)-1] = t.Name
 		return len(p.slots) - 1
 	}

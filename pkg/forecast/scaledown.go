@@ -107,37 +107,30 @@ func (w *Workload) departing() ([]string, string) {
 	return names, fmt.Sprintf("%s; %d of %d pods carry a pod-deletion-cost", order, costed, len(w.Pods))
 }
 
-// scaleDown takes the departing pods off the counts of l and records
-// them, and the first hard constraint they leave skewed: above its maxSkew,
-// and no lower than before, with fewer pods than before in some domain. A
-// scale-down that lowers a skew already above maxSkew is not one to warn
-// about.
-func (f *Forecast) scaleDown(l *spread.Layout, d *spread.Departures) {
-	p := newPlacement(l)
-	f.Constraints = p.initialCounts()
+// scaleDown takes the departing pods, counted where d says, off the counts
+// of p and records the first hard constraint they leave skewed: above its
+// maxSkew, and no lower than before, with fewer pods than before in some
+// domain. A scale-down that lowers a skew already above maxSkew is not one
+// to warn about. The departures are recorded unless warningOnly, and then
+// only when they leave a constraint skewed.
+func (f *Forecast) scaleDown(p *placement, d *spread.Departures, warningOnly bool) {
 	n := len(p.constraints)
-	before := make([]int, n)
+	before, touched := make([]int, n), make([]bool, n)
 	for i, c := range p.constraints {
 		before[i] = c.skew()
 	}
-	touched := make([]bool, n)
-	f.Departures = make([]Departure, len(d.Names))
-	domains := make([]string, len(d.Names)*n)
 	// The pods of the workload before the first departure: the ordinals
 	// of a StatefulSet's range, a ReplicaSet's pods scheduled or not.
 	total := f.To + int32(len(d.Names))
 	skewed, within := -1, int32(0)
-	for k, name := range d.Names {
-		dep := Departure{Pod: name, Node: d.Nodes[k], Domains: domains[k*n : (k+1)*n : (k+1)*n]}
+	for k := range d.Names {
 		for i, at := range d.DomainsOf(k) {
 			if at >= 0 {
 				c := p.constraints[i]
 				c.set(at, c.counts[at]-1)
-				dep.Domains[i] = c.names[at]
 				touched[i] = true
 			}
 		}
-		f.Departures[k] = dep
 		skewed = -1
 		for i, c := range p.constraints {
 			if s := c.skew(); touched[i] && s > int(c.maxSkew) && s >= before[i] {
@@ -147,6 +140,19 @@ func (f *Forecast) scaleDown(l *spread.Layout, d *spread.Departures) {
 		}
 		if skewed < 0 && k < len(d.Names)-1 {
 			within = total - int32(k+1)
+		}
+	}
+	if !warningOnly || skewed >= 0 {
+		f.Departures = make([]Departure, len(d.Names))
+		domains := make([]string, len(d.Names)*n)
+		for k, name := range d.Names {
+			dep := Departure{Pod: name, Node: d.Nodes[k], Domains: domains[k*n : (k+1)*n : (k+1)*n]}
+			for i, at := range d.DomainsOf(k) {
+				if at >= 0 {
+					dep.Domains[i] = p.constraints[i].names[at]
+				}
+			}
+			f.Departures[k] = dep
 		}
 	}
 	if skewed < 0 {

@@ -257,13 +257,15 @@ func TestScaleDownForecast(t *testing.T) {
 			if s, ok := tt.workload.(*appsv1.StatefulSet); ok {
 				src.FakeSelectorSources = spreadtest.SelectorSources(s)
 			}
-			f, err := Run(w, src, spread.IndexFromSnapshot(tt.world.snap), tt.cfg)
+			ix := spread.IndexFromSnapshot(tt.world.snap)
+			f, err := Run(w, src, ix, tt.cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if diff := cmp.Diff(tt.want, scaledDownOf(f)); diff != "" {
 				t.Errorf("scale-down forecast (-want +got):\n%s", diff)
 			}
+			checkWarningOnly(t, f, w, src, ix, tt.cfg)
 			if len(f.Placements) > 0 || f.Refused != nil {
 				t.Errorf("a scale-down placed %d replicas and refused %+v, want none", len(f.Placements), f.Refused)
 			}

@@ -13,6 +13,7 @@ import (
 
 // Departures are where the pods a scale-down deletes are counted, for the
 // Layout of one of their workload's pods, read from the index with it.
+// Its slices are the layout's: Release gives them back too.
 type Departures struct {
 	// Names are the pods asked about, in the order given.
 	Names []string
@@ -37,41 +38,41 @@ func (d *Departures) DomainsOf(k int) []int32 {
 }
 
 // LayoutDeparting is Layout for a pod of a workload about to lose the pods
-// named departing (of the pod's namespace), and where each of them is
-// counted, read under the same lock as the counts, so that taking the
-// departing pods off the Layout's counts leaves the counts the scale-down
-// leaves. It costs a Layout plus a map lookup and a selector match per
-// departing pod.
-func (ix *Index) LayoutDeparting(pod *v1.Pod, detail MessageDetail, departing []string) (*Layout, *Departures, error) {
+// named departing (of the pod's namespace), with where each of them is
+// counted (Layout.Departing), read under the same lock as the counts, so
+// that taking the departing pods off the layout's counts leaves the counts
+// the scale-down leaves. It costs a Layout plus a map lookup and a
+// selector match per departing pod.
+func (ix *Index) LayoutDeparting(pod *v1.Pod, detail MessageDetail, departing []string) (*Layout, error) {
 	cs, err := hardConstraints(pod)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	var l *Layout
-	var d *Departures
 	ix.withQuery(pod, cs, func(q *query) {
 		if l, err = q.layout(detail); err == nil {
-			d = q.departures(departing)
+			q.departures(departing, &l.Departing)
 		}
 	})
-	return l, d, err
+	return l, err
 }
 
-// departures reads where the pods named are counted, after q.layout has
-// recorded the positions of the counted nodes' domains.
-func (q *query) departures(names []string) *Departures {
+// departures reads into d where the pods named are counted, after q.layout
+// has recorded the positions of the counted nodes' domains.
+func (q *query) departures(names []string, d *Departures) {
 	n := len(q.cs)
-	d := &Departures{Names: names, Nodes: make([]string, len(names)), Domains: make([]int32, len(names)*n), constraints: n}
+	d.Names = append(d.Names, names...)
 	for k, name := range names {
-		domains := d.DomainsOf(k)
-		for i := range domains {
-			domains[i] = -1
+		d.Nodes = append(d.Nodes, "")
+		for range n {
+			d.Domains = append(d.Domains, -1)
 		}
 		rec, ok := q.ix.pods[podKey{q.pod.Namespace, name}]
 		if !ok || rec.node.id < 0 {
 			continue
 		}
 		d.Nodes[k] = rec.node.name
+		domains := d.DomainsOf(k)
 		for i := range q.cs {
 			c := &q.cs[i]
 			// As evaluate counts: a node that takes part, a group the
@@ -81,5 +82,4 @@ func (q *query) departures(names []string) *Departures {
 			}
 		}
 	}
-	return d
 }
