@@ -19,7 +19,9 @@ KWOK_VERSION ?= v0.8.0
 HELM_VERSION ?= v3.22.0
 # Karpenter's kwok cloud provider, the node autoscaler of the local e2e.
 KARPENTER_VERSION ?= v1.15.0
-export KUBE_VERSION ETCD_VERSION KWOK_VERSION HELM_VERSION KARPENTER_VERSION
+# Karpenter's AWS provider, whose EC2NodeClass CRD the integration tests install.
+KARPENTER_AWS_VERSION ?= v1.15.1
+export KUBE_VERSION ETCD_VERSION KWOK_VERSION HELM_VERSION KARPENTER_VERSION KARPENTER_AWS_VERSION
 # cert-manager of the kind e2e's cert-manager mode (hack/build-binaries.sh cert-manager).
 CERT_MANAGER_VERSION ?= v1.21.2
 export CERT_MANAGER_VERSION
@@ -43,6 +45,7 @@ KUBECTL := $(BIN)/.stamps/kubectl-$(KUBE_VERSION)
 KWOK := $(BIN)/.stamps/kwok-$(KWOK_VERSION)
 HELM := $(BIN)/.stamps/helm-$(HELM_VERSION)
 KARPENTER := $(BIN)/.stamps/karpenter-kwok-$(KARPENTER_VERSION)
+KARPENTER_AWS_CRDS := $(BIN)/.stamps/karpenter-aws-crds-$(KARPENTER_AWS_VERSION)
 
 ##@ General
 
@@ -87,4 +90,6 @@ $(BIN)/.stamps/helm-$(HELM_VERSION):
 	hack/build-binaries.sh helm
 $(BIN)/.stamps/karpenter-kwok-$(KARPENTER_VERSION):
 	hack/build-binaries.sh karpenter
+$(BIN)/.stamps/karpenter-aws-crds-$(KARPENTER_AWS_VERSION):
+	hack/build-binaries.sh karpenter-aws-crds
 

@@ -43,6 +43,13 @@
 # over the rounds resampled. Last, the webhook's resident memory (VmRSS,
 # VmHWM) and its own decision-time metric.
 #
+# The script starts processes; perfload measures and sums up. Each moment
+# the summary reports on (the cluster filled, the webhook ready and idle,
+# after each round, after the rounds) is a `perfload sample` line in
+# $OUT/samples.jsonl (/proc/PID/stat and status, cgroup cpu.stat, the
+# processes' /metrics, kube-apiserver's watches), and `perfload summarize
+# --samples` turns the samples and the bursts into summary.txt.
+#
 # With BENCH_SCALE_PPROF=1, after the rounds (and apart from them: their
 # figures do not carry the profilers' cost), it takes CPU profiles of
 # BENCH_SCALE_PPROF_SECONDS in each mode of BENCH_SCALE_PPROF_MODES
@@ -66,7 +73,7 @@
 # each burst.
 #
 # Results go to $BENCH_SCALE_OUT (default _output/bench-scale): summary.txt,
-# bursts.jsonl, noop-patch.json, webhook.log, noopwebhook*.log, cluster.log,
+# bursts.jsonl, samples.jsonl, noop-patch.json, webhook.log, noopwebhook*.log, cluster.log,
 # logs/ (one file per control-plane component) and pprof/, kept when the run
 # fails too.
 #
@@ -172,7 +179,9 @@ cleanup() {
   if [[ $rc -ne 0 ]]; then
     log "failed (exit status $rc)"
     # What a lost API server most often comes from: memory, or etcd's quota.
-    [[ -z ${LOCAL_CLUSTER_ETCD_PID:-} ]] || log "control plane: $(control_plane_memory 2>&1)"
+    if [[ -n ${LOCAL_CLUSTER_ETCD_PID:-} && -x $DIR/perfload ]]; then
+      "$DIR/perfload" sample --tag failed $(control_plane) >/dev/null || true
+    fi
   fi
   if [[ -n $WEBHOOK_PID ]] && kill -0 "$WEBHOOK_PID" 2>/dev/null; then
     kill -TERM "$WEBHOOK_PID" 2>/dev/null || true
@@ -274,11 +283,9 @@ spec:
 EOF
 }
 
-# counter URL NAME prints the value of the counter NAME at the /metrics URL.
-counter() {
-  [[ $1 =~ ^([a-z]+://[^/]+)(/.*)$ ]] || die "counter: $1 is not scheme://host:port/path"
-  k --server="${BASH_REMATCH[1]}" get --raw "${BASH_REMATCH[2]}" | awk -v name="$2" '$1 == name { print $2; found = 1 } END { exit !found }'
-}
+# counter URL NAME prints the counter NAME at the /metrics URL, summed over
+# its series.
+counter() { "$DIR/perfload" metric --url "$1" "$2"; }
 
 # probe_calls PROBE prints what the API server answers to a probe, then how
 # many reviews each no-op webhook answered meanwhile.
@@ -377,30 +384,18 @@ start_noop_patch() {
   NOOP_PATCH_METRICS_URL=http://$NOOP_PATCH_METRICS/metrics
 }
 
-# memory prints the webhook's resident set and its high-water mark, in MiB.
-memory() {
-  process_memory "$WEBHOOK_PID"
+# sample TAG [FLAG...] appends what perfload sample reads, with FLAGs, to
+# $OUT/samples.jsonl; its line for people goes to the log.
+sample() {
+  local tag=$1
+  shift
+  "$DIR/perfload" sample --tag "$tag" --out "$OUT/samples.jsonl" "$@"
 }
 
-process_memory() {
-  awk '/^VmRSS:/ { rss = $2 } /^VmHWM:/ { hwm = $2 } END { printf "VmRSS %.0f MiB, VmHWM %.0f MiB", rss / 1024, hwm / 1024 }' \
-    "/proc/$1/status"
-}
-
-# control_plane_memory prints the resident memory of kube-apiserver and etcd
-# and the size of etcd's database, against its quota.
-control_plane_memory() {
-  local db
-  db=$(curl -s "$ETCD_URL/metrics" | awk '/^etcd_mvcc_db_total_size_in_bytes / { printf "%.0f", $2 / 1048576 }')
-  echo "kube-apiserver $(process_memory "$LOCAL_CLUSTER_APISERVER_PID"); etcd $(process_memory "$LOCAL_CLUSTER_ETCD_PID"), database ${db:-?} MiB of a $((ETCD_QUOTA / 1048576)) MiB quota"
-}
-
-# decisions prints the mean of the server's own decision-time histogram.
-decisions() {
-  k --server="http://$METRICS_ADDRESS" get --raw /metrics 2>/dev/null | awk '
-    /^spreadguard_admission_decision_duration_seconds_sum/ { split($1, a, "webhook=\""); split(a[2], b, "\""); sum[b[1]] = $2 }
-    /^spreadguard_admission_decision_duration_seconds_count/ { split($1, a, "webhook=\""); split(a[2], b, "\""); n[b[1]] = $2 }
-    END { for (w in n) if (n[w] > 0) printf "  %s: %d decisions, mean %.3f ms\n", w, n[w], 1000 * sum[w] / n[w] }'
+# control_plane prints the flags of perfload sample that read kube-apiserver
+# and etcd: their memory, and the size of etcd's database.
+control_plane() {
+  echo "--process kube-apiserver=$LOCAL_CLUSTER_APISERVER_PID --process etcd=$LOCAL_CLUSTER_ETCD_PID --metrics etcd=$ETCD_URL/metrics"
 }
 
 # burst MODE [FILE] measures one burst with the webhooks of MODE registered;
@@ -500,8 +495,8 @@ profiles() {
 }
 
 # fill_cluster fills the running cluster and waits for kwok to mark its pods
-# Running; it sets fill_seconds, settled, settle_seconds and cp_filled for
-# the summary.
+# Running; it sets fill_seconds, settled and settle_seconds for the summary,
+# and samples the control plane.
 fill_cluster() {
   log "filling: $NODES nodes, $((NODES * PODS_PER_NODE)) $POD_SIZE pods"
   local t=$SECONDS
@@ -512,14 +507,15 @@ fill_cluster() {
   settled=yes
   "$DIR/perfload" wait-running --timeout "$SETTLE_TIMEOUT" || settled="no, after $SETTLE_TIMEOUT"
   settle_seconds=$((SECONDS - t))
-  cp_filled=$(control_plane_memory)
-  log "control plane: $cp_filled"
+  # shellcheck disable=SC2046
+  sample filled --ready-nodes $(control_plane)
 }
 
 main() {
   preflight
   mkdir -p "$OUT"
   : >"$OUT/bursts.jsonl"
+  : >"$OUT/samples.jsonl"
   DIR=$(mktemp -d "${TMPDIR:-/tmp}/spreadguard-bench-scale.XXXXXX")
   trap cleanup EXIT
   trap 'exit 130' INT
@@ -530,19 +526,17 @@ main() {
   start_cluster
 
   fill_cluster
-  local ready_nodes
-  ready_nodes=$(k get nodes --no-headers | awk '$2 == "Ready"' | wc -l)
 
   log "starting spreadguard-webhook and noopwebhook"
   start_noop
   start_webhook
-  log "webhook ready after ${WEBHOOK_READY_SECONDS}s: $(memory)"
+  log "webhook ready after ${WEBHOOK_READY_SECONDS}s"
+  sample ready --process "webhook=$WEBHOOK_PID"
   start_noop_patch
   sleep 30
-  local rss_idle
-  rss_idle=$(memory)
+  sample idle --process "webhook=$WEBHOOK_PID"
 
-  local modes=(none noop noop-patch spreadguard) loads=()
+  local modes=(none noop noop-patch spreadguard)
   for r in $(seq 1 "$ROUNDS"); do
     for i in "${!modes[@]}"; do
       local mode=${modes[(r - 1 + i) % ${#modes[@]}]}
@@ -551,28 +545,21 @@ main() {
       if [[ $mode != none ]]; then register "$mode"; fi
       burst "$mode"
     done
-    loads+=("$(cut -d' ' -f1 /proc/loadavg)")
+    sample round
   done
   unregister
-  local rss_after decided
-  rss_after=$(memory)
-  decided=$(decisions)
+  # shellcheck disable=SC2046
+  sample after --process "webhook=$WEBHOOK_PID" --metrics "webhook=http://$METRICS_ADDRESS/metrics" $(control_plane)
   [[ $PPROF != 1 ]] || profiles
 
   {
     echo "spreadguard bench-scale, $(date -u +%FT%TZ), commit $COMMIT"
-    echo "machine: $(nproc) CPUs, $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1), load average $(cut -d' ' -f1-3 /proc/loadavg)"
-    echo "cluster: $NODES nodes ($ready_nodes Ready), $((NODES * PODS_PER_NODE)) $POD_SIZE pods + the local cluster's own; filled in ${fill_seconds}s, kwok settled: $settled (${settle_seconds}s, $KWOK_POD_PARALLELISM pods at once)"
+    echo "cluster: $NODES nodes, $((NODES * PODS_PER_NODE)) $POD_SIZE pods + the local cluster's own; filled in ${fill_seconds}s, kwok settled: $settled (${settle_seconds}s, $KWOK_POD_PARALLELISM pods at once); etcd quota $((ETCD_QUOTA / 1048576)) MiB"
     echo "webhook: ready (caches synced) ${WEBHOOK_READY_SECONDS}s after start; GOGC=${WEBHOOK_GOGC:-default} GOMEMLIMIT=${WEBHOOK_GOMEMLIMIT:-default}"
-    echo "webhook memory: idle after sync: $rss_idle; after the bursts: $rss_after"
-    echo "control plane after the fill: $cp_filled"
-    echo "control plane after the bursts: $(control_plane_memory)"
-    echo "bursts: dry-run=$([[ $DRY_RUN == 1 ]] && echo yes || echo no); 1-minute load average after each round: ${loads[*]}"
+    echo "bursts: dry-run=$([[ $DRY_RUN == 1 ]] && echo yes || echo no)"
     echo "noop-patch: $PATCH_NOTE ($PATCH_FILE)"
-    "$DIR/perfload" summarize "$OUT/bursts.jsonl"
-    echo "webhook's own decision time (spreadguard_admission_decision_duration_seconds):"
-    echo "$decided"
     [[ $PPROF != 1 ]] || echo "CPU profiles during webhook=${PPROF_MODES// /, webhook=} bursts: $OUT/pprof"
+    "$DIR/perfload" summarize --samples "$OUT/samples.jsonl" "$OUT/bursts.jsonl"
   } | tee "$OUT/summary.txt"
 }
 
@@ -605,7 +592,6 @@ REPLICA_PIDS=()
 REPLICA_PORTS=()
 REPLICA_METRICS=()
 REPLICA_READY=()
-REPLICA_RSS=()
 REPLICA_CGROUPS=()
 HOST_IP=
 # REPLICA_CPU_QUOTA is each replica's CFS quota in microseconds per 100 ms
@@ -692,18 +678,6 @@ replica_cgroup() {
   echo "$cg"
 }
 
-# throttled I prints how many CFS periods replica I's cgroup had and in how
-# many it was throttled, "periods throttled" (cpu.stat's nr_periods and
-# nr_throttled, in cgroup v1 and v2 alike); "0 0" without a limit.
-throttled() {
-  local cg=${REPLICA_CGROUPS[$1]:-}
-  if [[ -z $cg ]]; then
-    echo "0 0"
-    return
-  fi
-  awk '$1 == "nr_periods" { p = $2 } $1 == "nr_throttled" { t = $2 } END { print p + 0, t + 0 }' "$cg/cpu.stat"
-}
-
 # replicas_certs reissues the serving certificate for the Service's name too.
 replicas_certs() {
   (cd "$ROOT" && go run ./hack/certs -dir "$DIR/certs" \
@@ -762,15 +736,8 @@ replicas_register() {
 
 replicas_called() { [[ $(probe) == *denied* ]]; }
 
-# replica_counter I NAME prints the sum of every series of the counter NAME
-# at replica I's /metrics, 0 when it has none yet.
-replica_counter() {
-  k --server="http://${REPLICA_METRICS[$1]}" get --raw /metrics | awk -v name="$2" '
-    index($1, name) == 1 && (length($1) == length(name) || substr($1, length(name) + 1, 1) == "{") { s += $NF }
-    END { printf "%d\n", s }'
-}
-
-reviews() { replica_counter "$1" spreadguard_admission_requests_total; }
+# reviews I prints the reviews replica I has answered.
+reviews() { counter "http://${REPLICA_METRICS[$1]}/metrics" spreadguard_admission_requests_total; }
 
 # replica_serves I succeeds once a probe reached replica I.
 replica_serves() {
@@ -780,55 +747,14 @@ replica_serves() {
   (($(reviews "$1") > before))
 }
 
-# cpu_ticks PID prints the CPU time PID used, user and system, in clock
-# ticks (fields 14 and 15 of /proc/PID/stat, counted after the command name,
-# which may hold spaces).
-cpu_ticks() { sed 's/^.*) //' "/proc/$1/stat" | awk '{ print $12 + $13 }'; }
-
-# rss PID prints the resident set of PID and its high-water mark, in MiB.
-rss() {
-  awk '/^VmRSS:/ { rss = $2 } /^VmHWM:/ { hwm = $2 } END { printf "RSS %.0f MiB (high-water %.0f MiB)", rss / 1024, hwm / 1024 }' "/proc/$1/status"
-}
-
-# apiserver_watches prints the WATCH requests kube-apiserver is serving, one
-# line per resource ("group/resource count", "core" for the empty group).
-apiserver_watches() {
-  k get --raw /metrics | awk '
-    function label(name,   i, s) {
-      i = index($0, name "=\"")
-      if (i == 0) return ""
-      s = substr($0, i + length(name) + 2)
-      return substr(s, 1, index(s, "\"") - 1)
-    }
-    /^apiserver_longrunning_requests\{/ && /verb="WATCH"/ && $NF > 0 {
-      g = label("group"); n[(g == "" ? "core" : g) "/" label("resource")] += $NF
-    }
-    END { for (r in n) print r, n[r] }' | sort
-}
-
-# record_watches NAME writes the watches kube-apiserver serves to
-# $DIR/watches-NAME, once the count has stayed the same for 5 seconds: an
-# informer that was just started may still be opening its watch.
-record_watches() {
-  local prev="" cur
-  for _ in $(seq 1 24); do
-    cur=$(apiserver_watches)
-    [[ -n $prev && $cur == "$prev" ]] && break
-    prev=$cur
-    sleep 5
+# replica_flags N prints the flags of perfload sample that read replicas 1..N:
+# their process, their /metrics and, under a CPU limit, their cgroup.
+replica_flags() {
+  local i
+  for ((i = 1; i <= $1; i++)); do
+    printf -- '--process replica-%d=%s --metrics replica-%d=http://%s/metrics ' "$i" "${REPLICA_PIDS[i]}" "$i" "${REPLICA_METRICS[i]}"
+    [[ -z ${REPLICA_CGROUPS[i]:-} ]] || printf -- '--cgroup replica-%d=%s ' "$i" "${REPLICA_CGROUPS[i]}"
   done
-  echo "$cur" >"$DIR/watches-$1"
-}
-
-watch_total() { awk '{ s += $2 } END { print s + 0 }' "$DIR/watches-$1"; }
-
-# watch_delta BEFORE AFTER prints the watches by resource that changed
-# from the record BEFORE to the record AFTER.
-watch_delta() {
-  awk 'NR == FNR { before[$1] = $2; next }
-    { seen[$1] = 1 } $2 != before[$1] { printf " %s %+d", $1, $2 - before[$1] }
-    END { for (r in before) if (!(r in seen)) printf " %s %+d", r, -before[r] }' \
-    "$DIR/watches-$1" "$DIR/watches-$2"
 }
 
 # crds_watched succeeds once something watches each of spreadguard's
@@ -837,7 +763,7 @@ watch_delta() {
 # Until then a replica's count would take in the collector's watches.
 crds_watched() {
   local watches crd
-  watches=$(apiserver_watches)
+  watches=$("$DIR/perfload" watches)
   for crd in "$ROOT"/charts/spreadguard/crds/*.yaml; do
     crd=${crd##*/}
     crd=${crd%.yaml}
@@ -860,8 +786,8 @@ start_replica() {
   REPLICA_PIDS[i]=$!
   wait_url "http://127.0.0.1:$probe_port/readyz" "$READY_TIMEOUT" "spreadguard replica $i" "${REPLICA_PIDS[i]}" "$DIR/replica-$i.log"
   REPLICA_READY[i]=$((SECONDS - start))
-  REPLICA_RSS[i]=$(rss "${REPLICA_PIDS[i]}")
-  log "replica $i (pid ${REPLICA_PIDS[i]}, $HOST_IP:$port) ready after ${REPLICA_READY[i]}s: ${REPLICA_RSS[i]}"
+  log "replica $i (pid ${REPLICA_PIDS[i]}, $HOST_IP:$port) ready after ${REPLICA_READY[i]}s"
+  sample ready --phase "replicas=$i" --process "replica-$i=${REPLICA_PIDS[i]}"
   if [[ -n $REPLICA_CPU_QUOTA ]]; then
     # Limited once ready, so that its caches' first list (tens of seconds of
     # CPU at 5,000 nodes) does not stretch each start; writing the process
@@ -872,69 +798,36 @@ start_replica() {
   fi
 }
 
-# replicas_idle N prints the CPU each of replicas 1..N uses per second while
-# no review comes, over BENCH_SCALE_IDLE_SECONDS: what its informers cost,
+# replicas_idle N samples replicas 1..N before and after
+# BENCH_SCALE_IDLE_SECONDS without a review: what their informers cost,
 # which a replica pays whatever its share of the reviews.
 replicas_idle() {
-  local n=$1 i tck
-  local -a cpu0
-  tck=$(getconf CLK_TCK)
-  for ((i = 1; i <= n; i++)); do cpu0[i]=$(cpu_ticks "${REPLICA_PIDS[i]}"); done
+  # shellcheck disable=SC2046
+  sample idle-start --phase "replicas=$1" $(replica_flags "$1")
   sleep "$IDLE_SECONDS"
-  for ((i = 1; i <= n; i++)); do
-    awk -v i="$i" -v n="$n" -v d="$(($(cpu_ticks "${REPLICA_PIDS[i]}") - cpu0[i]))" -v tck="$tck" -v s="$IDLE_SECONDS" \
-      'BEGIN { printf "  replica %d of %d, idle: %.1f ms of CPU per second over %ds without a review\n", i, n, 1000 * d / tck / s, s }'
-  done
+  # shellcheck disable=SC2046
+  sample idle-end --phase "replicas=$1" $(replica_flags "$1")
 }
 
 # replicas_bursts N measures BENCH_SCALE_ROUNDS bursts with replicas 1..N
-# serving, and prints per replica the reviews it answered, the TLS
-# handshakes it began, its CPU time per review and its memory.
+# serving, and samples the replicas before and after them: the reviews each
+# answered, the TLS handshakes it began, its CPU time, memory and throttling.
 replicas_bursts() {
-  local n=$1 i r ns=0 t0 args
-  local -a reviews0 cpu0 hs0 throttled0
+  local n=$1 r args
   args=(--nodes "$NODES" --pods-per-node "$PODS_PER_NODE" --pods "$BURST" --parallel "$PARALLEL"
     --tag "replicas=$n" --expect-mutated all)
   [[ $DRY_RUN == 1 ]] && args+=(--dry-run)
-  for ((i = 1; i <= n; i++)); do
-    reviews0[i]=$(reviews "$i")
-    hs0[i]=$(replica_counter "$i" spreadguard_webhook_tls_handshakes_total)
-    cpu0[i]=$(cpu_ticks "${REPLICA_PIDS[i]}")
-    throttled0[i]=$(throttled "$i")
-  done
+  # shellcheck disable=SC2046
+  sample bursts-start --phase "replicas=$n" $(replica_flags "$n")
   for r in $(seq 1 "$ROUNDS"); do
     log "replicas=$n, round $r/$ROUNDS: $BURST creates, $PARALLEL parallel"
-    t0=$(date +%s%N)
     "$DIR/perfload" burst "${args[@]}" | tee -a "$OUT/bursts.jsonl" | sed 's/,"latenciesMs":\[[^]]*\]//' >&2
-    ns=$((ns + $(date +%s%N) - t0))
     if [[ $DRY_RUN != 1 ]]; then
       k delete pods -A -l spreadguard.io/perf-burst=1 --wait=true --timeout=10m >/dev/null
     fi
   done
-  local tck total=0 now cpu hs
-  local -a d
-  tck=$(getconf CLK_TCK)
-  for ((i = 1; i <= n; i++)); do
-    now=$(reviews "$i")
-    d[i]=$((now - reviews0[i]))
-    total=$((total + d[i]))
-  done
-  echo "replicas=$n: $ROUNDS bursts of $BURST creates, $((ns / 1000000)) ms in all; $total reviews answered ($((2 * ROUNDS * BURST)) expected: a mutating and a validating review per create)"
-  for ((i = 1; i <= n; i++)); do
-    now=$(cpu_ticks "${REPLICA_PIDS[i]}")
-    cpu=$((now - cpu0[i]))
-    now=$(replica_counter "$i" spreadguard_webhook_tls_handshakes_total)
-    hs=$((now - hs0[i]))
-    awk -v i="$i" -v d="${d[i]}" -v t="$total" -v ns="$ns" -v cpu="$cpu" -v tck="$tck" -v hs="$hs" -v mem="$(rss "${REPLICA_PIDS[i]}")" \
-      -v th0="${throttled0[i]}" -v th="$(throttled "$i")" -v limited="${REPLICA_CGROUPS[i]:+1}" 'BEGIN {
-      printf "  replica %d: %d reviews (%.1f%%), %.0f reviews/s over the bursts, %d TLS handshakes, CPU %.0f ms = %.3f ms per review, %s",
-        i, d, t ? 100 * d / t : 0, ns ? d / (ns / 1e9) : 0, hs, 1000 * cpu / tck, d ? 1000 * cpu / tck / d : 0, mem
-      if (limited) {
-        split(th0, a, " "); split(th, b, " ")
-        printf ", throttled in %d of %d CFS periods", b[2] - a[2], b[1] - a[1]
-      }
-      printf "\n" }'
-  done
+  # shellcheck disable=SC2046
+  sample bursts-end --phase "replicas=$n" $(replica_flags "$n")
 }
 
 replicas_main() {
@@ -947,6 +840,7 @@ replicas_main() {
   replicas_cpu_limit
   mkdir -p "$OUT"
   : >"$OUT/bursts.jsonl"
+  : >"$OUT/samples.jsonl"
   DIR=$(mktemp -d "${TMPDIR:-/tmp}/spreadguard-bench-replicas.XXXXXX")
   trap replicas_cleanup EXIT
   trap 'exit 130' INT
@@ -961,41 +855,33 @@ replicas_main() {
   wait_until 90 crds_watched || log "warning: no watch of spreadguard's CRDs 90s after they were created: the first replica's count may take in the garbage collector's"
 
   local i
-  : >"$DIR/replicas.txt"
   for ((i = 1; i <= replicas; i++)); do
-    # Recorded just before and after the start, so that another
-    # component's watches coming and going meanwhile are unlikely.
-    record_watches "before-$i"
+    # Sampled just before and after the start, so that another
+    # component's watches coming and going meanwhile are unlikely; each
+    # once the count has stayed the same for 5 seconds, as an informer
+    # that was just started may still be opening its watch.
+    sample watches-before --phase "replicas=$i" --apiserver-watches --settle
     start_replica "$i"
-    record_watches "$i"
-    log "kube-apiserver serves $(watch_total "$i") watches with $i replicas, $(watch_total "before-$i") before replica $i started:$(watch_delta "before-$i" "$i")"
+    sample watches --phase "replicas=$i" --apiserver-watches --settle
     replica_endpoint "$i"
     if ((i == 1)); then
       replicas_register
     else
       wait_until 120 replica_serves "$i" || die "replica $i got no review 120s after its EndpointSlice was created"
     fi
-    # Into a file, not through $(...): a failed burst must stop the run.
-    replicas_idle "$i" >>"$DIR/replicas.txt"
-    replicas_bursts "$i" >>"$DIR/replicas.txt"
+    replicas_idle "$i"
+    replicas_bursts "$i"
   done
 
   {
     echo "spreadguard bench-scale replicas, $(date -u +%FT%TZ), commit $COMMIT"
-    echo "machine: $(nproc) CPUs, $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1), load average $(cut -d' ' -f1-3 /proc/loadavg)"
     echo "cluster: $NODES nodes, $((NODES * PODS_PER_NODE)) $POD_SIZE pods + the local cluster's own; filled in ${fill_seconds}s, kwok settled: $settled (${settle_seconds}s, $KWOK_POD_PARALLELISM pods at once)"
     echo "replicas: on $HOST_IP, behind Service $RELEASE_NAMESPACE/$REPLICA_SERVICE, CPU limit ${BENCH_SCALE_REPLICA_CPU:-none}${REPLICA_CPU_QUOTA:+ (a quota of $REPLICA_CPU_QUOTA µs per 100 ms, cgroup v$CPU_CGROUP_VERSION)}"
     for ((i = 1; i <= replicas; i++)); do
-      echo "  replica $i: port ${REPLICA_PORTS[i]}, caches synced ${REPLICA_READY[i]}s after start, then ${REPLICA_RSS[i]}"
+      echo "  replica $i: port ${REPLICA_PORTS[i]}, caches synced ${REPLICA_READY[i]}s after start"
     done
     echo "bursts: dry-run=$([[ $DRY_RUN == 1 ]] && echo yes || echo no)"
-    echo "kube-apiserver WATCH requests (apiserver_longrunning_requests{verb=\"WATCH\"}), just before and after each replica started:"
-    for ((i = 1; i <= replicas; i++)); do
-      printf '  %d replicas: %d -> %d replicas: %d (%+d):%s\n' $((i - 1)) "$(watch_total "before-$i")" "$i" "$(watch_total "$i")" \
-        "$(($(watch_total "$i") - $(watch_total "before-$i")))" "$(watch_delta "before-$i" "$i")"
-    done
-    cat "$DIR/replicas.txt"
-    "$DIR/perfload" summarize "$OUT/bursts.jsonl"
+    "$DIR/perfload" summarize --samples "$OUT/samples.jsonl" "$OUT/bursts.jsonl"
   } | tee "$OUT/summary.txt"
 }
 

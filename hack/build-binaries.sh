@@ -7,11 +7,13 @@
 #
 # NAME is any of: etcd kube-apiserver kube-scheduler kube-controller-manager
 # kubectl kwok helm karpenter (default: all), kubelet kubeadm kube-proxy for
-# the kind node image (hack/kind), and cert-manager (its controller, cainjector
+# the kind node image (hack/kind-without-registry), and cert-manager (its controller, cainjector
 # and webhook, for the kind e2e's cert-manager mode). karpenter is Karpenter's
 # kwok cloud provider, bin/karpenter-kwok, with its CRDs copied from the same
-# module into bin/karpenter-crds. A binary whose version stamp exists in
-# bin/.stamps is not rebuilt, so a second run is a no-op.
+# module into bin/karpenter-crds. karpenter-aws-crds copies the EC2NodeClass
+# CRD of Karpenter's AWS provider into bin/karpenter-aws-crds (nothing is
+# built). A binary whose version stamp exists in bin/.stamps is not rebuilt,
+# so a second run is a no-op.
 #
 # Why from source: no prebuilt binary can be downloaded on the machines this
 # project is built and tested on; only the Go module proxy is reachable.
@@ -34,6 +36,9 @@ KARPENTER_VERSION=${KARPENTER_VERSION:-v1.15.0}
 # Karpenter's go.mod asks for a newer Go than the project's; the go command
 # fetches this toolchain through the module proxy for that build alone.
 KARPENTER_GOTOOLCHAIN=${KARPENTER_GOTOOLCHAIN:-go1.27.3}
+# Karpenter's AWS provider, whose EC2NodeClass CRD the integration tests
+# install; its go.mod asks for the same newer Go, even to download it.
+KARPENTER_AWS_VERSION=${KARPENTER_AWS_VERSION:-v1.15.1}
 CERT_MANAGER_VERSION=${CERT_MANAGER_VERSION:-v1.21.2}
 
 STAMPS=$BIN/.stamps
@@ -180,15 +185,36 @@ build_karpenter() {
   mark karpenter-kwok "$KARPENTER_VERSION"
 }
 
+# copy_karpenter_aws_crds copies the EC2NodeClass CRD of
+# github.com/aws/karpenter-provider-aws from the Go module cache into
+# bin/karpenter-aws-crds, stamped like a binary.
+copy_karpenter_aws_crds() {
+  local crds=$BIN/karpenter-aws-crds name=karpenter.k8s.aws_ec2nodeclasses.yaml mod dir
+  if [[ -f $STAMPS/karpenter-aws-crds-$KARPENTER_AWS_VERSION && -f $crds/$name ]]; then
+    log "karpenter-aws-crds $KARPENTER_AWS_VERSION already copied"
+    return
+  fi
+  log "copying the EC2NodeClass CRD of karpenter-provider-aws $KARPENTER_AWS_VERSION"
+  dir=$(mktemp -d "$WORK/karpenter-aws.XXXXXX")
+  mod=$(cd "$dir" && GOTOOLCHAIN="$KARPENTER_GOTOOLCHAIN" go mod download -json "github.com/aws/karpenter-provider-aws@$KARPENTER_AWS_VERSION" |
+    sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+  rm -rf "$dir"
+  [[ -n $mod && -f $mod/pkg/apis/crds/$name ]] || die "cannot find $name of github.com/aws/karpenter-provider-aws@$KARPENTER_AWS_VERSION in the Go module cache"
+  rm -rf "$crds" && mkdir -p "$crds"
+  cp "$mod/pkg/apis/crds/$name" "$crds/"
+  chmod u+w "$crds/$name"
+  mark karpenter-aws-crds "$KARPENTER_AWS_VERSION"
+}
+
 # build_cert_manager builds cert-manager's controller, cainjector and webhook
-# with the mains in hack/cert-manager. cert-manager's own cmd/* modules and
+# with the mains in hack/kind-without-registry/cert-manager. cert-manager's own cmd/* modules and
 # Venafi's client are not served by the module proxy, and the mains import
 # internal/ packages, which Go allows only inside the module: so they are
 # copied into a copy of github.com/cert-manager/cert-manager and built with
 # its go.mod, away from the project's. The stamp carries a hash of the mains,
 # so editing them rebuilds.
 build_cert_manager() {
-  local v=$CERT_MANAGER_VERSION src=$ROOT/hack/cert-manager
+  local v=$CERT_MANAGER_VERSION src=$ROOT/hack/kind-without-registry/cert-manager
   local stamp="$v-$(cat "$src"/*/main.go | sha256sum | cut -c1-12)" name
   if done_already cert-manager-controller "$stamp" && done_already cert-manager-cainjector "$stamp" &&
     done_already cert-manager-webhook "$stamp"; then
@@ -225,13 +251,14 @@ build_one() {
     cert-manager) build_cert_manager ;;
     helm) go_install helm "helm.sh/helm/v${HELM_VERSION:1:1}/cmd/helm" "$HELM_VERSION" "$(helm_ldflags)" ;;
     karpenter|karpenter-kwok) build_karpenter ;;
-    *) echo "build-binaries: unknown binary \"$1\" (want etcd, kube-apiserver, kube-scheduler, kube-controller-manager, kubectl, kubelet, kubeadm, kube-proxy, kwok, helm, karpenter or cert-manager)" >&2; exit 2 ;;
+    karpenter-aws-crds) copy_karpenter_aws_crds ;;
+    *) echo "build-binaries: unknown binary \"$1\" (want etcd, kube-apiserver, kube-scheduler, kube-controller-manager, kubectl, kubelet, kubeadm, kube-proxy, kwok, helm, karpenter, karpenter-aws-crds or cert-manager)" >&2; exit 2 ;;
   esac
 }
 
 main() {
   if [[ $# -eq 0 ]]; then
-    set -- etcd kube-apiserver kube-scheduler kube-controller-manager kubectl kwok helm karpenter
+    set -- etcd kube-apiserver kube-scheduler kube-controller-manager kubectl kwok helm karpenter karpenter-aws-crds
   fi
   # One build at a time: concurrent runs (make -j) would share bin/.build.
   exec 9>"$WORK/.lock"

@@ -36,9 +36,9 @@ GO_TEST_FLAGS=${GO_TEST_FLAGS:-}
 export BIN
 
 go_test() {
-  log "go test -tags e2e ./test/e2e/... (KUBECONFIG=$KUBECONFIG)"
+  log "go test -tags e2e ./... in test/e2e, a module of its own (KUBECONFIG=$KUBECONFIG)"
   # shellcheck disable=SC2086
-  (cd "$ROOT" && go test -tags e2e -count=1 -v -timeout 20m ./test/e2e/... $GO_TEST_FLAGS)
+  (cd "$ROOT/test/e2e" && go test -tags e2e -count=1 -v -timeout 20m ./... $GO_TEST_FLAGS)
 }
 
 # ---------------------------------------------------------------- local
@@ -85,6 +85,8 @@ local_e2e() {
   # Renewing the serving certificate on disk, as cert-manager does.
   (cd "$ROOT" && go build -o "$BIN/spreadguard-certs" ./hack/certs)
   export SPREADGUARD_E2E_WEBHOOK_URL=$WEBHOOK_URL
+  # The webhook's /metrics, where the suite counts its reviews.
+  export SPREADGUARD_E2E_WEBHOOK_METRICS_URL=$WEBHOOK_METRICS_URL
   export SPREADGUARD_E2E_RENEW_CERT_CMD="$BIN/spreadguard-certs -dir $WEBHOOK_CERT_DIR -renew"
   export SPREADGUARD_E2E_EXTRA_START_CMD="DEV_ENV=$DEV_ENV $WEBHOOK_EXTRA_START_CMD"
   export SPREADGUARD_E2E_EXTRA_KILL_CMD="DEV_ENV=$DEV_ENV $WEBHOOK_EXTRA_KILL_CMD"
@@ -149,7 +151,7 @@ kind_e2e() {
   trap 'exit 143' TERM
 
   log "creating kind cluster $name"
-  "$kind" create cluster --name "$name" --config "$ROOT/hack/kind/kind-config.yaml" \
+  "$kind" create cluster --name "$name" --config "$ROOT/hack/kind-config.yaml" \
     ${KIND_NODE_IMAGE:+--image "$KIND_NODE_IMAGE"} --kubeconfig "$KUBECONFIG" --wait 3m
 
   local image=spreadguard-webhook:e2e

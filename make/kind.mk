@@ -3,29 +3,29 @@
 # `make e2e-kind` (make/e2e.mk) assumes Docker and internet access. The
 # targets here make the same run work on a VM that reaches only the Go module
 # proxy and Debian's archive: dockerd started on demand, a node image and the
-# control-plane images built from source (hack/kind/build-node-image.sh), and
+# control-plane images built from source (hack/kind-without-registry/build-node-image.sh), and
 # a docker shim where `docker run --privileged` fails. See docs/kind.md.
 
 KIND_NODE_IMAGE ?= spreadguard.local/kind-node:$(KUBE_VERSION)
 KIND_CLUSTER ?= spreadguard-e2e
 # auto: cert-manager mode when the module proxy serves cert-manager's module
 # (its controller, cainjector and webhook are built from it, see
-# hack/kind/cert-manager.sh), the chart's self-signed mode otherwise; or force
+# hack/kind-without-registry/cert-manager.sh), the chart's self-signed mode otherwise; or force
 # cert-manager / self-signed.
 KIND_CERT_MODE ?= auto
 export KIND_NODE_IMAGE KIND_CLUSTER KIND_CERT_MODE KIND_VERSION
 
 .PHONY: docker-up
 docker-up: ## Start dockerd (installing Debian's docker.io) when no Docker engine answers.
-	hack/kind/ensure-docker.sh start
+	hack/kind-without-registry/ensure-docker.sh start
 
 .PHONY: docker-down
 docker-down: ## Stop the dockerd that `make docker-up` started (no-op otherwise).
-	hack/kind/ensure-docker.sh stop
+	hack/kind-without-registry/ensure-docker.sh stop
 
 .PHONY: kind-node-image
 kind-node-image: ## Build the kind node image and the control-plane images from source (KIND_NODE_IMAGE); needs a Docker engine.
-	hack/kind/build-node-image.sh
+	hack/kind-without-registry/build-node-image.sh
 
 .PHONY: e2e-kind-local
 e2e-kind-local: $(KIND_BIN) $(BIN)/.stamps/kubectl-$(KUBE_VERSION) $(HELM_BINARY) ## `make e2e-kind` on a machine without a registry: dockerd, node image, kind cluster, chart, suite, teardown.
@@ -47,7 +47,7 @@ lap() { log "$$1: $$((SECONDS - t))s"; t=$$SECONDS; }
 # dockerd is stopped at the end only if this run started it.
 own_docker=0
 docker info >/dev/null 2>&1 || own_docker=1
-hack/kind/ensure-docker.sh start
+hack/kind-without-registry/ensure-docker.sh start
 tmp=$$(mktemp -d "$${TMPDIR:-/tmp}/spreadguard-e2e-kind.XXXXXX")
 export KUBECONFIG=$$tmp/kubeconfig
 cleanup() {
@@ -62,7 +62,7 @@ cleanup() {
   else
     "$$KIND" delete cluster --name "$$KIND_CLUSTER" >/dev/null 2>&1 || true
     rm -rf "$$tmp"
-    if [[ $$own_docker == 1 ]]; then hack/kind/ensure-docker.sh stop; fi
+    if [[ $$own_docker == 1 ]]; then hack/kind-without-registry/ensure-docker.sh stop; fi
   fi
   exit $$rc
 }
@@ -71,13 +71,13 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 rm -rf "$$ARTIFACTS" && mkdir -p "$$ARTIFACTS"
 
-hack/kind/build-node-image.sh
+hack/kind-without-registry/build-node-image.sh
 lap "node image"
 
 # The shim stands in for docker only where --privileged cannot work.
-export PATH=$$ROOT/hack/kind/docker-shim:$$PATH DOCKER_BUILDKIT=0
+export PATH=$$ROOT/hack/kind-without-registry/docker-shim:$$PATH DOCKER_BUILDKIT=0
 "$$KIND" delete cluster --name "$$KIND_CLUSTER" >/dev/null 2>&1 || true
-"$$KIND" create cluster --name "$$KIND_CLUSTER" --config hack/kind/kind-config.yaml \
+"$$KIND" create cluster --name "$$KIND_CLUSTER" --config hack/kind-config.yaml \
   --image "$$KIND_NODE_IMAGE" --kubeconfig "$$KUBECONFIG" --wait 3m
 lap "cluster create"
 
@@ -90,11 +90,11 @@ k() { "$$BIN/kubectl" "$$@"; }
 mode=$$KIND_CERT_MODE
 if [[ $$mode == auto ]]; then
   mode=self-signed
-  hack/kind/cert-manager.sh available && mode=cert-manager
+  hack/kind-without-registry/cert-manager.sh available && mode=cert-manager
 fi
 set_cert=(--set certManager.enabled=false)
 if [[ $$mode == cert-manager ]]; then
-  hack/kind/cert-manager.sh install
+  hack/kind-without-registry/cert-manager.sh install
   set_cert=(--set certManager.enabled=true)
   lap "cert-manager"
 else
@@ -117,8 +117,8 @@ CGO_ENABLED=0 go build -o "$$BIN/kubectl-spread" ./cmd/kubectl-spread
 export SPREADGUARD_E2E_KUBECTL_SPREAD=$$BIN/kubectl-spread
 lap "chart"
 
-log "go test -tags e2e ./test/e2e/... (KUBECONFIG=$$KUBECONFIG)"
-go test -tags e2e -count=1 -v -timeout 20m ./test/e2e/... $${GO_TEST_FLAGS:-}
+log "go test -tags e2e ./... in test/e2e (KUBECONFIG=$$KUBECONFIG)"
+(cd test/e2e && go test -tags e2e -count=1 -v -timeout 20m ./... $${GO_TEST_FLAGS:-})
 lap "suite"
 endef
 e2e-kind-local: export E2E_KIND_LOCAL := $(E2E_KIND_LOCAL)

@@ -2,10 +2,10 @@
 
 STATICCHECK_STAMP := $(BIN)/.stamps/staticcheck-$(STATICCHECK_VERSION)
 # Every Go module of the repository: the root and the nested test modules
-# (parity, chart), each linted and tidied on its own. hack/cert-manager's
+# (parity, chart, e2e), each linted and tidied on its own. hack/kind-without-registry/cert-manager's
 # go.mod only fences off mains that build inside a copy of cert-manager's
 # module (hack/build-binaries.sh cert-manager), so it is not one of them.
-GO_MODULES := $(patsubst ./%,%,$(patsubst %/go.mod,%,$(shell find . -name go.mod -not -path './bin/*' -not -path './hack/cert-manager/*')))
+GO_MODULES := $(patsubst ./%,%,$(patsubst %/go.mod,%,$(shell find . -name go.mod -not -path './bin/*' -not -path './hack/kind-without-registry/cert-manager/*')))
 # The build tags of the suites that are compiled only on demand, so that
 # vet and staticcheck read them too.
 LINT_TAGS := e2e,integration

@@ -12,7 +12,7 @@
 #   SPREADGUARD_PERF_CPUPROFILE=/tmp/prof make bench-server   # CPU profile of each timed run
 #   SPREADGUARD_PERF_HEAPPROFILE=/tmp/prof make bench-server  # heap profile after each fill
 #
-# docs/performance-webhook.md has the figures and what they mean.
+# docs/performance.md has the figures and what they mean.
 BENCH_SERVER_COUNT ?= $(or $(BENCH_COUNT),6)
 # Per admission benchmark and count: long enough for a p99.9 over thousands
 # of reviews where the server is fast.

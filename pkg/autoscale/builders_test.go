@@ -7,6 +7,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	karpenterv1 "github.com/spreadguard/spreadguard/pkg/apis/karpenter/v1"
+	nodeclassv1 "github.com/spreadguard/spreadguard/pkg/apis/nodeclass/v1"
 	"github.com/spreadguard/spreadguard/pkg/spread/spreadtest"
 )
 
@@ -37,6 +38,18 @@ func (w *nodePoolWrapper) Requirement(key string, op v1.NodeSelectorOperator, va
 // Zones requires topology.kubernetes.io/zone In zones.
 func (w *nodePoolWrapper) Zones(zones ...string) *nodePoolWrapper {
 	return w.Requirement(v1.LabelTopologyZone, v1.NodeSelectorOpIn, zones...)
+}
+
+// NodeClass sets spec.template.spec.nodeClassRef.
+func (w *nodePoolWrapper) NodeClass(group, kind, name string) *nodePoolWrapper {
+	w.Spec.Template.Spec.NodeClassRef = &karpenterv1.NodeClassReference{Group: group, Kind: kind, Name: name}
+	return w
+}
+
+// EC2NodeClass sets spec.template.spec.nodeClassRef to the EC2NodeClass
+// name.
+func (w *nodePoolWrapper) EC2NodeClass(name string) *nodePoolWrapper {
+	return w.NodeClass(nodeclassv1.EC2GroupName, nodeclassv1.KindEC2NodeClass, name)
 }
 
 // CapacityTypes requires karpenter.sh/capacity-type In types.

@@ -35,8 +35,9 @@ func takesPods(n *v1.Node) bool {
 // the node's labels without its hostname (a new node has its own), and
 // its NoSchedule and NoExecute taints without those that reflect the
 // node's state rather than its group's shape (see transientTaint).
-// Name "nodegroup/<group>/<zone>" (zone "" when the nodes have none),
-// Source "node group <group>".
+// Name "nodegroup/<group>/<zone>" (zone "" when the nodes have none and
+// the operator lists no zone: see expandZoneless), Source "node group
+// <group>".
 //
 // It follows the template node of
 // https://github.com/kubernetes/autoscaler/blob/cluster-autoscaler-1.34.0/cluster-autoscaler/simulator/node_info_utils.go
@@ -47,6 +48,10 @@ func nodeGroupTemplates(groups map[groupZone]*v1.Node) []spread.Template {
 	for gz, n := range groups {
 		labels := maps.Clone(n.Labels)
 		delete(labels, v1.LabelHostname)
+		if gz.zone != "" {
+			// A group whose nodes carry no zone takes the operator's.
+			labels[v1.LabelTopologyZone] = gz.zone
+		}
 		var taints []v1.Taint
 		for _, t := range n.Spec.Taints {
 			if (t.Effect == v1.TaintEffectNoSchedule || t.Effect == v1.TaintEffectNoExecute) && !transientTaint(t.Key) {

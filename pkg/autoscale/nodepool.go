@@ -26,7 +26,8 @@ const MaxTemplatesPerNodePool = 64
 // nodePoolTemplates returns the templates of the nodes Karpenter can launch
 // from np for a pending pod: one per combination of the values np allows
 // on the topology keys, each value pinned as a label, since the new node
-// carries exactly one value of each key.
+// carries exactly one value of each key; and, when np requires zones its
+// node class does not serve, which ones.
 //
 // On a topology key, the values are those of the requirements with
 // operator In (and of spec.template.metadata.labels, which Karpenter also
@@ -34,9 +35,11 @@ const MaxTemplatesPerNodePool = 64
 // cluster's nodes when the key has Exists, NotIn, Gt, Lt, Gte or Lte, or
 // when Karpenter sets it on every node it launches (zone, capacity type,
 // region, ...: WellKnownLabels); NotIn values are removed and the numeric
-// bounds applied. A key with DoesNotExist, or left with no value, is not a
-// label of the templates (a node without the key counts in no domain of
-// it).
+// bounds applied. The zone is the exception: its candidates come from
+// zs (the node class, the operator's list, then the nodes), and its In
+// values are kept only where the node class serves them. A key with
+// DoesNotExist, or left with no value, is not a label of the templates (a
+// node without the key counts in no domain of it).
 //
 // Every template carries spec.template.metadata.labels,
 // karpenter.sh/nodepool=<name>, and spec.template.spec.taints. Not
@@ -50,17 +53,22 @@ const MaxTemplatesPerNodePool = 64
 // pod that requires that key then does not match the template.
 //
 // A NodePool that cannot launch a node yields none: being deleted, static
-// (spec.replicas set), Ready=False, or at its limits (see limitsReached).
+// (spec.replicas set), Ready=False, at its limits (see limitsReached), or
+// requiring only zones its node class does not serve.
 // See https://github.com/kubernetes-sigs/karpenter/blob/v1.15.0/pkg/controllers/provisioning/provisioner.go
 // (NewScheduler) and scheduling/nodeclaimtemplate.go beside it.
 //
 // Name "nodepool/<name>/<values of the labelled topology keys, in key
 // order, joined by ,>"; Source "NodePool <name>".
-func nodePoolTemplates(np *karpenterv1.NodePool, keys []string, seen map[string][]string) []spread.Template {
+func nodePoolTemplates(np *karpenterv1.NodePool, keys []string, seen map[string][]string, zs zoneSources) ([]spread.Template, *UnservedZones) {
 	if np == nil || !launches(np) {
-		return nil
+		return nil, nil
 	}
 	reqs := requirementsOf(np)
+	zones, unserved := zs.resolve(np, reqs[v1.LabelTopologyZone])
+	if unserved != nil && len(zones) == 0 {
+		return nil, unserved
+	}
 	labels := maps.Clone(np.Spec.Template.Labels)
 	if labels == nil {
 		labels = map[string]string{}
@@ -88,7 +96,11 @@ func nodePoolTemplates(np *karpenterv1.NodePool, keys []string, seen map[string]
 	var axes []axis
 	for _, key := range keys {
 		delete(labels, key)
-		if vs := reqs[key].resolve(key, seen[key]); len(vs) > 0 {
+		vs := zones
+		if key != v1.LabelTopologyZone {
+			vs = reqs[key].resolve(key, seen[key])
+		}
+		if len(vs) > 0 {
 			axes = append(axes, axis{key, vs})
 		}
 	}
@@ -121,7 +133,7 @@ func nodePoolTemplates(np *karpenterv1.NodePool, keys []string, seen map[string]
 		}
 	}
 	expand(0)
-	return out
+	return out, unserved
 }
 
 // launches reports whether Karpenter would launch a node from np for a

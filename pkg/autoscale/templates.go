@@ -1,6 +1,7 @@
 package autoscale
 
 import (
+	"cmp"
 	"maps"
 	"slices"
 
@@ -20,7 +21,7 @@ type Declared struct {
 	Taints []v1.Taint
 }
 
-// Inputs is what templates are derived from. Templates only reads it.
+// Inputs is what templates are derived from. Derive only reads it.
 type Inputs struct {
 	// Nodes are the cluster's nodes: the zones (and other topology values)
 	// seen on them, and the node groups they belong to.
@@ -30,17 +31,51 @@ type Inputs struct {
 	// NodePools are Karpenter's NodePools; nil when the CRD is not
 	// installed or Karpenter awareness is off.
 	NodePools []*karpenterv1.NodePool
+	// NodeClasses are the node classes of Karpenter's cloud providers whose
+	// status names zones (EC2NodeClass, EKS Auto Mode's NodeClass): the
+	// zones of the NodePools that name them.
+	NodeClasses []NodeClass
+	// Zones are the zones new nodes may come up in, as the operator lists
+	// them where nothing in the API says so: the zones of a NodePool that
+	// leaves the zone open and whose node class names none, and of a node
+	// group whose nodes carry no zone.
+	Zones []string
 	// NodeGroupLabel is the node label naming a node's group, e.g.
 	// eks.amazonaws.com/nodegroup; "" derives no node-group templates.
 	NodeGroupLabel string
+	// ClusterAutoscaler is what cluster-autoscaler's status ConfigMap says
+	// of its node groups (ParseClusterAutoscalerStatus); nil without the
+	// ConfigMap, and then every node group can grow.
+	ClusterAutoscaler *ClusterAutoscalerStatus
 	// SpreadKeys are the topology keys the policies spread on besides zone
 	// and capacity type; a NodePool expands over their values too.
 	SpreadKeys []string
 }
 
-// Templates returns the templates of in, sorted by name, names unique: of
+// Derived is what Derive finds: the templates, and what an operator must
+// hear about because pods would wait for a node that never comes.
+type Derived struct {
+	// Templates are sorted by name, names unique.
+	Templates []spread.Template
+	// UnservedZones are the NodePools that require zones their node class
+	// does not serve, sorted by NodePool.
+	UnservedZones []UnservedZones
+	// FullGroups are the node groups cluster-autoscaler reports at their
+	// maximum size: they yield no template. Sorted by name.
+	FullGroups []NodeGroupSize
+	// ScaledToZero are the node groups cluster-autoscaler's status names
+	// at size 0 that no node shows, with the NodeTemplate to declare for
+	// each. Sorted by name.
+	ScaledToZero []ScaledToZero
+}
+
+// Templates returns Derive(in).Templates.
+func Templates(in Inputs) []spread.Template { return Derive(in).Templates }
+
+// Derive returns the templates of in, sorted by name, names unique: of
 // two inputs that yield the same name (two NodeTemplates or NodePools of
-// one name), the later one wins, as in an informer's store.
+// one name), the later one wins, as in an informer's store; and the
+// findings of Derived.
 //
 //   - A Declared yields the template of its name, Source
 //     "NodeTemplate <name>".
@@ -48,11 +83,13 @@ type Inputs struct {
 //     of the values its requirements allow on the topology keys (zone,
 //     capacity type, SpreadKeys), at most MaxTemplatesPerNodePool, named
 //     "nodepool/<pool>/<values in key order, joined by ,>", Source
-//     "NodePool <pool>" (the rules are at nodePoolTemplates).
+//     "NodePool <pool>" (the rules are at nodePoolTemplates, the zones'
+//     at zoneSources).
 //   - A node group yields one template per zone its nodes are in, named
 //     "nodegroup/<group>/<zone>", Source "node group <group>", shaped like
-//     one of those nodes (the rules are at nodeGroupTemplates).
-func Templates(in Inputs) []spread.Template {
+//     one of those nodes (the rules are at nodeGroupTemplates), unless
+//     cluster-autoscaler reports it at its maximum size.
+func Derive(in Inputs) Derived {
 	keys := topologyKeys(in.SpreadKeys)
 	observed := slices.Clone(keys)
 	for k := range wellKnownLabels {
@@ -70,11 +107,23 @@ func Templates(in Inputs) []spread.Template {
 			Taints: slices.Clone(d.Taints),
 		})
 	}
+	var d Derived
+	zs := newZoneSources(in.NodeClasses, in.Zones, seen.values[v1.LabelTopologyZone])
 	for _, np := range in.NodePools {
-		out = append(out, nodePoolTemplates(np, keys, seen.values)...)
+		ts, unserved := nodePoolTemplates(np, keys, seen.values, zs)
+		out = append(out, ts...)
+		if unserved != nil {
+			d.UnservedZones = append(d.UnservedZones, *unserved)
+		}
 	}
-	out = append(out, nodeGroupTemplates(seen.groups)...)
-	return spread.UniqueTemplates(out)
+	groups := expandZoneless(seen.groups, zs.list)
+	if in.ClusterAutoscaler != nil {
+		d.FullGroups, d.ScaledToZero = in.ClusterAutoscaler.judge(groups, in.NodeGroupLabel, in.Declared)
+	}
+	out = append(out, nodeGroupTemplates(groups)...)
+	d.Templates = spread.UniqueTemplates(out)
+	slices.SortFunc(d.UnservedZones, func(a, b UnservedZones) int { return cmp.Compare(a.NodePool, b.NodePool) })
+	return d
 }
 
 // topologyKeys are the keys a NodePool expands over, in the order their

@@ -3,7 +3,6 @@ package cache
 import (
 	"fmt"
 	"reflect"
-	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
@@ -16,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	karpenterv1 "github.com/spreadguard/spreadguard/pkg/apis/karpenter/v1"
+	nodeclassv1 "github.com/spreadguard/spreadguard/pkg/apis/nodeclass/v1"
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
 )
 
@@ -35,14 +35,9 @@ type Kind struct {
 	// Optional kinds are read only when the API server serves them (and,
 	// for Karpenter's NodePools, when the configuration asks for them), so
 	// that a cluster without their CRD (an upgrade from a chart that did
-	// not ship NodeTemplate; no Karpenter) never waits on an informer that
-	// cannot sync.
+	// not ship NodeTemplate; no Karpenter; Karpenter on another cloud than
+	// AWS) never waits on an informer that cannot sync.
 	Optional bool
-	// Unwatched kinds are never watched by the webhook, and granted get
-	// only: it reads the one object a request names from the API server
-	// (the Deployment a scale names), while cluster files and
-	// kubectl-spread's live reads take them like any kind.
-	Unwatched bool
 	// Partial kinds have a Go type that mirrors only the fields spreadguard
 	// reads of another project's API: a cluster file's object of the kind
 	// may carry other fields.
@@ -98,10 +93,18 @@ var Kinds = []Kind{
 		object: &v1alpha1.NodeTemplate{}, list: &v1alpha1.NodeTemplateList{}},
 	{GVK: karpenterv1.GroupVersion.WithKind(karpenterv1.KindNodePool), Resource: "nodepools", Optional: true, Partial: true,
 		object: &karpenterv1.NodePool{}, list: &karpenterv1.NodePoolList{}},
-	// The workloads forecast: the webhook reviews them as they are
-	// applied, so it caches none; `kubectl spread plan` reads them.
-	{GVK: appsv1.SchemeGroupVersion.WithKind("Deployment"), Resource: "deployments", Namespaced: true, Unwatched: true,
-		object: &appsv1.Deployment{}, list: &appsv1.DeploymentList{}},
+	// The node classes whose status says in which zones a NodePool that
+	// leaves the zone open adds nodes: Karpenter's AWS provider's, and EKS
+	// Auto Mode's.
+	{GVK: nodeclassv1.EC2GroupVersion.WithKind(nodeclassv1.KindEC2NodeClass), Resource: "ec2nodeclasses", Optional: true, Partial: true,
+		Transform: StripNodeClass, object: &nodeclassv1.EC2NodeClass{}, list: &nodeclassv1.EC2NodeClassList{}},
+	{GVK: nodeclassv1.EKSGroupVersion.WithKind(nodeclassv1.KindNodeClass), Resource: "nodeclasses", Optional: true, Partial: true,
+		Transform: StripNodeClass, object: &nodeclassv1.NodeClass{}, list: &nodeclassv1.NodeClassList{}},
+	// The workload a scale names, which the forecast of the scale reads
+	// (the Scale carries no pod template), and what `kubectl spread plan`
+	// reads.
+	{GVK: appsv1.SchemeGroupVersion.WithKind("Deployment"), Resource: "deployments", Namespaced: true,
+		Transform: StripDeployment, object: &appsv1.Deployment{}, list: &appsv1.DeploymentList{}},
 }
 
 // byType finds a kind by the Go type of its object or of its list.
@@ -139,17 +142,28 @@ func KindFor(gvk schema.GroupVersionKind) (k Kind, ok bool) {
 // whatever else their API groups register), and nothing more.
 func NewScheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{v1.AddToScheme, appsv1.AddToScheme, v1alpha1.AddToScheme, karpenterv1.AddToScheme} {
+	if err := AddToScheme(s); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// AddToScheme adds the Go types of Kinds (and whatever else their API
+// groups register) to s: what a client or a cache reading Kinds needs
+// beside the built-in types, so that a scheme built elsewhere (the
+// webhook's) cannot miss a row.
+func AddToScheme(s *runtime.Scheme) error {
+	for _, add := range []func(*runtime.Scheme) error{v1.AddToScheme, appsv1.AddToScheme, v1alpha1.AddToScheme, karpenterv1.AddToScheme, nodeclassv1.AddToScheme} {
 		if err := add(s); err != nil {
-			return nil, fmt.Errorf("building the scheme: %w", err)
+			return fmt.Errorf("building the scheme: %w", err)
 		}
 	}
 	for _, k := range Kinds {
 		if !s.Recognizes(k.GVK) {
-			return nil, fmt.Errorf("building the scheme: %s is not registered", k.GVK)
+			return fmt.Errorf("building the scheme: %s is not registered", k.GVK)
 		}
 	}
-	return s, nil
+	return nil
 }
 
 // Options returns the cache options of the webhook: an informer for every
@@ -158,8 +172,16 @@ func NewScheme() (*runtime.Scheme, error) {
 // instead of several kilobytes.
 func Options() crcache.Options {
 	byObject := map[client.Object]crcache.ByObject{}
+	var optional []toolscache.TransformFunc
 	for _, k := range Kinds {
-		if k.Transform != nil {
+		switch {
+		case k.Transform == nil:
+		case k.Optional:
+			// The cache asks the API server for the scope of every type
+			// of ByObject when it is made, and fails on a kind it does not
+			// serve: an optional kind's transform goes in the default one.
+			optional = append(optional, k.Transform)
+		default:
 			byObject[k.New()] = crcache.ByObject{Transform: k.Transform}
 		}
 	}
@@ -168,7 +190,7 @@ func Options() crcache.Options {
 		// kind nobody planned for would start an informer lazily (and need
 		// RBAC nobody granted).
 		ReaderFailOnMissingInformer: true,
-		DefaultTransform:            crcache.TransformStripManagedFields(),
+		DefaultTransform:            chainTransforms(append([]toolscache.TransformFunc{crcache.TransformStripManagedFields()}, optional...)),
 		// Reads hand out the cached objects without copying them: every
 		// reader (lookup.Sources and what it serves: DefaultSelector,
 		// policy resolution) only reads, and a copy of a namespace's
@@ -179,10 +201,23 @@ func Options() crcache.Options {
 	}
 }
 
+// chainTransforms applies ts in order. Each passes the objects of the
+// types it does not know unchanged.
+func chainTransforms(ts []toolscache.TransformFunc) toolscache.TransformFunc {
+	return func(obj any) (any, error) {
+		for _, t := range ts {
+			var err error
+			if obj, err = t(obj); err != nil {
+				return nil, err
+			}
+		}
+		return obj, nil
+	}
+}
+
 // ReadRules returns the RBAC rules that let spreadguard read Kinds:
-// get, list and watch (get alone for an Unwatched kind), one rule per API
-// group and verbs, groups and resources in the order of Kinds, for the
-// kinds include accepts (all when it is nil).
+// get, list and watch, one rule per API group, groups and resources in the
+// order of Kinds, for the kinds include accepts (all when it is nil).
 func ReadRules(include func(Kind) bool) []rbacv1.PolicyRule {
 	var rules []rbacv1.PolicyRule
 	at := map[string]int{}
@@ -190,16 +225,11 @@ func ReadRules(include func(Kind) bool) []rbacv1.PolicyRule {
 		if include != nil && !include(k) {
 			continue
 		}
-		verbs := []string{"get", "list", "watch"}
-		if k.Unwatched {
-			verbs = []string{"get"}
-		}
-		key := k.GVK.Group + " " + strings.Join(verbs, ",")
-		i, ok := at[key]
+		i, ok := at[k.GVK.Group]
 		if !ok {
 			i = len(rules)
-			at[key] = i
-			rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{k.GVK.Group}, Verbs: verbs})
+			at[k.GVK.Group] = i
+			rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{k.GVK.Group}, Verbs: []string{"get", "list", "watch"}})
 		}
 		rules[i].Resources = append(rules[i].Resources, k.Resource)
 	}
@@ -212,7 +242,7 @@ func ReadRules(include func(Kind) bool) []rbacv1.PolicyRule {
 func Watched(want func(Kind) bool) []client.Object {
 	var out []client.Object
 	for _, k := range Kinds {
-		if !k.Unwatched && (!k.Optional || (want != nil && want(k))) {
+		if !k.Optional || (want != nil && want(k)) {
 			out = append(out, k.New())
 		}
 	}

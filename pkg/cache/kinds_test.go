@@ -7,7 +7,13 @@ import (
 	"github.com/google/go-cmp/cmp"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
+
+	nodeclassv1 "github.com/spreadguard/spreadguard/pkg/apis/nodeclass/v1"
+	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
 )
 
 func TestKindsAreConsistent(t *testing.T) {
@@ -51,24 +57,68 @@ func TestKindsAreConsistent(t *testing.T) {
 	}
 }
 
-func TestReadRulesGrantGetListWatchOnEveryKindGetOnTheUnwatchedAndNothingElse(t *testing.T) {
+func TestReadRulesGrantGetListWatchOnEveryKindAndNothingElse(t *testing.T) {
 	read := []string{"get", "list", "watch"}
 	want := []rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"nodes", "pods", "services", "replicationcontrollers", "namespaces"}, Verbs: read},
-		{APIGroups: []string{"apps"}, Resources: []string{"replicasets", "statefulsets"}, Verbs: read},
+		{APIGroups: []string{"apps"}, Resources: []string{"replicasets", "statefulsets", "deployments"}, Verbs: read},
 		{APIGroups: []string{"spreadguard.io"}, Resources: []string{"spreadpolicies", "clusterspreadpolicies", "nodetemplates"}, Verbs: read},
 		{APIGroups: []string{"karpenter.sh"}, Resources: []string{"nodepools"}, Verbs: read},
-		{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"get"}},
+		{APIGroups: []string{"karpenter.k8s.aws"}, Resources: []string{"ec2nodeclasses"}, Verbs: read},
+		{APIGroups: []string{"eks.amazonaws.com"}, Resources: []string{"nodeclasses"}, Verbs: read},
 	}
 	if diff := cmp.Diff(want, ReadRules(nil)); diff != "" {
 		t.Errorf("ReadRules(nil) (-want +got):\n%s", diff)
 	}
 }
 
-func TestTheWebhookWatchesNoUnwatchedKind(t *testing.T) {
-	for _, obj := range Watched(func(Kind) bool { return true }) {
-		if k, _ := KindOf(obj); k.Unwatched {
-			t.Errorf("Watched() holds %s, which is Unwatched", k.GVK)
+func TestTheCacheIsMadeWhereNoOptionalKindIsServed(t *testing.T) {
+	scheme, err := NewScheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A mapper that knows every kind but the optional ones, as an API
+	// server without spreadguard's, Karpenter's and the node classes' CRDs.
+	mapper := apimeta.NewDefaultRESTMapper(nil)
+	for _, k := range Kinds {
+		if k.Optional {
+			continue
 		}
+		scope := apimeta.RESTScopeRoot
+		if k.Namespaced {
+			scope = apimeta.RESTScopeNamespace
+		}
+		mapper.Add(k.GVK, scope)
+	}
+	opts := Options()
+	opts.Scheme, opts.Mapper = scheme, mapper
+	if _, err := crcache.New(&rest.Config{Host: "https://127.0.0.1:1"}, opts); err != nil {
+		t.Errorf("making the cache where no optional kind is served: %v", err)
+	}
+}
+
+func TestTheDefaultTransformStripsTheOptionalKindsAndManagedFields(t *testing.T) {
+	transform := Options().DefaultTransform
+	managed := []metav1.ManagedFieldsEntry{{Manager: "karpenter"}}
+	class := &nodeclassv1.EC2NodeClass{
+		ObjectMeta: metav1.ObjectMeta{Name: "default", ManagedFields: managed, Annotations: map[string]string{"a": "b"}},
+		Status:     nodeclassv1.NodeClassStatus{Subnets: []nodeclassv1.Subnet{{Zone: "b"}, {Zone: "a"}, {Zone: "b"}}},
+	}
+	got, err := transform(class)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &nodeclassv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: "default"},
+		Status: nodeclassv1.NodeClassStatus{Subnets: []nodeclassv1.Subnet{{Zone: "a"}, {Zone: "b"}}}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("EC2NodeClass through the default transform (-want +got):\n%s", diff)
+	}
+	policy := &v1alpha1.SpreadPolicy{ObjectMeta: metav1.ObjectMeta{Name: "zones", ManagedFields: managed}}
+	got, err = transform(policy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(&v1alpha1.SpreadPolicy{ObjectMeta: metav1.ObjectMeta{Name: "zones"}}, got); diff != "" {
+		t.Errorf("SpreadPolicy through the default transform (-want +got):\n%s", diff)
 	}
 }

@@ -2,15 +2,18 @@ package lookup
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	karpenterv1 "github.com/spreadguard/spreadguard/pkg/apis/karpenter/v1"
+	nodeclassv1 "github.com/spreadguard/spreadguard/pkg/apis/nodeclass/v1"
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
 	"github.com/spreadguard/spreadguard/pkg/autoscale"
 	"github.com/spreadguard/spreadguard/pkg/spread"
@@ -21,34 +24,53 @@ import (
 type TemplateOptions struct {
 	// NodeTemplates reads the NodeTemplate objects.
 	NodeTemplates bool
-	// Karpenter reads Karpenter's NodePools.
+	// Karpenter reads Karpenter's NodePools, and the node classes that say
+	// their zones.
 	Karpenter bool
+	// Zones are the zones new nodes may come up in where nothing in the
+	// API says so (autoscale.Inputs.Zones).
+	Zones []string
 	// NodeGroupLabel is the node label naming a node's group; empty: no
 	// node-group templates.
 	NodeGroupLabel string
+	// ClusterAutoscaler is cluster-autoscaler's status, parsed from its
+	// ConfigMap by autoscale.ParseClusterAutoscalerStatus; nil without it.
+	ClusterAutoscaler *autoscale.ClusterAutoscalerStatus
 }
 
-// Templates derives, from what r holds, the templates of the nodes an
-// autoscaler can add: the NodeTemplates (with o.NodeTemplates), the
-// NodePools (with o.Karpenter) and the node groups (with
-// o.NodeGroupLabel), with the topology keys of every policy. A cluster
-// without the NodeTemplate or NodePool API has none of them. The webhook
-// asks only for the kinds it watches: its cache refuses a list of any
-// other.
+// Templates returns Derive's templates.
 func Templates(ctx context.Context, r client.Reader, o TemplateOptions) ([]spread.Template, error) {
+	d, err := Derive(ctx, r, o)
+	if err != nil {
+		return nil, err
+	}
+	return d.Templates, nil
+}
+
+// Derive derives, from what r holds, the templates of the nodes an
+// autoscaler can add and what the operator must hear of them
+// (autoscale.Derived): the NodeTemplates (with o.NodeTemplates), the
+// NodePools and the node classes their zones come from (with
+// o.Karpenter) and the node groups (with o.NodeGroupLabel), with the
+// topology keys of every policy. A cluster without the NodeTemplate,
+// NodePool or node class APIs has none of them. The webhook asks only for
+// the kinds it watches: its cache refuses a list of any other.
+func Derive(ctx context.Context, r client.Reader, o TemplateOptions) (autoscale.Derived, error) {
 	var in autoscale.Inputs
 	in.NodeGroupLabel = o.NodeGroupLabel
+	in.Zones = o.Zones
+	in.ClusterAutoscaler = o.ClusterAutoscaler
 
 	var nodes v1.NodeList
 	if err := r.List(ctx, &nodes); err != nil {
-		return nil, fmt.Errorf("listing the nodes: %w", err)
+		return autoscale.Derived{}, fmt.Errorf("listing the nodes: %w", err)
 	}
 	in.Nodes = pointers(nodes.Items)
 
 	if o.NodeTemplates {
 		var declared v1alpha1.NodeTemplateList
 		if err := listOptional(ctx, r, &declared); err != nil {
-			return nil, fmt.Errorf("listing the NodeTemplates: %w", err)
+			return autoscale.Derived{}, fmt.Errorf("listing the NodeTemplates: %w", err)
 		}
 		for _, t := range declared.Items {
 			in.Declared = append(in.Declared, autoscale.Declared{Name: t.Name, Labels: t.Spec.Labels, Taints: t.Spec.Taints})
@@ -58,17 +80,56 @@ func Templates(ctx context.Context, r client.Reader, o TemplateOptions) ([]sprea
 	if o.Karpenter {
 		var pools karpenterv1.NodePoolList
 		if err := listOptional(ctx, r, &pools); err != nil {
-			return nil, fmt.Errorf("listing Karpenter's NodePools: %w", err)
+			return autoscale.Derived{}, fmt.Errorf("listing Karpenter's NodePools: %w", err)
 		}
 		in.NodePools = pointers(pools.Items)
+		classes, err := nodeClasses(ctx, r)
+		if err != nil {
+			return autoscale.Derived{}, err
+		}
+		in.NodeClasses = classes
 	}
 
 	keys, err := policyKeys(ctx, r)
 	if err != nil {
-		return nil, err
+		return autoscale.Derived{}, err
 	}
 	in.SpreadKeys = keys
-	return autoscale.Templates(in), nil
+	return autoscale.Derive(in), nil
+}
+
+// nodeClasses lists the node classes whose status names zones. Their
+// kinds are watched only where the API server serves them, so a cache
+// without their informer has none.
+func nodeClasses(ctx context.Context, r client.Reader) ([]autoscale.NodeClass, error) {
+	var out []autoscale.NodeClass
+	var ec2 nodeclassv1.EC2NodeClassList
+	if err := listNodeClasses(ctx, r, &ec2); err != nil {
+		return nil, fmt.Errorf("listing the EC2NodeClasses: %w", err)
+	}
+	for _, c := range ec2.Items {
+		out = append(out, autoscale.NodeClass{Group: nodeclassv1.EC2GroupName, Kind: nodeclassv1.KindEC2NodeClass, Name: c.Name, Zones: c.Status.Zones()})
+	}
+	var eks nodeclassv1.NodeClassList
+	if err := listNodeClasses(ctx, r, &eks); err != nil {
+		return nil, fmt.Errorf("listing EKS Auto Mode's NodeClasses: %w", err)
+	}
+	for _, c := range eks.Items {
+		out = append(out, autoscale.NodeClass{Group: nodeclassv1.EKSGroupName, Kind: nodeclassv1.KindNodeClass, Name: c.Name, Zones: c.Status.Zones()})
+	}
+	return out, nil
+}
+
+// listNodeClasses is listOptional, and also answers none where the
+// webhook's cache does not watch the kind: it watches a node class only
+// when the API server serves it.
+func listNodeClasses(ctx context.Context, r client.Reader, l client.ObjectList) error {
+	err := listOptional(ctx, r, l)
+	var notCached *crcache.ErrResourceNotCached
+	if errors.As(err, &notCached) {
+		return nil
+	}
+	return err
 }
 
 // listOptional lists a kind whose API may not be installed.

@@ -62,8 +62,45 @@ func (ev *evaluation) skewMessage(i int) string {
 	if s := ev.exclusionSummary(i); s != "" {
 		fmt.Fprintf(&b, " %s.", s)
 	}
+	if reach, out := ev.minDomainsOutOfReach(i); out {
+		fmt.Fprintf(&b, " The nodes and every node an autoscaler can add reach only %s of %s, fewer than minDomains %d, so the global minimum stays 0",
+			plural(reach, "domain"), c.topologyKey, c.minDomains)
+		if c.selfMatch == 1 {
+			fmt.Fprintf(&b, " and each domain is full at maxSkew %d matching %s", c.maxSkew, verb(int(c.maxSkew), "pod", "pods"))
+		}
+		b.WriteString(": the pods beyond stay Pending until a node exists in another domain.")
+		fmt.Fprintf(&b, " Remedy: %s.", ev.reachRemedy(i, reach))
+		return b.String()
+	}
 	fmt.Fprintf(&b, " Remedy: %s.", ev.skewRemedy(i, usable))
 	return b.String()
+}
+
+// minDomainsOutOfReach reports whether constraint i asks for more domains
+// than the nodes and the nodes an autoscaler can add (the templates) can
+// ever give the pod's counting, and how many they give. Without
+// templates there is nothing to say beyond the skew: the remedy already
+// asks for nodes in more domains.
+func (ev *evaluation) minDomainsOutOfReach(i int) (reach int, out bool) {
+	if len(ev.templates) == 0 {
+		return 0, false
+	}
+	reach, bounded := ev.reach(i)
+	return reach, bounded && reach < int(ev.constraints[i].minDomains)
+}
+
+// reachRemedy is the remedy of a minDomains out of reach: a source of
+// nodes in more domains, or a lower minDomains. It names no NodePool, node
+// class or template, so it reads the same under every messageDetail.
+func (ev *evaluation) reachRemedy(i, reach int) string {
+	c := &ev.constraints[i]
+	missing := int(c.minDomains) - reach
+	where := plural(missing, "more domain") + " of " + c.topologyKey
+	if c.topologyKey == v1.LabelTopologyZone {
+		where = plural(missing, "more zone")
+	}
+	return fmt.Sprintf("let the autoscaler add nodes the pod can use in %s (the zones of a NodePool or of its node class, or the chart's autoscaler.zones), or lower minDomains to %d",
+		where, max(reach, 1))
 }
 
 func (ev *evaluation) conflictMessage() string {

@@ -108,7 +108,9 @@ func TestMessagesUnderDomainsDetail(t *testing.T) {
 				`Matching pods (selector "foo=bar") per topology.kubernetes.io/zone: a=1, b=1. ` +
 				"The global minimum of spec.topologySpreadConstraints[0] is 0: fewer domains (2) than minDomains (3). " +
 				"Every node the pod can use is in a domain where the skew would exceed 1: zone a (1 + 1 - 0 = 2), zone b (1 + 1 - 0 = 2). " +
-				"Remedy: add nodes the pod can use in 1 more domain, labelled topology.kubernetes.io/zone, or lower minDomains to 2. " +
+				"The nodes and every node an autoscaler can add reach only 2 domains of topology.kubernetes.io/zone, fewer than minDomains 3, " +
+				"so the global minimum stays 0 and each domain is full at maxSkew 1 matching pod: the pods beyond stay Pending until a node exists in another domain. " +
+				"Remedy: let the autoscaler add nodes the pod can use in 1 more zone (the zones of a NodePool or of its node class, or the chart's autoscaler.zones), or lower minDomains to 2. " +
 				"No node an autoscaler can add fits either (3 templates: 2 have a taint the pod does not tolerate; 1 would exceed maxSkew).",
 		},
 	}

@@ -130,6 +130,12 @@ func (s Snapshot) checkTemplates(ev *evaluation, pod *v1.Pod, nodes []*v1.Node, 
 		out[i].template = &ts[i]
 		out[i].candidate = reason == ""
 		out[i].reason, out[i].detail = with.nodeVerdict(&r)
+		if out[i].candidate && r.missingKey == "" {
+			out[i].newDomain = make([]bool, len(ev.constraints))
+			for c := range ev.constraints {
+				out[i].newDomain[c] = with.domainCount[c] > ev.domainCount[c]
+			}
+		}
 	}
 	return out
 }

@@ -79,6 +79,10 @@ type templateReport struct {
 	// reason is why the fresh node is not feasible, "" when it is.
 	reason ExclusionReason
 	detail string
+	// newDomain holds, per constraint, whether the fresh node is counted in
+	// a domain no existing node is counted in; nil when it is not counted
+	// at all (not a candidate, or lacking a topology key).
+	newDomain []bool
 }
 
 // templateCounts is what the check of a template needs to know about one
@@ -93,7 +97,9 @@ type templateCounts interface {
 // that node counted: it adds a domain with 0 matching pods when its value
 // is not counted yet, which can lower the global minimum (or reach
 // minDomains).
-func (ev *evaluation) checkTemplate(t *Template, pod *v1.Pod, required nodeaffinity.RequiredNodeAffinity, tc templateCounts) templateReport {
+// newDomain is where the report's newDomain goes, one entry per
+// constraint.
+func (ev *evaluation) checkTemplate(t *Template, pod *v1.Pod, required nodeaffinity.RequiredNodeAffinity, tc templateCounts, newDomain []bool) templateReport {
 	r := templateReport{template: t}
 	n := t.node()
 	if taint, untolerated := untoleratedTaint(n.Spec.Taints, pod.Spec.Tolerations); untolerated {
@@ -108,6 +114,11 @@ func (ev *evaluation) checkTemplate(t *Template, pod *v1.Pod, required nodeaffin
 	if key, ok := hasAllKeys(n.Labels, ev.constraints); !ok {
 		r.reason, r.detail = ReasonMissingTopologyKey, key
 		return r
+	}
+	r.newDomain = newDomain
+	for i := range ev.constraints {
+		_, counted := tc.counted(i, n.Labels[ev.constraints[i].topologyKey])
+		r.newDomain[i] = !counted
 	}
 	for i := range ev.constraints {
 		c := &ev.constraints[i]
@@ -139,8 +150,10 @@ func (ev *evaluation) checkTemplates(ts []Template, pod *v1.Pod, tc templateCoun
 	}
 	required := nodeaffinity.GetRequiredNodeAffinity(pod)
 	ev.templates = make([]templateReport, len(ts))
+	n := len(ev.constraints)
+	newDomains := make([]bool, len(ts)*n)
 	for i := range ts {
-		ev.templates[i] = ev.checkTemplate(&ts[i], pod, required, tc)
+		ev.templates[i] = ev.checkTemplate(&ts[i], pod, required, tc, newDomains[i*n:(i+1)*n:(i+1)*n])
 	}
 }
 
@@ -242,6 +255,26 @@ func (r ExclusionReason) verbFor(n int) string {
 		verb = "lack"
 	}
 	return verb + " " + rest
+}
+
+// reach is the number of domains of constraint i that the pod's counting
+// can ever hold: the counted ones, and those the candidate templates add.
+// bounded is false when a template adds a fresh hostname, of which an
+// autoscaler can add any number.
+func (ev *evaluation) reach(i int) (n int, bounded bool) {
+	key := ev.constraints[i].topologyKey
+	added := map[string]bool{}
+	for _, r := range ev.templates {
+		if r.newDomain == nil || !r.newDomain[i] {
+			continue
+		}
+		v, ok := r.template.Labels[key]
+		if !ok && key == v1.LabelHostname {
+			return 0, false
+		}
+		added[v] = true
+	}
+	return ev.domainCount[i] + len(added), true
 }
 
 // templateCandidates and feasibleTemplates count the templates' outcomes.

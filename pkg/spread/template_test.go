@@ -65,8 +65,9 @@ func TestCheckWithTemplates(t *testing.T) {
 		wantVerdict spread.Verdict
 		// wantFeasible are the feasible templates, with Explain.
 		wantFeasible []string
-		// wantMessage are substrings of the message.
-		wantMessage []string
+		// wantMessage are substrings of the message, wantNoMessage
+		// substrings it must not have.
+		wantMessage, wantNoMessage []string
 	}{
 		{
 			name: "minDomains 3, nodes in 2 zones with 1 pod each, a NodePool allowing zone c -> a new node in zone c would take it",
@@ -141,6 +142,45 @@ func TestCheckWithTemplates(t *testing.T) {
 			wantMessage: []string{"a1-again would exceed maxSkew"},
 		},
 		{
+			name: "minDomains 3, nodes in 2 zones with 1 pod each, a template only in zone b -> unsatisfiable, and no source reaches a third zone",
+			snap: spread.Snapshot{Nodes: twoZones, Pods: webPods(1, "a1", "b1"),
+				Templates: []spread.Template{makeTemplate("nodepool/default/b").Zone("b").Obj()}},
+			pod:         minDomains3.Obj(),
+			wantVerdict: spread.VerdictUnsatisfiable,
+			wantMessage: []string{
+				"The nodes and every node an autoscaler can add reach only 2 domains of topology.kubernetes.io/zone, fewer than minDomains 3, " +
+					"so the global minimum stays 0 and each domain is full at maxSkew 1 matching pod: the pods beyond stay Pending until a node exists in another domain.",
+				"Remedy: let the autoscaler add nodes the pod can use in 1 more zone (the zones of a NodePool or of its node class, or the chart's autoscaler.zones), or lower minDomains to 2.",
+			},
+		},
+		{
+			name: "minDomains 4, nodes in 2 zones, a template in zone c with a taint the pod does not tolerate -> that zone is out of the pod's reach too",
+			snap: spread.Snapshot{Nodes: twoZones, Pods: webPods(1, "a1", "b1"),
+				Templates: []spread.Template{makeTemplate("nodegroup/tainted/c").Zone("c").Taint("dedicated", "batch", v1.TaintEffectNoSchedule).Obj()}},
+			pod: st.MakePod().Name("incoming").Label("foo", "bar").
+				SpreadConstraint(st.Constraint(1, v1.LabelTopologyZone).MatchLabel("foo", "bar").MinDomains(4).Obj()).Obj(),
+			wantVerdict: spread.VerdictUnsatisfiable,
+			wantMessage: []string{"reach only 2 domains of topology.kubernetes.io/zone, fewer than minDomains 4", "in 2 more zones", "or lower minDomains to 2."},
+		},
+		{
+			name: "per-host spread with minDomains 3, a template whose hostname is an existing host -> only 2 hosts within reach",
+			snap: spread.Snapshot{Nodes: twoZones, Pods: webPods(1, "a1", "b1"),
+				Templates: []spread.Template{makeTemplate("a1-again").Label(v1.LabelHostname, "a1").Obj()}},
+			pod:         perHost.Obj(),
+			wantVerdict: spread.VerdictUnsatisfiable,
+			wantMessage: []string{"reach only 2 domains of kubernetes.io/hostname, fewer than minDomains 3", "in 1 more domain of kubernetes.io/hostname"},
+		},
+		{
+			name: "minDomains 3, a template in zone c that another constraint rejects -> unsatisfiable, but zone c is within reach",
+			snap: spread.Snapshot{Nodes: twoZones, Pods: append(webPods(2, "a1"), webPods(1, "b1")...),
+				Templates: []spread.Template{makeTemplate("c-on-a1").Zone("c").Label(v1.LabelHostname, "a1").Obj()}},
+			pod: st.MakePod().Name("incoming").Label("foo", "bar").
+				SpreadConstraint(st.Constraint(1, v1.LabelTopologyZone).MatchLabel("foo", "bar").MinDomains(3).Obj()).
+				SpreadConstraint(st.Constraint(1, v1.LabelHostname).MatchLabel("foo", "bar").Obj()).Obj(),
+			wantVerdict:   spread.VerdictUnsatisfiable,
+			wantNoMessage: []string{"reach only"},
+		},
+		{
 			name: "a template without the topology key -> not feasible",
 			snap: spread.Snapshot{Nodes: twoZones, Pods: webPods(1, "a1", "b1"),
 				Templates: []spread.Template{makeTemplate("zoneless").Obj()}},
@@ -176,6 +216,43 @@ func TestCheckWithTemplates(t *testing.T) {
 					t.Errorf("message %q does not contain %q", res.Message, s)
 				}
 			}
+			for _, s := range tt.wantNoMessage {
+				if strings.Contains(res.Message, s) {
+					t.Errorf("message %q contains %q", res.Message, s)
+				}
+			}
 		})
+	}
+}
+
+func TestAMinDomainsOutOfReachIsWordedAlikeUnderEveryMessageDetail(t *testing.T) {
+	snap := spread.Snapshot{
+		Nodes:     []*v1.Node{st.MakeNode().Name("a1").Zone("a").Obj(), st.MakeNode().Name("b1").Zone("b").Obj()},
+		Pods:      webPods(1, "a1", "b1"),
+		Templates: []spread.Template{makeTemplate("nodepool/secret-team/b").Zone("b").Obj()},
+	}
+	pod := st.MakePod().Name("incoming").Label("foo", "bar").
+		SpreadConstraint(st.Constraint(1, v1.LabelTopologyZone).MatchLabel("foo", "bar").MinDomains(3).Obj()).Obj()
+	// outOfReach is the part of the message the out-of-reach case adds:
+	// from its first sentence to the end of its remedy.
+	outOfReach := func(detail spread.MessageDetail) string {
+		t.Helper()
+		res, err := checkBoth(t, snap, pod, spread.Options{Detail: detail})
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := strings.Index(res.Message, "The nodes and every node an autoscaler can add")
+		end := strings.Index(res.Message, "or lower minDomains to 2.")
+		if start < 0 || end < start {
+			t.Fatalf("message %q has no out-of-reach sentence and remedy", res.Message)
+		}
+		return res.Message[start:end]
+	}
+	nodes, domains := outOfReach(spread.DetailNodes), outOfReach(spread.DetailDomains)
+	if nodes != domains {
+		t.Errorf("the out-of-reach sentences differ:\nnodes:   %q\ndomains: %q", nodes, domains)
+	}
+	if strings.Contains(domains, "secret-team") {
+		t.Errorf("the out-of-reach sentence %q names the template", domains)
 	}
 }

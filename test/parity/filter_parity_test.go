@@ -57,6 +57,10 @@ func TestFilterParity(t *testing.T) {
 				if stats.withTemplates*3 < len(indexes) {
 					t.Errorf("only %d of %d cases have templates, want at least a third", stats.withTemplates, len(indexes))
 				}
+				if z := stats.zoneless; z.cases*20 < len(indexes) || z.feasible == 0 || z.feasible == z.templates {
+					t.Errorf("only %d of %d cases have templates of a NodePool that leaves the zone open (%d templates, %d feasible), want at least a twentieth, some feasible and some not",
+						z.cases, len(indexes), z.templates, z.feasible)
+				}
 			}
 		})
 	}
@@ -69,6 +73,9 @@ type filterStats struct {
 	// templates counts the templates that count (the last of each name)
 	// by the scheduler's outcome on their fresh node.
 	templates struct{ feasible, candidate, rejected int }
+	// zoneless counts the cases with templates of a NodePool that leaves
+	// the zone open, those templates, and the feasible ones.
+	zoneless struct{ cases, templates, feasible int }
 }
 
 func (s *filterStats) add(c *clusterCase, out *schedulerOutcome, verdict spread.Verdict) {
@@ -79,6 +86,7 @@ func (s *filterStats) add(c *clusterCase, out *schedulerOutcome, verdict spread.
 	if len(c.Templates) > 0 {
 		s.withTemplates++
 	}
+	zoneless := 0
 	for _, t := range out.Templates {
 		switch {
 		case t.Feasible:
@@ -88,6 +96,16 @@ func (s *filterStats) add(c *clusterCase, out *schedulerOutcome, verdict spread.
 		default:
 			s.templates.rejected++
 		}
+		if strings.HasPrefix(t.Name, zonelessPoolPrefix) {
+			zoneless++
+			s.zoneless.templates++
+			if t.Feasible {
+				s.zoneless.feasible++
+			}
+		}
+	}
+	if zoneless > 0 {
+		s.zoneless.cases++
 	}
 }
 
@@ -97,8 +115,10 @@ func (s *filterStats) String() string {
 		total += n
 	}
 	ts := s.templates
-	return fmt.Sprintf("%d (%.1f%%) with templates; %d templates: %d feasible, %d passing affinity, taints and cordons only, %d not; verdicts %v",
-		s.withTemplates, 100*float64(s.withTemplates)/float64(max(total, 1)), ts.feasible+ts.candidate+ts.rejected, ts.feasible, ts.candidate, ts.rejected, s.verdicts)
+	return fmt.Sprintf("%d (%.1f%%) with templates; %d templates: %d feasible, %d passing affinity, taints and cordons only, %d not; "+
+		"%d cases with a NodePool that leaves the zone open: %d templates, %d feasible; verdicts %v",
+		s.withTemplates, 100*float64(s.withTemplates)/float64(max(total, 1)), ts.feasible+ts.candidate+ts.rejected, ts.feasible, ts.candidate, ts.rejected,
+		s.zoneless.cases, s.zoneless.templates, s.zoneless.feasible, s.verdicts)
 }
 
 // eventStream separates the random stream that orders informer events from

@@ -12,6 +12,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
+	karpenterv1 "github.com/spreadguard/spreadguard/pkg/apis/karpenter/v1"
+	nodeclassv1 "github.com/spreadguard/spreadguard/pkg/apis/nodeclass/v1"
+	"github.com/spreadguard/spreadguard/pkg/autoscale"
 	"github.com/spreadguard/spreadguard/pkg/spread"
 )
 
@@ -53,7 +56,75 @@ func (g *gen) templates(nodes []*v1.Node, nZones int, pod *v1.Pod) []spread.Temp
 		again.Name = pick(g, ts).Name
 		ts = append(ts, again)
 	}
+	if g.chance(0.3) {
+		ts = append(ts, g.zonelessNodePoolTemplates(nodes, pod)...)
+	}
 	return ts
+}
+
+// zonelessPoolPrefix starts the names of zonelessNodePoolTemplates'
+// templates, so that the statistics can count them.
+const zonelessPoolPrefix = "nodepool/open-"
+
+// zonelessNodePoolTemplates derives with pkg/autoscale the templates of a
+// Karpenter NodePool whose requirements leave the zone open, as those of
+// Karpenter's getting-started guide, of EKS Auto Mode and of the common
+// Terraform modules do: no zone requirement, Exists, or NotIn one zone.
+// Its zones come from its node class's status (an EC2NodeClass or EKS Auto
+// Mode's NodeClass, with subnets in zones the nodes have and zones none
+// has) or, where the node class names none or is not one spreadguard
+// reads, from the operator's list.
+func (g *gen) zonelessNodePoolTemplates(nodes []*v1.Node, pod *v1.Pod) []spread.Template {
+	served := some(g, append(slices.Clone(zones), newZone), 0.5)
+	if len(served) == 0 {
+		served = []string{pick(g, zones)}
+	}
+	var classes []autoscale.NodeClass
+	var list []string
+	ref := karpenterv1.NodeClassReference{Group: nodeclassv1.EC2GroupName, Kind: nodeclassv1.KindEC2NodeClass, Name: "default"}
+	name := "open-list"
+	switch x := g.r.Float64(); {
+	case x < 0.4:
+		classes, name = []autoscale.NodeClass{{Group: ref.Group, Kind: ref.Kind, Name: ref.Name, Zones: served}}, "open-ec2"
+	case x < 0.6:
+		ref = karpenterv1.NodeClassReference{Group: nodeclassv1.EKSGroupName, Kind: nodeclassv1.KindNodeClass, Name: "default"}
+		classes, name = []autoscale.NodeClass{{Group: ref.Group, Kind: ref.Kind, Name: ref.Name, Zones: served}}, "open-eks"
+	case x < 0.8:
+		// Its subnets are not resolved yet.
+		classes, list = []autoscale.NodeClass{{Group: ref.Group, Kind: ref.Kind, Name: ref.Name}}, served
+	default:
+		ref = karpenterv1.NodeClassReference{Group: "karpenter.kwok.sh", Kind: "KWOKNodeClass", Name: "default"}
+		list = served
+	}
+	np := &karpenterv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	spec := &np.Spec.Template.Spec
+	spec.NodeClassRef = &ref
+	switch x := g.r.Float64(); {
+	case x < 0.2:
+		spec.Requirements = append(spec.Requirements, karpenterv1.NodeSelectorRequirementWithMinValues{Key: labelZone, Operator: v1.NodeSelectorOpExists})
+	case x < 0.4:
+		spec.Requirements = append(spec.Requirements, karpenterv1.NodeSelectorRequirementWithMinValues{Key: labelZone, Operator: v1.NodeSelectorOpNotIn, Values: []string{pick(g, served)}})
+	}
+	spec.Requirements = append(spec.Requirements, karpenterv1.NodeSelectorRequirementWithMinValues{
+		Key: labelCapacityType, Operator: v1.NodeSelectorOpIn, Values: pick(g, [][]string{{"on-demand"}, {"spot", "on-demand"}}),
+	})
+	// Often the labels the pod's nodeSelector asks for, so that the new
+	// nodes are candidates.
+	np.Spec.Template.Labels = map[string]string{}
+	if g.chance(0.6) {
+		for k, v := range pod.Spec.NodeSelector {
+			if k != labelZone && k != labelHostname {
+				np.Spec.Template.Labels[k] = v
+			}
+		}
+	}
+	if g.chance(0.4) {
+		np.Spec.Template.Labels[labelRack] = fmt.Sprintf("rack-%d", g.r.IntN(4))
+	}
+	if g.chance(0.3) {
+		spec.Taints = some(g, taintPool, 0.3)
+	}
+	return autoscale.Derive(autoscale.Inputs{Nodes: nodes, NodePools: []*karpenterv1.NodePool{np}, NodeClasses: classes, Zones: list}).Templates
 }
 
 // nodeGroupTemplate is what cluster-autoscaler builds from a node of a

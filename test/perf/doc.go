@@ -14,6 +14,5 @@
 //	make bench-server          # -count 6 and benchstat into bin/bench-server.txt
 //
 // The algorithm's own benchmarks live beside it, in pkg/spread.
-// docs/performance-webhook.md has the figures, the machine and the
-// commands.
+// docs/performance.md has the figures, the machine and the commands.
 package perf

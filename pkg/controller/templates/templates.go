@@ -1,7 +1,8 @@
 // Package templates is the controller that keeps an index's templates of
 // the nodes an autoscaler can add in step with what they are derived from:
-// NodeTemplates, Karpenter's NodePools, the nodes' labels and taints (node
-// groups, the zones a NodePool may use) and the policies' topology keys.
+// NodeTemplates, Karpenter's NodePools and node classes, the nodes' labels
+// and taints (node groups, the zones a NodePool may use) and the policies'
+// topology keys.
 // Events only mark the templates stale; one goroutine derives them again
 // (lookup.Templates, over the informer cache), at most once per interval,
 // so that a burst of node changes costs one derivation.
@@ -23,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	karpenterv1 "github.com/spreadguard/spreadguard/pkg/apis/karpenter/v1"
+	nodeclassv1 "github.com/spreadguard/spreadguard/pkg/apis/nodeclass/v1"
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
 	"github.com/spreadguard/spreadguard/pkg/cache"
 	"github.com/spreadguard/spreadguard/pkg/lookup"
@@ -69,20 +71,36 @@ func New(c crcache.Cache, opts lookup.TemplateOptions, watched []client.Object, 
 
 // Handler marks the templates stale on any change of an object they are
 // derived from. A node update counts only when its labels, taints or
-// cordon change: status heartbeats do not.
+// cordon change: status heartbeats do not; a node class update only when
+// its zones change.
 func (w *Watcher) Handler() toolscache.ResourceEventHandler {
 	return toolscache.ResourceEventHandlerFuncs{
 		AddFunc: func(any) { w.markStale() },
 		UpdateFunc: func(old, cur any) {
-			if o, ok := old.(*v1.Node); ok {
-				if n, ok := cur.(*v1.Node); ok && sameShape(o, n) {
-					return
-				}
+			if sameTemplates(old, cur) {
+				return
 			}
 			w.markStale()
 		},
 		DeleteFunc: func(any) { w.markStale() },
 	}
+}
+
+// sameTemplates reports whether two versions of an object give the same
+// templates, for the kinds where most updates do.
+func sameTemplates(old, cur any) bool {
+	switch o := old.(type) {
+	case *v1.Node:
+		n, ok := cur.(*v1.Node)
+		return ok && sameShape(o, n)
+	case *nodeclassv1.EC2NodeClass:
+		n, ok := cur.(*nodeclassv1.EC2NodeClass)
+		return ok && slices.Equal(o.Status.Zones(), n.Status.Zones())
+	case *nodeclassv1.NodeClass:
+		n, ok := cur.(*nodeclassv1.NodeClass)
+		return ok && slices.Equal(o.Status.Zones(), n.Status.Zones())
+	}
+	return false
 }
 
 // sameShape reports whether two versions of a node give the same
@@ -105,7 +123,8 @@ func (w *Watcher) markStale() {
 // obj's kind.
 func derivedFrom(obj client.Object) bool {
 	switch obj.(type) {
-	case *v1.Node, *v1alpha1.NodeTemplate, *karpenterv1.NodePool, *v1alpha1.SpreadPolicy, *v1alpha1.ClusterSpreadPolicy:
+	case *v1.Node, *v1alpha1.NodeTemplate, *karpenterv1.NodePool, *nodeclassv1.EC2NodeClass, *nodeclassv1.NodeClass,
+		*v1alpha1.SpreadPolicy, *v1alpha1.ClusterSpreadPolicy:
 		return true
 	}
 	return false

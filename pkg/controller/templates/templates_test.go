@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllertest"
 
 	karpenterv1 "github.com/spreadguard/spreadguard/pkg/apis/karpenter/v1"
+	nodeclassv1 "github.com/spreadguard/spreadguard/pkg/apis/nodeclass/v1"
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
 	"github.com/spreadguard/spreadguard/pkg/cache"
 	"github.com/spreadguard/spreadguard/pkg/lookup"
@@ -96,6 +97,20 @@ func TestWatcherDerivesOnceSyncedThenOnChangesOnly(t *testing.T) {
 	next("after a node was cordoned")
 	h.OnAdd(&v1.Node{}, false)
 	next("after a node was added")
+
+	class := &nodeclassv1.EC2NodeClass{Status: nodeclassv1.NodeClassStatus{Subnets: []nodeclassv1.Subnet{{Zone: "a"}}}}
+	amiRolled := class.DeepCopy()
+	amiRolled.ResourceVersion = "2"
+	h.OnUpdate(class, amiRolled)
+	select {
+	case ts := <-l.got:
+		t.Fatalf("an EC2NodeClass update that kept its zones derived the templates again: %v", ts)
+	case <-time.After(50 * time.Millisecond):
+	}
+	subnetAdded := amiRolled.DeepCopy()
+	subnetAdded.Status.Subnets = append(subnetAdded.Status.Subnets, nodeclassv1.Subnet{Zone: "c"})
+	h.OnUpdate(amiRolled, subnetAdded)
+	next("after an EC2NodeClass got a subnet in another zone")
 
 	cancel()
 	if err := <-done; err != nil {

@@ -76,6 +76,10 @@ type ObjectMeta struct {
 
 // NodeClaimTemplateSpec is spec.template.spec.
 type NodeClaimTemplateSpec struct {
+	// NodeClassRef names the cloud provider's node class of the nodes
+	// (an EC2NodeClass on AWS), whose status may say which zones they can
+	// come up in.
+	NodeClassRef *NodeClassReference `json:"nodeClassRef,omitempty"`
 	// Taints are on every node for its whole life.
 	Taints []corev1.Taint `json:"taints,omitempty"`
 	// StartupTaints are on a node only until something removes them once
@@ -84,6 +88,16 @@ type NodeClaimTemplateSpec struct {
 	// Requirements constrain the labels of the nodes, zone and capacity
 	// type included.
 	Requirements []NodeSelectorRequirementWithMinValues `json:"requirements"`
+}
+
+// NodeClassReference is spec.template.spec.nodeClassRef.
+type NodeClassReference struct {
+	// Group is the node class's API group, e.g. karpenter.k8s.aws.
+	Group string `json:"group"`
+	// Kind is the node class's kind, e.g. EC2NodeClass.
+	Kind string `json:"kind"`
+	// Name is the node class's name; node classes are cluster-scoped.
+	Name string `json:"name"`
 }
 
 // NodeSelectorRequirementWithMinValues is one requirement of

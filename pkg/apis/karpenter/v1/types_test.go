@@ -121,6 +121,7 @@ func TestADecodedNodePoolKeepsWhatTemplatesAreDerivedFrom(t *testing.T) {
 			Template: karpenterv1.NodeClaimTemplate{
 				ObjectMeta: karpenterv1.ObjectMeta{Labels: map[string]string{"team": "web"}},
 				Spec: karpenterv1.NodeClaimTemplateSpec{
+					NodeClassRef: &karpenterv1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"},
 					Requirements: []karpenterv1.NodeSelectorRequirementWithMinValues{
 						{Key: corev1.LabelTopologyZone, Operator: corev1.NodeSelectorOpIn, Values: []string{"us-west-2a", "us-west-2b", "us-west-2c"}},
 						{Key: karpenterv1.CapacityTypeLabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{"spot", "on-demand"}},

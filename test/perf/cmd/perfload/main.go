@@ -7,7 +7,11 @@
 //	               [--metrics-url URL --handshakes-metric NAME] [--expect-constraints PATCH]
 //	perfload mutate-patch --webhook-url URL --ca-file CA --out PATCH
 //	perfload wait-running [--timeout 30m]
-//	perfload summarize bursts.jsonl
+//	perfload sample --tag TAG [--phase P] [--out samples.jsonl] [--process NAME=PID]...
+//	               [--metrics NAME=URL]... [--cgroup NAME=DIR]... [--apiserver-watches [--settle]] [--ready-nodes]
+//	perfload metric --url URL NAME
+//	perfload watches
+//	perfload summarize [--samples samples.jsonl] bursts.jsonl
 //
 // fill creates the namespaces, the ClusterSpreadPolicy, the nodes (managed by
 // kwok), one Service and one ReplicationController per workload, and every
@@ -30,11 +34,22 @@
 // writes the JSON Patch of the answer to --out: the patch noopwebhook
 // --mutate-patch answers with.
 //
+// sample reads, at one moment of a run, what the summary reports besides the
+// bursts: the CPU time and memory of processes (/proc/PID/stat and status),
+// the CFS throttling of their cgroups, counters of their /metrics,
+// kube-apiserver's watches, the Ready nodes and the load average, as one
+// JSON line. metric prints one counter of a /metrics page, summed over its
+// series, for the script's checks; watches prints kube-apiserver's watches
+// by resource.
+//
 // summarize reads burst's lines and prints, per tag, the median of each
 // figure over the rounds with its range; then, over all
 // rounds pooled, the p50/p99/p99.9 of every tag, what each webhook adds to
 // webhook=none, and the ratio of spreadguard's addition to that of
-// webhook=noop and of webhook=noop-patch.
+// webhook=noop and of webhook=noop-patch. With --samples it first prints
+// the machine and what the samples say (memory, the control plane, the load
+// after each round, each replica's share, CPU and throttling), and after
+// the bursts the webhook's own decision time.
 package main
 
 import (
@@ -50,7 +65,6 @@ import (
 	"os"
 	"os/signal"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -146,7 +160,7 @@ func newClient(cfg *rest.Config) (client.Client, error) {
 
 func run(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		return errors.New("usage: perfload fill|burst|mutate-patch|wait-running|summarize [flags]")
+		return errors.New("usage: perfload fill|burst|mutate-patch|wait-running|sample|metric|watches|summarize [flags]")
 	}
 	var o options
 	fs := flag.NewFlagSet("perfload "+args[0], flag.ContinueOnError)
@@ -192,10 +206,35 @@ func run(ctx context.Context, args []string) error {
 		}
 		return mutatePatch(ctx, &o, &m)
 	case "summarize":
-		if len(args) != 2 {
-			return errors.New("usage: perfload summarize FILE")
+		samples := fs.String("samples", "", "the JSON lines of perfload sample taken during the run, whose figures the summary adds")
+		if err := fs.Parse(args[1:]); err != nil {
+			return err
 		}
-		return summarize(args[1])
+		if fs.NArg() != 1 {
+			return errors.New("usage: perfload summarize [--samples SAMPLES] BURSTS")
+		}
+		return summarizeRun(os.Stdout, fs.Arg(0), *samples)
+	case "sample":
+		var s sampleOptions
+		s.bind(fs)
+		if err := fs.Parse(args[1:]); err != nil {
+			return err
+		}
+		return runSample(ctx, &o, &s)
+	case "metric":
+		url := fs.String("url", "", "a Prometheus /metrics URL")
+		if err := fs.Parse(args[1:]); err != nil {
+			return err
+		}
+		if fs.NArg() != 1 || *url == "" {
+			return errors.New("usage: perfload metric --url URL NAME")
+		}
+		return runMetric(ctx, *url, fs.Arg(0))
+	case "watches":
+		if err := fs.Parse(args[1:]); err != nil {
+			return err
+		}
+		return runWatches(ctx, &o)
 	case "wait-running":
 		timeout := fs.Duration("timeout", 30*time.Minute, "how long to wait")
 		if err := fs.Parse(args[1:]); err != nil {
@@ -203,7 +242,7 @@ func run(ctx context.Context, args []string) error {
 		}
 		return waitRunning(ctx, &o, *timeout)
 	}
-	return fmt.Errorf("unknown command %q (want fill, burst, mutate-patch, wait-running or summarize)", args[0])
+	return fmt.Errorf("unknown command %q (want fill, burst, mutate-patch, wait-running, sample, metric, watches or summarize)", args[0])
 }
 
 // forEach runs fn(i) for i in [0, n) from o.workers goroutines, stopping at
@@ -691,46 +730,43 @@ func (o *options) apiserverMetrics() (*apiserverMetrics, error) {
 	return &apiserverMetrics{client: hc, url: strings.TrimSuffix(cfg.Host, "/") + "/metrics"}, nil
 }
 
+// text reads kube-apiserver's /metrics.
+func (m *apiserverMetrics) text(ctx context.Context) (string, error) {
+	text, err := getText(ctx, m.client, m.url)
+	if err != nil {
+		return "", fmt.Errorf("kube-apiserver's /metrics: %w", err)
+	}
+	return text, nil
+}
+
 // readCalls reads the webhook call durations.
 func (m *apiserverMetrics) readCalls(ctx context.Context) (*apiserverCalls, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, m.url, nil)
+	text, err := m.text(ctx)
 	if err != nil {
 		return nil, err
 	}
-	body, err := do(m.client, req)
-	if err != nil {
-		return nil, fmt.Errorf("reading kube-apiserver's /metrics: %w", err)
-	}
-	return parseAPIServerCalls(string(body))
+	return parseAPIServerCalls(text)
 }
 
 // parseAPIServerCalls reads the _sum and _count samples of
 // webhookCallMetric from Prometheus text.
 func parseAPIServerCalls(text string) (*apiserverCalls, error) {
 	c := &apiserverCalls{seconds: map[string]float64{}, calls: map[string]float64{}}
-	for line := range strings.Lines(text) {
+	err := eachSeries(text, func(s series) {
 		into := c.seconds
-		sample, ok := strings.CutPrefix(line, webhookCallMetric+"_sum{")
-		if !ok {
-			if sample, ok = strings.CutPrefix(line, webhookCallMetric+"_count{"); !ok {
-				continue
-			}
+		switch s.name {
+		case webhookCallMetric + "_sum":
+		case webhookCallMetric + "_count":
 			into = c.calls
+		default:
+			return
 		}
-		labels, value, ok := strings.Cut(sample, "} ")
-		if !ok {
-			return nil, fmt.Errorf("a sample of %s without a value: %q", webhookCallMetric, line)
+		if typ := label(s.labels, "type"); typ != "" {
+			into[typ] += s.value
 		}
-		_, typ, ok := strings.Cut(labels, `type="`)
-		if !ok {
-			continue
-		}
-		typ, _, _ = strings.Cut(typ, `"`)
-		v, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
-		if err != nil {
-			return nil, fmt.Errorf("a sample of %s: %w", webhookCallMetric, err)
-		}
-		into[typ] += v
+	})
+	if err != nil {
+		return nil, err
 	}
 	c.process = parseProcessCounters(text)
 	return c, nil
@@ -797,15 +833,10 @@ type webhookCounters struct {
 // there, and the process counters, which may not, from the Prometheus text
 // at url.
 func readWebhookCounters(ctx context.Context, url, handshakesMetric string) (*webhookCounters, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	text, err := getText(ctx, http.DefaultClient, url)
 	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", url, err)
+		return nil, err
 	}
-	body, err := do(http.DefaultClient, req)
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", url, err)
-	}
-	text := string(body)
 	var c webhookCounters
 	if c.handshakes, err = counterValue(text, handshakesMetric); err != nil {
 		return nil, fmt.Errorf("reading %s: %w", url, err)
@@ -841,15 +872,17 @@ func do(hc *http.Client, req *http.Request) ([]byte, error) {
 
 // counterValue finds the sample of name, without labels, in Prometheus text.
 func counterValue(text, name string) (float64, error) {
-	for line := range strings.Lines(text) {
-		f := strings.Fields(line)
-		if len(f) >= 2 && f[0] == name {
-			v, err := strconv.ParseFloat(f[1], 64)
-			if err != nil {
-				return 0, fmt.Errorf("the sample of %s: %w", name, err)
-			}
-			return v, nil
+	var v float64
+	found := false
+	if err := eachSeries(text, func(s series) {
+		if s.name == name && s.labels == "" {
+			v, found = s.value, true
 		}
+	}); err != nil {
+		return 0, err
 	}
-	return 0, fmt.Errorf("no sample of %s", name)
+	if !found {
+		return 0, fmt.Errorf("no sample of %s", name)
+	}
+	return v, nil
 }

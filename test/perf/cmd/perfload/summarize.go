@@ -32,21 +32,22 @@ var baselines = []struct{ tag, name string }{
 	{tagNoopPatch, "patching no-op"},
 }
 
-func summarize(path string) error {
+// readJSONLines reads a file of one JSON object per line: burst's lines,
+// or sample's.
+func readJSONLines[T any](path string) ([]T, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	var results []burstResult
+	var out []T
 	for line := range strings.Lines(string(data)) {
-		var r burstResult
-		if err := json.Unmarshal([]byte(line), &r); err != nil {
-			return fmt.Errorf("reading %s: %w", path, err)
+		var v T
+		if err := json.Unmarshal([]byte(line), &v); err != nil {
+			return nil, fmt.Errorf("reading %s: %w", path, err)
 		}
-		results = append(results, r)
+		out = append(out, v)
 	}
-	writeSummary(os.Stdout, results)
-	return nil
+	return out, nil
 }
 
 // writeSummary prints, per tag, the median and range over the rounds of each

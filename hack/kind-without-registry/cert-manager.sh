@@ -8,8 +8,8 @@
 # module proxy); instead this waits until cert-manager's webhook admits an
 # Issuer.
 #
-#   hack/kind/cert-manager.sh available   succeeds when the module proxy serves the module
-#   hack/kind/cert-manager.sh install     build, load and install (KIND, KIND_CLUSTER, KUBECONFIG)
+#   hack/kind-without-registry/cert-manager.sh available   succeeds when the module proxy serves the module
+#   hack/kind-without-registry/cert-manager.sh install     build, load and install (KIND, KIND_CLUSTER, KUBECONFIG)
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -31,7 +31,7 @@ install() {
   for name in controller cainjector webhook; do
     cp "$BIN/cert-manager-$name" "$ctx/"
     docker build -q -t "spreadguard.local/cert-manager-$name:$CERT_MANAGER_VERSION" --build-arg NAME="$name" \
-      -f "$ROOT/hack/kind/images/cert-manager/Dockerfile" "$ctx" >/dev/null
+      -f "$ROOT/hack/kind-without-registry/images/cert-manager/Dockerfile" "$ctx" >/dev/null
     "$kind" load docker-image "spreadguard.local/cert-manager-$name:$CERT_MANAGER_VERSION" --name "$cluster"
   done
   rm -rf "$ctx"

@@ -2,10 +2,10 @@
 # ensure-docker.sh makes a Docker engine answer, and stops it again only if it
 # was this script that started it.
 #
-#   hack/kind/ensure-docker.sh start   install Debian's docker.io when dockerd is
+#   hack/kind-without-registry/ensure-docker.sh start   install Debian's docker.io when dockerd is
 #                                      missing, start dockerd when `docker info`
 #                                      fails, and record that it did so
-#   hack/kind/ensure-docker.sh stop    stop the dockerd that `start` started
+#   hack/kind-without-registry/ensure-docker.sh stop    stop the dockerd that `start` started
 #                                      (no-op when it found one running)
 #
 # Why by hand: the machines this project is tested on are VMs without systemd

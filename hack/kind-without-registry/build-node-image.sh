@@ -3,7 +3,7 @@
 # on a machine that reaches only the Go module proxy and Debian's archive:
 # no image is pulled, every one is built here.
 #
-#   hack/kind/build-node-image.sh [STEP...]
+#   hack/kind-without-registry/build-node-image.sh [STEP...]
 #
 # STEP is any of (default: all, in this order; each is skipped when its
 # inputs did not change since it last ran):
@@ -16,20 +16,20 @@
 #   images    the images `kubeadm config images list` names, under those
 #             names: FROM scratch + a static binary (kube-proxy: FROM the
 #             Debian base, it needs iptables), saved to bin/.kind/images.tar
-#   node      $KIND_NODE_IMAGE: hack/kind/node-image/Dockerfile on the base,
+#   node      $KIND_NODE_IMAGE: hack/kind-without-registry/node-image/Dockerfile on the base,
 #             then the images imported into its containerd and committed, as
 #             `kind build node-image` does
 #
 # It prints nothing but progress; the image name is $KIND_NODE_IMAGE
 # (spreadguard.local/kind-node:$KUBE_VERSION). Needs a Docker engine
-# (hack/kind/ensure-docker.sh start), root (debootstrap) and gcc.
+# (hack/kind-without-registry/ensure-docker.sh start), root (debootstrap) and gcc.
 # Builds run one at a time: the machines have few cores.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 # shellcheck source=../lib/common.sh
 source "$ROOT/hack/lib/common.sh"
-HERE=$ROOT/hack/kind
+HERE=$ROOT/hack/kind-without-registry
 BIN=${BIN:-$ROOT/bin}
 KUBE_VERSION=${KUBE_VERSION:-v1.37.1}
 KIND_VERSION=${KIND_VERSION:-v0.33.0}
@@ -254,7 +254,7 @@ step_node() {
 # ---------------------------------------------------------------- main
 
 command -v docker >/dev/null && docker info >/dev/null 2>&1 ||
-  die "no Docker engine answers: hack/kind/ensure-docker.sh start"
+  die "no Docker engine answers: hack/kind-without-registry/ensure-docker.sh start"
 [[ $# -gt 0 ]] || set -- binaries rootfs images node
 for step in "$@"; do
   case $step in
