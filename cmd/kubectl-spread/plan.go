@@ -10,6 +10,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	appsv1 "k8s.io/api/apps/v1"
@@ -32,6 +33,7 @@ type planOptions struct {
 	replicas  int32
 	namespace string
 	output    string
+	keeper    bool
 }
 
 func newPlanCommand(code *int, connect connectFunc) *cobra.Command {
@@ -54,7 +56,10 @@ scale-down: the pods the controller deletes, in the order it deletes them
 a ReplicationController's in the ReplicaSet controller's own ranking, which
 reads each pod's controller.kubernetes.io/pod-deletion-cost), the counts
 they leave, and whether they leave a hard constraint skewed beyond its
-maxSkew. It says which order it assumed.
+maxSkew. It says which order it assumed. With --keeper, a ReplicaSet's
+pods are ranked with the deletion costs spreadguard's keeper keeps, as
+they are once it has written them; their pods must carry their topology
+spread constraints, as the keeper reads them there.
 
 The workload is the Deployment, StatefulSet, ReplicaSet or
 ReplicationController in WORKLOAD.yaml, forecast as a new revision (its
@@ -101,6 +106,7 @@ cluster.`,
 	cmd.Flags().StringVarP(&o.namespace, "namespace", "n", "", "the workload's namespace (default: the file's, then the kubeconfig context's)")
 	o.kube.register(cmd)
 	cmd.Flags().StringVarP(&o.output, "output", "o", "", "output format: empty for a readable report, or json")
+	cmd.Flags().BoolVar(&o.keeper, "keeper", false, "rank a scale-down's pods with the deletion costs the keeper keeps, not the ones they carry")
 	o.register(cmd)
 	return cmd
 }
@@ -161,6 +167,17 @@ func (o *planOptions) run(ctx context.Context, args []string, cfg engine.Config,
 		return nil, fmt.Errorf("deriving the nodes an autoscaler can add: %w", err)
 	}
 	index.SetTemplates(templates)
+	if o.keeper && w.Kind != "StatefulSet" && int(w.Replicas) < len(w.Pods) {
+		// Without a constraint on the pods the keeper keeps no cost: the
+		// controller's own ranking is the order.
+		r, err := forecast.NewKeeperRanking(time.Now(), index, w.Pods)
+		switch {
+		case err == nil:
+			w.Order = r
+		case !errors.Is(err, spread.ErrNoConstraints):
+			return nil, fmt.Errorf("ranking the pods of %s: %w", w, err)
+		}
+	}
 	f, err := forecast.Run(w, lookup.NewSources(store), index, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("forecasting %s: %w", w, err)

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -118,5 +119,66 @@ func TestPlanScaleDownJSONCarriesTheOrderTheDeparturesAndTheSkew(t *testing.T) {
 	}
 	if !strings.HasPrefix(got.Order, "the ReplicaSet controller's order") || !strings.HasPrefix(got.Warning, "spreadguard: scaling ReplicaSet shop/web-abc") {
 		t.Errorf("order %q, warning %q: want the controller's order and the warning", got.Order, got.Warning)
+	}
+}
+
+// keeperCluster is 3 zones, zone-c of two nodes, namespace shop, and
+// ReplicaSet web of 7 pods that carry a zone constraint (maxSkew 1): three
+// on node-a, two on node-b, one on each node of zone-c. The constraint is
+// the template's own, so no policy applies.
+func keeperCluster() string {
+	var b strings.Builder
+	for _, n := range [][2]string{{"node-a", "zone-a"}, {"node-b", "zone-b"}, {"node-c1", "zone-c"}, {"node-c2", "zone-c"}} {
+		fmt.Fprintf(&b, "apiVersion: v1\nkind: Node\nmetadata:\n  name: %s\n  labels: {kubernetes.io/hostname: %s, topology.kubernetes.io/zone: %s}\n---\n", n[0], n[0], n[1])
+	}
+	b.WriteString("apiVersion: v1\nkind: Namespace\nmetadata: {name: shop}\n---\n")
+	constraint := "[{maxSkew: 1, topologyKey: topology.kubernetes.io/zone, whenUnsatisfiable: DoNotSchedule, labelSelector: {matchLabels: {app: web}}}]"
+	b.WriteString("apiVersion: apps/v1\nkind: ReplicaSet\nmetadata: {name: web, namespace: shop, uid: uid-web}\n" +
+		"spec:\n  replicas: 7\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n" +
+		"    spec: {containers: [{name: web, image: web}], topologySpreadConstraints: " + constraint + "}\n")
+	for i, node := range []string{"node-c1", "node-c2", "node-b", "node-b", "node-a", "node-a", "node-a"} {
+		fmt.Fprintf(&b, "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: web-%d\n  namespace: shop\n  uid: uid-web-%d\n"+
+			"  labels: {app: web}\n"+
+			"  ownerReferences: [{apiVersion: apps/v1, kind: ReplicaSet, name: web, uid: uid-web, controller: true}]\n"+
+			"spec:\n  nodeName: %s\n  containers: [{name: web, image: web}]\n"+
+			"  topologySpreadConstraints: %s\nstatus: {phase: Running}\n", i, i, node, constraint)
+	}
+	return b.String()
+}
+
+func TestPlanScaleDownInTheKeepersOrder(t *testing.T) {
+	_, write := tempFiles(t)
+	cluster := write("cluster.yaml", keeperCluster())
+	scale := []string{"plan", "replicaset/web", "-n", "shop", "--replicas", "4", "--cluster", cluster}
+	tests := []struct {
+		name string
+		args []string
+		want result
+	}{
+		{
+			name: "ReplicaSet web of 7, 3/2/2 with zone-a's three on one node, scaled to 4 without the keeper -> node-a's three go, zone-a emptied: warned, exit 1",
+			args: scale,
+			want: result{code: exitDenied, stdout: "ReplicaSet shop/web: scaled down from 7 to 4 replicas\n" +
+				"Deleted in " + forecast.ControllerOrder + "; no pod carries a pod-deletion-cost:\n" +
+				"  web-4  zone zone-a\n  web-5  zone zone-a\n  web-6  zone zone-a\n" +
+				"  after the scale-down  zone: zone-a=0 zone-b=2 zone-c=2\n" +
+				"spreadguard: scaling ReplicaSet shop/web from 7 to 4 deletes web-4, web-5 and web-6, leaving zone zone-a with 0 matching pods " +
+				"and zone zone-b with 2: skew 2 above maxSkew 1 (scale to 5 instead); zone: zone-a=0 zone-b=2 zone-c=2\n"},
+		},
+		{
+			name: "the same with --keeper -> from the fullest zone each time, two of zone-a then one of zone-b, 1/1/2: exit 0",
+			args: append(slices.Clone(scale), "--keeper"),
+			want: result{code: exitAllowed, stdout: "ReplicaSet shop/web: scaled down from 7 to 4 replicas\n" +
+				"Deleted in " + forecast.KeeperOrder + ":\n" +
+				"  web-6  zone zone-a\n  web-5  zone zone-a\n  web-3  zone zone-b\n" +
+				"  after the scale-down  zone: zone-a=1 zone-b=1 zone-c=2\nNo hard constraint is left skewed beyond its maxSkew.\n"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, runCommand(t, tt.args...), cmp.AllowUnexported(result{})); diff != "" {
+				t.Errorf("run() (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

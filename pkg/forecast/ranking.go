@@ -1,6 +1,7 @@
 package forecast
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"strconv"
@@ -8,6 +9,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/spreadguard/spreadguard/pkg/spread"
 )
 
 // Order ranks the active pods of a ReplicaSet or ReplicationController in
@@ -232,4 +235,51 @@ func maxRestarts(p *v1.Pod) restarts {
 		}
 	}
 	return r
+}
+
+// KeeperOrder is what Forecast.Order says of KeeperRanking.
+const KeeperOrder = "the ReplicaSet controller's order with the pod-deletion-costs spreadguard's keeper keeps " +
+	"(the pods of the fullest domains first)"
+
+// KeeperRanking is the ReplicaSet controller's order once the keeper has
+// written the deletion costs of spread.DeletionOrder, read from the index
+// as the keeper reads it: ControllerRanking with those costs in place of
+// the ones the pods carry now. A pod the order does not hold (not bound,
+// or not counted) keeps the cost it carries; it is not Running and Ready,
+// which goes first anyway.
+type KeeperRanking struct {
+	ControllerRanking
+}
+
+var _ Order = KeeperRanking{}
+
+func (KeeperRanking) String() string { return KeeperOrder }
+
+// NewKeeperRanking returns the KeeperRanking of pods, a ReplicaSet's or a
+// ReplicationController's, at now, with the costs the keeper computes from
+// ix. The keeper reads the constraints from the pods, which share one
+// template: the first pod carrying one is the template. When none does,
+// the keeper leaves the workload alone, and the error wraps
+// spread.ErrNoConstraints.
+func NewKeeperRanking(now time.Time, ix *spread.Index, pods []*v1.Pod) (KeeperRanking, error) {
+	i := slices.IndexFunc(pods, func(p *v1.Pod) bool { return len(p.Spec.TopologySpreadConstraints) > 0 })
+	if i < 0 {
+		return KeeperRanking{}, fmt.Errorf("the keeper's order: %w", spread.ErrNoConstraints)
+	}
+	order, err := spread.NewDeletionOrder(pods[i])
+	if err != nil {
+		return KeeperRanking{}, fmt.Errorf("the keeper's order: %w", err)
+	}
+	names := make([]string, len(pods))
+	for k, p := range pods {
+		names[k] = p.Name
+	}
+	order.Update(ix, names...)
+	cost := func(p *v1.Pod) int32 {
+		if c, ok := order.Cost(p.Name); ok {
+			return c
+		}
+		return DeletionCost(p)
+	}
+	return KeeperRanking{ControllerRanking{Now: now, Cost: cost}}, nil
 }

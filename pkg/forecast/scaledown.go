@@ -94,6 +94,10 @@ func (w *Workload) departing() ([]string, string) {
 	for _, p := range ranked[:len(ranked)-int(w.Replicas)] {
 		names = append(names, p.Name)
 	}
+	if _, ok := order.(KeeperRanking); ok {
+		// The costs are the keeper's, whatever the pods carry now.
+		return names, order.String()
+	}
 	// Whether a keeper of pod-deletion-cost is at work shows on the pods.
 	costed := 0
 	for _, p := range w.Pods {
