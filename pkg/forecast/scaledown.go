@@ -71,9 +71,18 @@ func (w *Workload) departing() ([]string, string) {
 				top = max(top, int32(o)+1)
 			}
 		}
-		var names []string
+		// One string holds every name, so that a scale-down of thousands
+		// of ordinals allocates a few times, not once per pod.
+		var buf []byte
+		var ends []int
 		for o := top - 1; o >= w.ordinalStart+w.Replicas; o-- {
-			names = append(names, fmt.Sprintf("%s-%d", w.Name, o))
+			buf = append(append(buf, w.Name...), '-')
+			buf = strconv.AppendInt(buf, int64(o), 10)
+			ends = append(ends, len(buf))
+		}
+		all, names, from := string(buf), make([]string, len(ends)), 0
+		for k, end := range ends {
+			names[k], from = all[from:end], end
 		}
 		return names, OrdinalOrder
 	}
