@@ -104,6 +104,12 @@ type Config struct {
 	// LeaderElectionNamespace holds the Lease; empty means the pod's own
 	// namespace (in a cluster).
 	LeaderElectionNamespace string `json:"leaderElectionNamespace,omitempty"`
+	// ShutdownDelay is how long a replica told to stop goes on answering
+	// admission requests after its readiness has failed, before it closes
+	// its listeners and drains the requests in flight: long enough for the
+	// Service to stop sending it new connections. 0 (a process run on a
+	// laptop, a test) stops at once; the chart sets it.
+	ShutdownDelay metav1.Duration `json:"shutdownDelay,omitempty"`
 
 	// ConfigFile is the path given by --config; flag only.
 	ConfigFile string `json:"-"`
@@ -193,6 +199,8 @@ var settings = []option{
 		func(c *Config) any { return &c.Audit }},
 	{"leader-election-namespace", "Namespace of the audit's Lease; empty: the pod's own namespace.",
 		func(c *Config) any { return &c.LeaderElectionNamespace }},
+	{"shutdown-delay", "How long a replica told to stop (SIGTERM) answers requests after it stops being ready, before it closes its listeners and drains: long enough for the Service to drop it. 0 stops at once.",
+		func(c *Config) any { return &c.ShutdownDelay }},
 }
 
 // AddFlags binds every flag to its field of c; the current values of c are
@@ -216,6 +224,8 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 			fs.Var(enumFlag[spread.MessageDetail]{p, "detail"}, o.flag, o.usage)
 		case *Toggle:
 			fs.Var(enumFlag[Toggle]{p, "auto|true|false"}, o.flag, o.usage)
+		case *metav1.Duration:
+			fs.DurationVar(&p.Duration, o.flag, p.Duration, o.usage)
 		default:
 			panic(fmt.Sprintf("option --%s binds a %T, which AddFlags cannot bind", o.flag, p))
 		}
@@ -373,6 +383,9 @@ func (c *Config) Validate() field.ErrorList {
 	}
 	if _, err := ParseLogLevel(c.LogLevel); err != nil {
 		errs = append(errs, field.Invalid(field.NewPath("logLevel"), c.LogLevel, err.Error()))
+	}
+	if c.ShutdownDelay.Duration < 0 {
+		errs = append(errs, field.Invalid(field.NewPath("shutdownDelay"), c.ShutdownDelay.Duration.String(), "must not be negative"))
 	}
 	return errs
 }

@@ -6,10 +6,12 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
@@ -46,6 +48,7 @@ refuseUntilSynced: true
 failurePolicy: Fail
 messageDetail: nodes
 logLevel: debug
+shutdownDelay: 5s
 `
 
 func TestParseConfig(t *testing.T) {
@@ -70,7 +73,8 @@ func TestParseConfig(t *testing.T) {
 			name: "every flag given -> every field set from its flag",
 			args: []string{"--port=10250", "--cert-dir=/certs", "--metrics-bind-address=0",
 				"--health-probe-bind-address=127.0.0.1:9091", "--default-action=Audit",
-				"--excluded-namespaces=a,b", "--refuse-until-synced", "--failure-policy=Fail", "--message-detail=nodes", "--log-level=4", "--kubeconfig=/kc"},
+				"--excluded-namespaces=a,b", "--refuse-until-synced", "--failure-policy=Fail", "--message-detail=nodes", "--log-level=4", "--kubeconfig=/kc",
+				"--shutdown-delay=1500ms"},
 			want: configWith(func(c *Config) {
 				c.Port = 10250
 				c.CertDir = "/certs"
@@ -83,6 +87,7 @@ func TestParseConfig(t *testing.T) {
 				c.MessageDetail = spread.DetailNodes
 				c.LogLevel = "4"
 				c.Kubeconfig = "/kc"
+				c.ShutdownDelay = metav1.Duration{Duration: 1500 * time.Millisecond}
 			}),
 		},
 		{
@@ -106,6 +111,7 @@ func TestParseConfig(t *testing.T) {
 				c.FailurePolicy = admissionregistrationv1.Fail
 				c.MessageDetail = spread.DetailNodes
 				c.LogLevel = "debug"
+				c.ShutdownDelay = metav1.Duration{Duration: 5 * time.Second}
 			}),
 		},
 		{
@@ -133,6 +139,7 @@ func TestParseConfig(t *testing.T) {
 				c.FailurePolicy = admissionregistrationv1.Fail
 				c.MessageDetail = spread.DetailNodes
 				c.LogLevel = "debug"
+				c.ShutdownDelay = metav1.Duration{Duration: 5 * time.Second}
 			}),
 		},
 		{
@@ -261,6 +268,7 @@ func TestEveryInvalidFlagIsNamedInItsError(t *testing.T) {
 		{"second excluded namespace with capitals -> excludedNamespaces[1] invalid", "--excluded-namespaces=ok,Not-OK", "excludedNamespaces[1]", field.ErrorTypeInvalid},
 		{"log level verbose -> logLevel invalid", "--log-level=verbose", "logLevel", field.ErrorTypeInvalid},
 		{"log level 11 -> logLevel invalid", "--log-level=11", "logLevel", field.ErrorTypeInvalid},
+		{"negative shutdown delay -> shutdownDelay invalid", "--shutdown-delay=-1s", "shutdownDelay", field.ErrorTypeInvalid},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -113,8 +113,9 @@ func WithSourcesWrapper(wrap func(engine.Sources) engine.Sources) Option {
 }
 
 // Run is the composition root of spreadguard-webhook: it builds the caches,
-// the index, the handlers and the servers from cfg, serves until ctx is done,
-// then drains in-flight requests and returns.
+// the index, the handlers and the servers from cfg, serves until ctx is done
+// (not ready from then on) and cfg.ShutdownDelay has passed, then drains
+// in-flight requests and returns.
 func Run(ctx context.Context, cfg *Config, opts ...Option) error {
 	if errs := cfg.Validate(); len(errs) > 0 {
 		return fmt.Errorf("invalid configuration: %w", errs.ToAggregate())
@@ -128,6 +129,11 @@ func Run(ctx context.Context, cfg *Config, opts ...Option) error {
 	if err != nil {
 		return err
 	}
+	// Everything below runs until the end of the shutdown delay, not until
+	// the signal (shutdown.go).
+	stop := newShutdown(cfg.ShutdownDelay.Duration)
+	ctx, cancel := stop.serving(ctx, log)
+	defer cancel()
 	restConfig := o.restConfig
 	if restConfig == nil {
 		if restConfig, err = loadRESTConfig(cfg.Kubeconfig); err != nil {
@@ -306,7 +312,8 @@ func Run(ctx context.Context, cfg *Config, opts ...Option) error {
 	}
 	server := mgr.GetWebhookServer()
 	for path, h := range handlers {
-		server.Register(path, admission.NewEndpoint(h, log.WithName("admission").WithValues("webhook", path), endpointOptions[path]...))
+		server.Register(path, stop.closeWhenStopping(
+			admission.NewEndpoint(h, log.WithName("admission").WithValues("webhook", path), endpointOptions[path]...)))
 	}
 
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
@@ -323,11 +330,14 @@ func Run(ctx context.Context, cfg *Config, opts ...Option) error {
 	if err := mgr.AddReadyzCheck("webhook", server.StartedChecker()); err != nil {
 		return fmt.Errorf("adding the readiness check: %w", err)
 	}
+	if err := mgr.AddReadyzCheck("shutdown", stop.readyz); err != nil {
+		return fmt.Errorf("adding the readiness check: %w", err)
+	}
 
 	log.Info("starting spreadguard-webhook", "port", cfg.Port, "certDir", cfg.CertDir,
 		"defaultAction", cfg.DefaultAction, "excludedNamespaces", engineCfg.ExcludedNamespaces,
 		"refuseUntilSynced", cfg.RefuseUntilSynced, "metricsSecure", cfg.MetricsSecure, "failurePolicy", cfg.FailurePolicy, "messageDetail", cfg.MessageDetail,
-		"karpenterNodePools", karpenter, "nodeGroupLabel", cfg.NodeGroupLabel)
+		"karpenterNodePools", karpenter, "nodeGroupLabel", cfg.NodeGroupLabel, "shutdownDelay", cfg.ShutdownDelay.Duration)
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("running the manager: %w", err)
 	}
