@@ -798,6 +798,7 @@ func TestServerConfigFile(t *testing.T) {
 			"refuseUntilSynced": refuse, "failurePolicy": "Ignore", "messageDetail": "domains", "logLevel": logLevel,
 			"autoscalerKarpenter": "auto",
 			"audit":               true,
+			"shutdownDelay":       "5s",
 		}
 	}
 	// failing sets the failurePolicy the server answers its own faults by.

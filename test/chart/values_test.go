@@ -142,6 +142,11 @@ func TestTemplatesRefuseContradictions(t *testing.T) {
 			vals:    "serviceAccount: {create: false}",
 			wantErr: "serviceAccount.name is required when serviceAccount.create is false",
 		},
+		{
+			name:    "a shutdown delay as long as the grace period -> refused: the kubelet would kill the replica before it drains",
+			vals:    "{shutdownDelaySeconds: 30, terminationGracePeriodSeconds: 30}",
+			wantErr: "shutdownDelaySeconds (30) is not less than terminationGracePeriodSeconds (30)",
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

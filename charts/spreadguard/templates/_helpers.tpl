@@ -98,6 +98,9 @@ express. Every template that depends on them includes it.
 {{- if and (eq .Values.webhook.policyFailurePolicy "Fail") (or .Values.policy.clusterDefault.enabled .Values.policy.namespaces) }}
 {{- fail "webhook.policyFailurePolicy is Fail while the chart renders policies: on a fresh install Helm 4 registers the validating webhook before the server is up, so the chart's own policies would be refused. Keep webhook.policyFailurePolicy=Ignore, or set policy.clusterDefault.enabled=false and policy.namespaces={} and manage the policies apart." }}
 {{- end }}
+{{- if ge (int .Values.shutdownDelaySeconds) (int .Values.terminationGracePeriodSeconds) }}
+{{- fail (printf "shutdownDelaySeconds (%d) is not less than terminationGracePeriodSeconds (%d): the kubelet would kill a stopping replica before it drains the requests in flight. Lower shutdownDelaySeconds or raise terminationGracePeriodSeconds." (int .Values.shutdownDelaySeconds) (int .Values.terminationGracePeriodSeconds)) }}
+{{- end }}
 {{- $excluded := fromJsonArray (include "spreadguard.excludedNamespaces" .) }}
 {{- range $ns, $_ := .Values.policy.namespaces }}
 {{- if has $ns $excluded }}
