@@ -308,6 +308,54 @@ func TestManifestsAcceptedByAPIServer(t *testing.T) {
 		}
 	})
 
+	t.Run("failurePolicy Fail and the webhook unreachable -> pod creates refused, the removal of a pod's last scheduling gate admitted", func(t *testing.T) {
+		const ns = "ungating"
+		createNamespace(t, c, ns, nil)
+		// Created before the webhook configuration exists, as a
+		// controller (Kueue) creates it long before it ungates it.
+		gated := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "gated"},
+			Spec: corev1.PodSpec{
+				AutomountServiceAccountToken: new(false),
+				SchedulingGates:              []corev1.PodSchedulingGate{{Name: "example.com/quota"}},
+				Containers:                   []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10"}},
+			},
+		}
+		if err := c.Create(t.Context(), gated); err != nil {
+			t.Fatal(err)
+		}
+		// Nothing listens on port 1: every call fails.
+		r := render(t, valuesYAML(t, "webhook: {url: 'https://127.0.0.1:1', failurePolicy: Fail}"))
+		conf := find[*validatingConfig](t, r.objects, fullname)
+		if err := c.Create(t.Context(), conf); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if err := c.Delete(context.WithoutCancel(t.Context()), conf); err != nil {
+				t.Errorf("delete %s: %v", id(conf), err)
+			}
+		})
+		another := gated.DeepCopy()
+		another.Name, another.Spec.SchedulingGates = "another", nil
+		var refused error
+		for range 100 {
+			// The API server applies a new configuration within a moment.
+			if refused = c.Create(t.Context(), another.DeepCopy(), client.DryRunAll); refused != nil {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if refused == nil || !strings.Contains(refused.Error(), `failed calling webhook "pods.validate.spreadguard.io"`) {
+			t.Fatalf("a pod create with the webhook unreachable under Fail: %v, want it refused by the failed call (the control)", refused)
+		}
+		ungated := gated.DeepCopy()
+		ungated.Spec.SchedulingGates = nil
+		if err := c.Update(t.Context(), ungated); err != nil {
+			t.Errorf("removing the last scheduling gate with the webhook unreachable: %v, want it admitted (failurePolicy Ignore on that update)", err)
+		}
+		w.take()
+	})
+
 	t.Run("plain cert-manager manifests of certs/", func(t *testing.T) {
 		data, err := os.ReadFile(plainCertManagerManifests)
 		if err != nil {

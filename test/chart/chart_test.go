@@ -180,7 +180,7 @@ func TestNamespaceSelectorsLeaveOutTheSystemTheReleaseAndIgnoredNamespaces(t *te
 				vals = ciValues(t, tc.file)
 			}
 			selectors := podWebhookSelectors(t, render(t, vals))
-			if diff := cmp.Diff([]string{"pods.mutate.spreadguard.io", "pods.validate.spreadguard.io"}, sortedKeys(selectors)); diff != "" {
+			if diff := cmp.Diff([]string{"gated-pods.validate.spreadguard.io", "pods.mutate.spreadguard.io", "pods.validate.spreadguard.io"}, sortedKeys(selectors)); diff != "" {
 				t.Fatalf("pod webhooks (-want +got):\n%s", diff)
 			}
 			for name, sel := range selectors {
@@ -297,9 +297,22 @@ func TestWebhookConfigurations(t *testing.T) {
 			}),
 			with(common, func(h *hook) {
 				h.Name, h.Target = "pods.validate.spreadguard.io", base+"/validate-v1-pod"
-				h.Rules = rule("", "v1", "pods", admissionregistrationv1.NamespacedScope, create, update)
+				h.Rules = rule("", "v1", "pods", admissionregistrationv1.NamespacedScope, create)
 				h.HasNSSelector = true
-				h.MatchConditions = []string{"create-or-last-scheduling-gate-removed"}
+				// It records events on a refused pod's owners, none on
+				// a dry run.
+				h.SideEffects = admissionregistrationv1.SideEffectClassNoneOnDryRun
+			}),
+			with(common, func(h *hook) {
+				// The UPDATE removing a pod's last scheduling gate is
+				// never refused, so it never waits on an outage either,
+				// whatever the pod CREATE's failurePolicy.
+				h.Name, h.Target = "gated-pods.validate.spreadguard.io", base+"/validate-v1-pod"
+				h.Rules = rule("", "v1", "pods", admissionregistrationv1.NamespacedScope, update)
+				h.HasNSSelector = true
+				h.MatchConditions = []string{"last-scheduling-gate-removed"}
+				h.FailurePolicy = admissionregistrationv1.Ignore
+				h.SideEffects = admissionregistrationv1.SideEffectClassNoneOnDryRun
 			}),
 			with(common, func(h *hook) {
 				h.Name, h.Target = "spreadpolicies.validate.spreadguard.io", base+"/validate-spreadguard-io-v1alpha1-spreadpolicy"
@@ -370,6 +383,7 @@ func everyWebhook(b []byte) map[string][]byte {
 	return map[string][]byte{
 		"mutating pods.mutate.spreadguard.io":                      b,
 		"validating pods.validate.spreadguard.io":                  b,
+		"validating gated-pods.validate.spreadguard.io":            b,
 		"validating spreadpolicies.validate.spreadguard.io":        b,
 		"validating clusterspreadpolicies.validate.spreadguard.io": b,
 	}
