@@ -18,6 +18,7 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -304,6 +305,44 @@ func TestManifestsAcceptedByAPIServer(t *testing.T) {
 		for _, field := range []string{"source", "summary", "results", "scope"} {
 			if diff := cmp.Diff(want.Object[field], got.Object[field]); diff != "" {
 				t.Errorf("%s of the stored Report (-written +stored):\n%s", field, diff)
+			}
+		}
+	})
+
+	t.Run("the ServiceMonitor's token may GET /metrics and nothing else", func(t *testing.T) {
+		r := render(t, valuesYAML(t, "metrics: {serviceMonitor: {enabled: true}}"))
+		scraper := fullname + "-metrics-scraper"
+		for _, o := range r.objects {
+			if o.GetName() != scraper && o.GetName() != fullname+"-metrics-reader" {
+				continue
+			}
+			if _, ok := o.(*corev1.Secret); ok {
+				// The token controller, which fills it, is not running.
+				continue
+			}
+			if err := c.Create(t.Context(), o); err != nil && !apierrors.IsAlreadyExists(err) {
+				t.Fatalf("create %s: %v", id(o), err)
+			}
+		}
+		user := "system:serviceaccount:" + releaseNamespace + ":" + scraper
+		groups := []string{"system:serviceaccounts", "system:serviceaccounts:" + releaseNamespace, "system:authenticated"}
+		for _, a := range []struct {
+			name    string
+			spec    authorizationv1.SubjectAccessReviewSpec
+			allowed bool
+		}{
+			{"GET /metrics", authorizationv1.SubjectAccessReviewSpec{NonResourceAttributes: &authorizationv1.NonResourceAttributes{Path: "/metrics", Verb: "get"}}, true},
+			{"GET /api", authorizationv1.SubjectAccessReviewSpec{NonResourceAttributes: &authorizationv1.NonResourceAttributes{Path: "/api", Verb: "get"}}, false},
+			{"list pods", authorizationv1.SubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: "default", Resource: "pods", Verb: "list"}}, false},
+			{"get secrets", authorizationv1.SubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: releaseNamespace, Resource: "secrets", Verb: "get"}}, false},
+		} {
+			a.spec.User, a.spec.Groups = user, groups
+			sar := &authorizationv1.SubjectAccessReview{Spec: a.spec}
+			if err := c.Create(t.Context(), sar); err != nil {
+				t.Fatalf("SubjectAccessReview: %v", err)
+			}
+			if sar.Status.Allowed != a.allowed {
+				t.Errorf("%s may %s: %v, want %v", scraper, a.name, sar.Status.Allowed, a.allowed)
 			}
 		}
 	})

@@ -147,6 +147,11 @@ func TestTemplatesRefuseContradictions(t *testing.T) {
 			vals:    "{shutdownDelaySeconds: 30, terminationGracePeriodSeconds: 30}",
 			wantErr: "shutdownDelaySeconds (30) is not less than terminationGracePeriodSeconds (30)",
 		},
+		{
+			name:    "a secure ServiceMonitor with no token Secret and no RBAC to bind one -> refused",
+			vals:    "{rbac: {create: false}, metrics: {serviceMonitor: {enabled: true}}}",
+			wantErr: "set metrics.serviceMonitor.tokenSecret.name",
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

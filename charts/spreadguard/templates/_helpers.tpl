@@ -238,3 +238,18 @@ the templates of a chart.
 {{- end }}
 {{- get . "spreadguardSelfSignedTLS" | toJson }}
 {{- end }}
+
+{{/*
+spreadguard.metricsScraper is "true" when the chart makes the ServiceAccount
+and token Secret the ServiceMonitor authenticates with: a secure ServiceMonitor
+whose token Secret is not given.
+*/}}
+{{- define "spreadguard.metricsScraper" -}}
+{{- with .Values.metrics }}
+{{- if and (include "spreadguard.inCluster" $) .serviceMonitor.enabled .secure (not .serviceMonitor.tokenSecret.name) }}true{{ end }}
+{{- end }}
+{{- end }}
+
+{{- define "spreadguard.metricsTokenSecretName" -}}
+{{- default (printf "%s-metrics-scraper-token" (include "spreadguard.fullname" .)) .Values.metrics.serviceMonitor.tokenSecret.name }}
+{{- end }}
