@@ -6,9 +6,12 @@
 #   hack/build-binaries.sh [NAME...]
 #
 # NAME is any of: etcd kube-apiserver kube-scheduler kube-controller-manager
-# kubectl kwok helm karpenter (default: all), kubelet kubeadm kube-proxy for
-# the kind node image (hack/kind), and cert-manager (its controller, cainjector
-# and webhook, for the kind e2e's cert-manager mode). karpenter is Karpenter's
+# kubectl kwok helm karpenter promtool (default: all), kubelet kubeadm
+# kube-proxy for the kind node image (hack/kind), and cert-manager (its
+# controller, cainjector and webhook, for the kind e2e's cert-manager mode).
+# promtool is Prometheus's, for `promtool test rules` on the chart's alerts,
+# at the version of github.com/prometheus/prometheus that test/chart
+# requires (PROMETHEUS_VERSION overrides it). karpenter is Karpenter's
 # kwok cloud provider, bin/karpenter-kwok, with its CRDs copied from the same
 # module into bin/karpenter-crds. A binary whose version stamp exists in
 # bin/.stamps is not rebuilt, so a second run is a no-op.
@@ -35,6 +38,8 @@ KARPENTER_VERSION=${KARPENTER_VERSION:-v1.15.0}
 # fetches this toolchain through the module proxy for that build alone.
 KARPENTER_GOTOOLCHAIN=${KARPENTER_GOTOOLCHAIN:-go1.27.3}
 CERT_MANAGER_VERSION=${CERT_MANAGER_VERSION:-v1.21.2}
+# One version of Prometheus's module for the chart tests and their promtool.
+PROMETHEUS_VERSION=${PROMETHEUS_VERSION:-$(awk '$1 == "github.com/prometheus/prometheus" { print $2 }' "$ROOT/test/chart/go.mod")}
 
 STAMPS=$BIN/.stamps
 WORK=$BIN/.build
@@ -151,6 +156,28 @@ helm_ldflags() {
   echo
 }
 
+# build_promtool builds Prometheus's promtool. Its module's go.mod has a
+# replace directive, which `go install pkg@version` refuses, so it is built
+# from a throwaway module that requires it, as etcd is.
+build_promtool() {
+  local v=$PROMETHEUS_VERSION
+  [[ -n $v ]] || die "no github.com/prometheus/prometheus requirement in test/chart/go.mod; set PROMETHEUS_VERSION"
+  done_already promtool "$v" && { log "promtool $v already built"; return; }
+  local dir=$WORK/promtool-$v
+  log "building promtool $v (a few minutes when cold)"
+  rm -rf "$dir" && mkdir -p "$dir"
+  (
+    cd "$dir"
+    run_logged "$LOGS/promtool-mod-init.log" "go mod init" go mod init spreadguard.local/build/promtool
+    printf 'package build\n' >doc.go
+    run_logged "$LOGS/promtool-get.log" "go get github.com/prometheus/prometheus/cmd/promtool@$v" \
+      go get "github.com/prometheus/prometheus/cmd/promtool@$v"
+    run_logged "$LOGS/promtool-build.log" "go build promtool" env CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" \
+      -o "$BIN/promtool" github.com/prometheus/prometheus/cmd/promtool
+  )
+  mark promtool "$v"
+}
+
 # build_karpenter builds the main package of sigs.k8s.io/karpenter/kwok, the
 # kwok cloud provider, which launches fake nodes for NodePools: installed
 # under a name of its own, as `go install` would call it kwok. Its CRDs are
@@ -225,13 +252,14 @@ build_one() {
     cert-manager) build_cert_manager ;;
     helm) go_install helm "helm.sh/helm/v${HELM_VERSION:1:1}/cmd/helm" "$HELM_VERSION" "$(helm_ldflags)" ;;
     karpenter|karpenter-kwok) build_karpenter ;;
-    *) echo "build-binaries: unknown binary \"$1\" (want etcd, kube-apiserver, kube-scheduler, kube-controller-manager, kubectl, kubelet, kubeadm, kube-proxy, kwok, helm, karpenter or cert-manager)" >&2; exit 2 ;;
+    promtool) build_promtool ;;
+    *) echo "build-binaries: unknown binary \"$1\" (want etcd, kube-apiserver, kube-scheduler, kube-controller-manager, kubectl, kubelet, kubeadm, kube-proxy, kwok, helm, karpenter, promtool or cert-manager)" >&2; exit 2 ;;
   esac
 }
 
 main() {
   if [[ $# -eq 0 ]]; then
-    set -- etcd kube-apiserver kube-scheduler kube-controller-manager kubectl kwok helm karpenter
+    set -- etcd kube-apiserver kube-scheduler kube-controller-manager kubectl kwok helm karpenter promtool
   fi
   # One build at a time: concurrent runs (make -j) would share bin/.build.
   exec 9>"$WORK/.lock"
