@@ -1,14 +1,16 @@
 ##@ Generate
 
 # controller-gen writes the deepcopy functions next to the API types and the
-# CRDs into the chart, which installs them from charts/spreadguard/crds/.
+# CRDs into the chart's files/crds/, which templates/webhook-crds.yaml renders
+# as templates (so that `helm upgrade` updates them), not into crds/, which
+# Helm installs once and never upgrades.
 CONTROLLER_GEN := $(BIN)/controller-gen-$(CONTROLLER_GEN_VERSION)
 # CRDs only of spreadguard's own API: pkg/apis/karpenter mirrors part of a
 # CRD that Karpenter ships. Both get deepcopy functions, each in its own
 # package.
 API_DIR := ./pkg/apis/spreadguard/...
 KARPENTER_API_DIR := ./pkg/apis/karpenter/...
-CRD_DIR := charts/spreadguard/crds
+CRD_DIR := charts/spreadguard/files/crds
 DEEPCOPY_FILE := pkg/apis/spreadguard/v1alpha1/zz_generated.deepcopy.go
 KARPENTER_DEEPCOPY_FILE := pkg/apis/karpenter/v1/zz_generated.deepcopy.go
 
@@ -29,7 +31,7 @@ gen-into = mkdir -p $(1)/$(dir $(DEEPCOPY_FILE)) $(1)/$(dir $(KARPENTER_DEEPCOPY
 	$(CONTROLLER_GEN) crd paths=$(API_DIR) output:crd:dir=$(1)/$(CRD_DIR)
 
 .PHONY: generate
-generate: $(CONTROLLER_GEN) ## Regenerate deepcopy functions and the CRDs in charts/spreadguard/crds/.
+generate: $(CONTROLLER_GEN) ## Regenerate deepcopy functions and the CRDs in charts/spreadguard/files/crds/.
 	$(call gen-into,$(ROOT))
 
 .PHONY: verify

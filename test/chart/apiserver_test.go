@@ -36,7 +36,7 @@ var (
 	binDir            = "../../bin"
 	wantKubeVersion   = envOr("KUBE_VERSION", "v1.37.1")
 	wantEtcdVersion   = envOr("ETCD_VERSION", "v3.7.0")
-	chartCRDDir       = filepath.Join(chartDir, "crds")
+	chartCRDDir       = filepath.Join(chartDir, "files", "crds")
 	certManagerModule = "github.com/cert-manager/cert-manager"
 	// The ServiceMonitor CRD ships in the operator's root module, at the
 	// version of the API types this module requires.
@@ -191,10 +191,27 @@ var dryRunStrict = &client.CreateOptions{DryRun: []string{metav1.DryRunAll}, Fie
 
 // dryRunAll sends each object to the API server as a server-side dry-run
 // create with strict field validation, and fails on any refusal or warning.
+// The chart's CRDs, which the API server was started with, are sent as a
+// dry-run update of the installed ones, as `helm upgrade` sends them.
 func dryRunAll(t *testing.T, c client.Client, w *warnings, objs []*unstructured.Unstructured) {
 	t.Helper()
 	for _, u := range objs {
 		name := fmt.Sprintf("%s %s/%s", u.GetKind(), u.GetNamespace(), u.GetName())
+		if u.GetKind() == "CustomResourceDefinition" && u.GetAPIVersion() == "apiextensions.k8s.io/v1" {
+			installed := &unstructured.Unstructured{}
+			installed.SetGroupVersionKind(u.GroupVersionKind())
+			if err := c.Get(t.Context(), client.ObjectKey{Name: u.GetName()}, installed); err == nil {
+				update := u.DeepCopy()
+				update.SetResourceVersion(installed.GetResourceVersion())
+				if err := c.Update(t.Context(), update, &client.UpdateOptions{DryRun: []string{metav1.DryRunAll}, FieldValidation: "Strict"}); err != nil {
+					t.Errorf("the API server refuses %s as an update of the installed one: %v", name, err)
+				}
+				if got := w.take(); len(got) > 0 {
+					t.Errorf("the API server warns about %s: %q", name, got)
+				}
+				continue
+			}
+		}
 		if err := c.Create(t.Context(), u.DeepCopy(), dryRunStrict); err != nil {
 			t.Errorf("the API server refuses %s: %v", name, err)
 		}

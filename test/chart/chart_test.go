@@ -48,6 +48,9 @@ func TestRenderedObjects(t *testing.T) {
 		"ClusterRoleBinding/" + fullname + "-metrics-auth",
 		"Role/" + releaseNamespace + "/" + fullname + "-audit",
 		"RoleBinding/" + releaseNamespace + "/" + fullname + "-audit",
+		"CustomResourceDefinition/clusterspreadpolicies.spreadguard.io",
+		"CustomResourceDefinition/nodetemplates.spreadguard.io",
+		"CustomResourceDefinition/spreadpolicies.spreadguard.io",
 	}
 	server := []string{
 		"Deployment/" + releaseNamespace + "/" + fullname,

@@ -59,7 +59,7 @@ func lint(t *testing.T, vals map[string]any) string {
 	l := action.NewLint()
 	l.Strict = true
 	l.Namespace = releaseNamespace
-	l.KubeVersion = mustKubeVersion(t)
+	l.KubeVersion = mustKubeVersion(t, kubeVersion)
 	res := l.Run([]string{chartDir}, vals)
 	var msgs []string
 	for _, m := range res.Messages {

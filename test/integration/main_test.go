@@ -109,7 +109,7 @@ func runSuite(m *testing.M) int {
 	mutating, validating := webhookConfigurations()
 	env := &envtest.Environment{
 		BinaryAssetsDirectory:    assets,
-		CRDDirectoryPaths:        []string{filepath.Join(root, "charts", "spreadguard", "crds"), karpenterCRDs},
+		CRDDirectoryPaths:        []string{filepath.Join(root, "charts", "spreadguard", "files", "crds"), karpenterCRDs},
 		ErrorIfCRDPathMissing:    true,
 		Scheme:                   suite.scheme,
 		ControlPlaneStartTimeout: 2 * time.Minute,

@@ -240,6 +240,28 @@ the templates of a chart.
 {{- end }}
 
 {{/*
+spreadguard.customResourceAnnotations are the annotations of a custom resource
+the chart renders, of kind "kind" in the dict. Helm maps every object of a
+release to its API before it creates any, so a NodeTemplate or a policy
+cannot be in the same release as the CRD that defines it unless the API
+server serves the kind already: on a fresh install, or an upgrade from a
+chart version without the kind, the resource is created after the release's
+other objects instead, by a post-install and post-upgrade hook. The hook
+carries the ownership annotations Helm would have written, so the next
+upgrade, which finds the kind served, adopts the object into the release.
+*/}}
+{{- define "spreadguard.customResourceAnnotations" -}}
+{{- $root := .root }}
+{{- if and $root.Values.crds.enabled (not ($root.Capabilities.APIVersions.Has (printf "spreadguard.io/v1alpha1/%s" .kind))) }}
+annotations:
+  helm.sh/hook: post-install,post-upgrade
+  helm.sh/hook-delete-policy: before-hook-creation
+  meta.helm.sh/release-name: {{ $root.Release.Name }}
+  meta.helm.sh/release-namespace: {{ $root.Release.Namespace }}
+{{- end }}
+{{- end }}
+
+{{/*
 spreadguard.metricsScraper is "true" when the chart makes the ServiceAccount
 and token Secret the ServiceMonitor authenticates with: a secure ServiceMonitor
 whose token Secret is not given.
