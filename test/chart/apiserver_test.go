@@ -326,44 +326,6 @@ func TestManifestsAcceptedByAPIServer(t *testing.T) {
 		}
 	})
 
-	t.Run("the ServiceMonitor's token may GET /metrics and nothing else", func(t *testing.T) {
-		r := render(t, valuesYAML(t, "metrics: {serviceMonitor: {enabled: true}}"))
-		scraper := fullname + "-metrics-scraper"
-		for _, o := range r.objects {
-			if o.GetName() != scraper && o.GetName() != fullname+"-metrics-reader" {
-				continue
-			}
-			if _, ok := o.(*corev1.Secret); ok {
-				// The token controller, which fills it, is not running.
-				continue
-			}
-			if err := c.Create(t.Context(), o); err != nil && !apierrors.IsAlreadyExists(err) {
-				t.Fatalf("create %s: %v", id(o), err)
-			}
-		}
-		user := "system:serviceaccount:" + releaseNamespace + ":" + scraper
-		groups := []string{"system:serviceaccounts", "system:serviceaccounts:" + releaseNamespace, "system:authenticated"}
-		for _, a := range []struct {
-			name    string
-			spec    authorizationv1.SubjectAccessReviewSpec
-			allowed bool
-		}{
-			{"GET /metrics", authorizationv1.SubjectAccessReviewSpec{NonResourceAttributes: &authorizationv1.NonResourceAttributes{Path: "/metrics", Verb: "get"}}, true},
-			{"GET /api", authorizationv1.SubjectAccessReviewSpec{NonResourceAttributes: &authorizationv1.NonResourceAttributes{Path: "/api", Verb: "get"}}, false},
-			{"list pods", authorizationv1.SubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: "default", Resource: "pods", Verb: "list"}}, false},
-			{"get secrets", authorizationv1.SubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: releaseNamespace, Resource: "secrets", Verb: "get"}}, false},
-		} {
-			a.spec.User, a.spec.Groups = user, groups
-			sar := &authorizationv1.SubjectAccessReview{Spec: a.spec}
-			if err := c.Create(t.Context(), sar); err != nil {
-				t.Fatalf("SubjectAccessReview: %v", err)
-			}
-			if sar.Status.Allowed != a.allowed {
-				t.Errorf("%s may %s: %v, want %v", scraper, a.name, sar.Status.Allowed, a.allowed)
-			}
-		}
-	})
-
 	t.Run("failurePolicy Fail and the webhook unreachable -> pod creates refused, the removal of a pod's last scheduling gate admitted", func(t *testing.T) {
 		const ns = "ungating"
 		createNamespace(t, c, ns, nil)
@@ -486,6 +448,46 @@ func TestManifestsAcceptedByAPIServer(t *testing.T) {
 		}
 		if diff := cmp.Diff(want, got, cmp.AllowUnexported(access{})); diff != "" {
 			t.Errorf("what the ServiceAccount may do (-want +got):\n%s", diff)
+		}
+	})
+
+	// After the ServiceAccount's subtest, which creates the metrics-reader
+	// ClusterRole this one binds.
+	t.Run("the ServiceMonitor's token may GET /metrics and nothing else", func(t *testing.T) {
+		r := render(t, valuesYAML(t, "metrics: {serviceMonitor: {enabled: true}}"))
+		scraper := fullname + "-metrics-scraper"
+		for _, o := range r.objects {
+			if o.GetName() != scraper && o.GetName() != fullname+"-metrics-reader" {
+				continue
+			}
+			if _, ok := o.(*corev1.Secret); ok {
+				// The token controller, which fills it, is not running.
+				continue
+			}
+			if err := c.Create(t.Context(), o); err != nil && !apierrors.IsAlreadyExists(err) {
+				t.Fatalf("create %s: %v", id(o), err)
+			}
+		}
+		user := "system:serviceaccount:" + releaseNamespace + ":" + scraper
+		groups := []string{"system:serviceaccounts", "system:serviceaccounts:" + releaseNamespace, "system:authenticated"}
+		for _, a := range []struct {
+			name    string
+			spec    authorizationv1.SubjectAccessReviewSpec
+			allowed bool
+		}{
+			{"GET /metrics", authorizationv1.SubjectAccessReviewSpec{NonResourceAttributes: &authorizationv1.NonResourceAttributes{Path: "/metrics", Verb: "get"}}, true},
+			{"GET /logs", authorizationv1.SubjectAccessReviewSpec{NonResourceAttributes: &authorizationv1.NonResourceAttributes{Path: "/logs", Verb: "get"}}, false},
+			{"list pods", authorizationv1.SubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: "default", Resource: "pods", Verb: "list"}}, false},
+			{"get secrets", authorizationv1.SubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: releaseNamespace, Resource: "secrets", Verb: "get"}}, false},
+		} {
+			a.spec.User, a.spec.Groups = user, groups
+			sar := &authorizationv1.SubjectAccessReview{Spec: a.spec}
+			if err := c.Create(t.Context(), sar); err != nil {
+				t.Fatalf("SubjectAccessReview: %v", err)
+			}
+			if sar.Status.Allowed != a.allowed {
+				t.Errorf("%s may %s: %v, want %v", scraper, a.name, sar.Status.Allowed, a.allowed)
+			}
 		}
 	})
 }
