@@ -183,16 +183,49 @@ type backend struct {
 	conns atomic.Int64
 	// dialFailures counts the connections it was chosen for and refused.
 	dialFailures atomic.Int64
-	// unready is when its readiness was first seen failing, once it had
-	// passed.
+	// unready lists when its readiness was seen failing after it had
+	// passed, and why.
 	mu      sync.Mutex
-	unready time.Time
+	unready []unreadySpell
 }
 
-func (b *backend) unreadySince() time.Time {
+// unreadySpell is a readiness check that failed after one had passed.
+type unreadySpell struct {
+	at  time.Time
+	why string
+	// serving says whether the backend's port still accepted a
+	// connection right after: a replica that stops well is not ready
+	// while it still serves, not only once its listener has closed (which
+	// fails every readiness check anyway).
+	serving bool
+}
+
+// unreadyServingFrom returns when it was first seen not ready while still
+// serving, at or after from, or the zero time. A spell before from (a
+// probe that timed out on a busy machine) says nothing of how the replica
+// stops.
+func (b *backend) unreadyServingFrom(from time.Time) time.Time {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.unready
+	for _, u := range b.unready {
+		if u.serving && !u.at.Before(from) {
+			return u.at
+		}
+	}
+	return time.Time{}
+}
+
+// unreadyBefore returns the spells seen before t, for the log.
+func (b *backend) unreadyBefore(t time.Time) []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []string
+	for _, u := range b.unready {
+		if u.at.Before(t) {
+			out = append(out, fmt.Sprintf("%s before: %s", t.Sub(u.at).Round(time.Millisecond), u.why))
+		}
+	}
+	return out
 }
 
 // newRoundRobin starts a front for backends that are always ready (no
@@ -225,20 +258,32 @@ func (p *roundRobin) add(t *testing.T, addr, readyz string) *backend {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	go func() {
-		c := &http.Client{Timeout: probePeriod}
+		// The kubelet's default probe timeout.
+		c := &http.Client{Timeout: time.Second}
 		tick := time.NewTicker(probePeriod)
 		defer tick.Stop()
 		for {
 			resp, err := c.Get(readyz)
 			ok := err == nil && resp.StatusCode == http.StatusOK
+			why := ""
+			switch {
+			case err != nil:
+				why = err.Error()
+			case !ok:
+				body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+				why = fmt.Sprintf("%s: %s", resp.Status, strings.TrimSpace(string(body)))
+			}
 			if resp != nil {
 				resp.Body.Close()
 			}
 			if b.ready.Swap(ok) && !ok {
-				b.mu.Lock()
-				if b.unready.IsZero() {
-					b.unready = time.Now()
+				spell := unreadySpell{at: time.Now(), why: why}
+				if conn, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+					conn.Close()
+					spell.serving = true
 				}
+				b.mu.Lock()
+				b.unready = append(b.unready, spell)
 				b.mu.Unlock()
 			}
 			select {
@@ -414,8 +459,11 @@ func replicaStoppedMidBurst(t *testing.T) {
 			if n := stopped.dialFailures.Load(); n != 0 {
 				t.Errorf("%d connections were sent to the stopping replica after its port closed: it closed before it stopped being ready", n)
 			}
-			if unready := stopped.unreadySince(); unready.IsZero() || unready.After(e.exited) {
-				t.Errorf("the stopping replica's /readyz was not seen failing before it exited (first seen failing at %v, exited at %v)", unready, e.exited)
+			if before := stopped.unreadyBefore(e.signalled); len(before) > 0 {
+				t.Logf("the stopping replica was seen not ready before its SIGTERM: %s", strings.Join(before, "; "))
+			}
+			if unready := stopped.unreadyServingFrom(e.signalled); unready.IsZero() || unready.After(e.exited) {
+				t.Errorf("the stopping replica was not seen not ready while it still served, between its SIGTERM and its exit (first seen so at %v, exited at %v)", unready, e.exited)
 			} else {
 				t.Logf("the stopping replica was not ready %s after SIGTERM and exited %s after it",
 					unready.Sub(e.signalled).Round(time.Millisecond), e.exited.Sub(e.signalled).Round(time.Millisecond))

@@ -193,7 +193,10 @@ func TestUpgrade(t *testing.T) {
 	t.Logf("helm upgrade from %s and a rolling restart under %d creates/s for %s with failurePolicy Fail: %d creates, %d failed, %d admitted without the webhook's mutation, %d slower than 1s, %d in flight at the SIGTERM; connections to the old replica %d (%d before its SIGTERM, %d refused), to the new one %d",
 		filepath.Base(previous), rate, time.Since(streamStart).Round(time.Second), r.sent, r.failed, r.unmutated, r.slow, inFlight,
 		oldBackend.conns.Load(), connsBefore, oldBackend.dialFailures.Load(), nextBackend.conns.Load())
-	if unready := oldBackend.unreadySince(); !unready.IsZero() {
+	if before := oldBackend.unreadyBefore(signalled); len(before) > 0 {
+		t.Logf("the old replica was seen not ready before its SIGTERM: %s", strings.Join(before, "; "))
+	}
+	if unready := oldBackend.unreadyServingFrom(signalled); !unready.IsZero() {
 		t.Logf("the old replica was not ready %s after SIGTERM and exited %s after it",
 			unready.Sub(signalled).Round(time.Millisecond), exited.Sub(signalled).Round(time.Millisecond))
 	}
@@ -207,8 +210,8 @@ func TestUpgrade(t *testing.T) {
 		if n := oldBackend.dialFailures.Load(); n != 0 {
 			t.Errorf("%d connections were sent to the old replica after its port closed", n)
 		}
-		if unready := oldBackend.unreadySince(); unready.IsZero() || unready.After(exited) {
-			t.Errorf("the old replica's /readyz was not seen failing before it exited")
+		if unready := oldBackend.unreadyServingFrom(signalled); unready.IsZero() || unready.After(exited) {
+			t.Errorf("the old replica was not seen not ready while it still served, between its SIGTERM and its exit")
 		}
 	})
 
