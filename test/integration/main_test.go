@@ -246,6 +246,8 @@ func waitReady(probeURL string, done <-chan error, log logr.Logger) error {
 func webhookConfigurations() ([]*admissionregistrationv1.MutatingWebhookConfiguration, []*admissionregistrationv1.ValidatingWebhookConfiguration) {
 	fail := admissionregistrationv1.Fail
 	none := admissionregistrationv1.SideEffectClassNone
+	// The pod validation records events, none on a dry run.
+	noneOnDryRun := admissionregistrationv1.SideEffectClassNoneOnDryRun
 	equivalent := admissionregistrationv1.Equivalent
 	ifNeeded := admissionregistrationv1.IfNeededReinvocationPolicy
 	timeout := int32(10)
@@ -280,16 +282,21 @@ func webhookConfigurations() ([]*admissionregistrationv1.MutatingWebhookConfigur
 		Webhooks: []admissionregistrationv1.ValidatingWebhook{
 			{
 				Name: "pods.validate.spreadguard.io", AdmissionReviewVersions: []string{"v1"},
-				SideEffects: &none, MatchPolicy: &equivalent, FailurePolicy: &fail, TimeoutSeconds: &timeout,
+				SideEffects: &noneOnDryRun, MatchPolicy: &equivalent, FailurePolicy: &fail, TimeoutSeconds: &timeout,
 				ClientConfig: clientConfig(app.PathValidatePod),
-				Rules:        rule("", "v1", "pods", namespaced, create, update),
-				// As the chart's: CREATE, and the UPDATE that removes a
-				// pod's last scheduling gate.
+				Rules:        rule("", "v1", "pods", namespaced, create),
+			},
+			{
+				// As the chart's: the UPDATE that removes a pod's last
+				// scheduling gate has an entry of its own.
+				Name: "gated-pods.validate.spreadguard.io", AdmissionReviewVersions: []string{"v1"},
+				SideEffects: &noneOnDryRun, MatchPolicy: &equivalent, FailurePolicy: &fail, TimeoutSeconds: &timeout,
+				ClientConfig: clientConfig(app.PathValidatePod),
+				Rules:        rule("", "v1", "pods", namespaced, update),
 				MatchConditions: []admissionregistrationv1.MatchCondition{{
-					Name: "create-or-last-scheduling-gate-removed",
-					Expression: "request.operation == 'CREATE' || " +
-						"(has(oldObject.spec.schedulingGates) && size(oldObject.spec.schedulingGates) > 0 && " +
-						"(!has(object.spec.schedulingGates) || size(object.spec.schedulingGates) == 0))",
+					Name: "last-scheduling-gate-removed",
+					Expression: "has(oldObject.spec.schedulingGates) && size(oldObject.spec.schedulingGates) > 0 && " +
+						"(!has(object.spec.schedulingGates) || size(object.spec.schedulingGates) == 0)",
 				}},
 			},
 			{
