@@ -6,15 +6,18 @@
 #   hack/build-binaries.sh [NAME...]
 #
 # NAME is any of: etcd kube-apiserver kube-scheduler kube-controller-manager
-# kubectl kwok helm karpenter karpenter-aws-crds descheduler (default: all),
-# kubelet kubeadm kube-proxy for the kind node image (hack/kind-without-registry),
-# and cert-manager (its controller, cainjector and webhook, for the kind e2e's
-# cert-manager mode). karpenter is Karpenter's kwok cloud provider,
-# bin/karpenter-kwok, with its CRDs copied from the same module into
-# bin/karpenter-crds. karpenter-aws-crds copies the EC2NodeClass CRD of
-# Karpenter's AWS provider into bin/karpenter-aws-crds (nothing is built).
-# descheduler is sigs.k8s.io/descheduler's command, which the e2e suite runs
-# once per rebalancing step. A binary whose version stamp exists in
+# kubectl kwok helm karpenter karpenter-aws-crds descheduler promtool (default:
+# all), kubelet kubeadm kube-proxy for the kind node image
+# (hack/kind-without-registry), and cert-manager (its controller, cainjector
+# and webhook, for the kind e2e's cert-manager mode). karpenter is Karpenter's
+# kwok cloud provider, bin/karpenter-kwok, with its CRDs copied from the same
+# module into bin/karpenter-crds. karpenter-aws-crds copies the EC2NodeClass
+# CRD of Karpenter's AWS provider into bin/karpenter-aws-crds (nothing is
+# built). descheduler is sigs.k8s.io/descheduler's command, which the e2e
+# suite runs once per rebalancing step. promtool is Prometheus's, for
+# `promtool test rules` on the chart's alerts, at the version of
+# github.com/prometheus/prometheus that test/chart requires
+# (PROMETHEUS_VERSION overrides it). A binary whose version stamp exists in
 # bin/.stamps is not rebuilt, so a second run is a no-op.
 #
 # Why from source: no prebuilt binary can be downloaded on the machines this
@@ -43,6 +46,8 @@ KARPENTER_GOTOOLCHAIN=${KARPENTER_GOTOOLCHAIN:-go1.27.3}
 KARPENTER_AWS_VERSION=${KARPENTER_AWS_VERSION:-v1.15.1}
 CERT_MANAGER_VERSION=${CERT_MANAGER_VERSION:-v1.21.2}
 DESCHEDULER_VERSION=${DESCHEDULER_VERSION:-v0.36.0}
+# One version of Prometheus's module for the chart tests and their promtool.
+PROMETHEUS_VERSION=${PROMETHEUS_VERSION:-$(awk '$1 == "github.com/prometheus/prometheus" { print $2 }' "$ROOT/test/chart/go.mod")}
 
 STAMPS=$BIN/.stamps
 WORK=$BIN/.build
@@ -157,6 +162,28 @@ helm_ldflags() {
   [[ ${HELM_VERSION:1:1} == 3 ]] &&
     printf -- ' -X %s/pkg/chartutil.k8sVersionMajor=1 -X %s/pkg/chartutil.k8sVersionMinor=%s' "$mod" "$mod" "$minor"
   echo
+}
+
+# build_promtool builds Prometheus's promtool. Its module's go.mod has a
+# replace directive, which `go install pkg@version` refuses, so it is built
+# from a throwaway module that requires it, as etcd is.
+build_promtool() {
+  local v=$PROMETHEUS_VERSION
+  [[ -n $v ]] || die "no github.com/prometheus/prometheus requirement in test/chart/go.mod; set PROMETHEUS_VERSION"
+  done_already promtool "$v" && { log "promtool $v already built"; return; }
+  local dir=$WORK/promtool-$v
+  log "building promtool $v (a few minutes when cold)"
+  rm -rf "$dir" && mkdir -p "$dir"
+  (
+    cd "$dir"
+    run_logged "$LOGS/promtool-mod-init.log" "go mod init" go mod init spreadguard.local/build/promtool
+    printf 'package build\n' >doc.go
+    run_logged "$LOGS/promtool-get.log" "go get github.com/prometheus/prometheus/cmd/promtool@$v" \
+      go get "github.com/prometheus/prometheus/cmd/promtool@$v"
+    run_logged "$LOGS/promtool-build.log" "go build promtool" env CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" \
+      -o "$BIN/promtool" github.com/prometheus/prometheus/cmd/promtool
+  )
+  mark promtool "$v"
 }
 
 # build_karpenter builds the main package of sigs.k8s.io/karpenter/kwok, the
@@ -274,13 +301,14 @@ build_one() {
     karpenter|karpenter-kwok) build_karpenter ;;
     karpenter-aws-crds) copy_karpenter_aws_crds ;;
     descheduler) build_descheduler ;;
-    *) echo "build-binaries: unknown binary \"$1\" (want etcd, kube-apiserver, kube-scheduler, kube-controller-manager, kubectl, kubelet, kubeadm, kube-proxy, kwok, helm, karpenter, karpenter-aws-crds, descheduler or cert-manager)" >&2; exit 2 ;;
+    promtool) build_promtool ;;
+    *) echo "build-binaries: unknown binary \"$1\" (want etcd, kube-apiserver, kube-scheduler, kube-controller-manager, kubectl, kubelet, kubeadm, kube-proxy, kwok, helm, karpenter, karpenter-aws-crds, descheduler, promtool or cert-manager)" >&2; exit 2 ;;
   esac
 }
 
 main() {
   if [[ $# -eq 0 ]]; then
-    set -- etcd kube-apiserver kube-scheduler kube-controller-manager kubectl kwok helm karpenter karpenter-aws-crds descheduler
+    set -- etcd kube-apiserver kube-scheduler kube-controller-manager kubectl kwok helm karpenter karpenter-aws-crds descheduler promtool
   fi
   # One build at a time: concurrent runs (make -j) would share bin/.build.
   exec 9>"$WORK/.lock"

@@ -87,6 +87,12 @@ type WebhookConfiguration struct {
 	// hundred pods costs one pass. Shorter, the status and Reports follow
 	// the cluster more closely, at the cost of more passes.
 	AuditCoalesceDelay metav1.Duration `json:"auditCoalesceDelay"`
+	// ShutdownDelay is how long a replica told to stop goes on answering
+	// admission requests after its readiness has failed, before it closes
+	// its listeners and drains the requests in flight: long enough for the
+	// Service to stop sending it new connections. 0 (a process run on a
+	// laptop, a test) stops at once; the chart sets it.
+	ShutdownDelay metav1.Duration `json:"shutdownDelay,omitempty"`
 }
 
 // NewWebhookConfiguration returns the configuration with every default set.
@@ -163,6 +169,9 @@ func (c *WebhookConfiguration) Validate() field.ErrorList {
 	}
 	if c.AuditCoalesceDelay.Duration <= 0 {
 		errs = append(errs, field.Invalid(field.NewPath("auditCoalesceDelay"), c.AuditCoalesceDelay.String(), "must be a positive duration"))
+	}
+	if c.ShutdownDelay.Duration < 0 {
+		errs = append(errs, field.Invalid(field.NewPath("shutdownDelay"), c.ShutdownDelay.String(), "must not be negative"))
 	}
 	return errs
 }

@@ -94,6 +94,11 @@ func TestParseConfig(t *testing.T) {
 			want: configWith(func(c *Config) { c.AuditCoalesceDelay = metav1.Duration{Duration: time.Second} }),
 		},
 		{
+			name: "--shutdown-delay=1500ms -> a stopping replica answers 1.5s after it stops being ready",
+			args: []string{"--shutdown-delay=1500ms"},
+			want: configWith(func(c *Config) { c.ShutdownDelay = metav1.Duration{Duration: 1500 * time.Millisecond} }),
+		},
+		{
 			name: "--excluded-namespaces given twice -> both lists, the default replaced",
 			args: []string{"--excluded-namespaces=a", "--excluded-namespaces=b,c"},
 			want: configWith(func(c *Config) { c.ExcludedNamespaces = []string{"a", "b", "c"} }),
@@ -270,6 +275,7 @@ func TestEveryInvalidFlagIsNamedInItsError(t *testing.T) {
 		{"log level verbose -> logLevel invalid", "--log-level=verbose", "logLevel", field.ErrorTypeInvalid},
 		{"log level 11 -> logLevel invalid", "--log-level=11", "logLevel", field.ErrorTypeInvalid},
 		{"audit coalesce delay 0s -> auditCoalesceDelay invalid", "--audit-coalesce-delay=0s", "auditCoalesceDelay", field.ErrorTypeInvalid},
+		{"negative shutdown delay -> shutdownDelay invalid", "--shutdown-delay=-1s", "shutdownDelay", field.ErrorTypeInvalid},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
