@@ -25,6 +25,9 @@ export KUBE_VERSION ETCD_VERSION KWOK_VERSION HELM_VERSION KARPENTER_VERSION KAR
 # cert-manager of the kind e2e's cert-manager mode (hack/build-binaries.sh cert-manager).
 CERT_MANAGER_VERSION ?= v1.21.2
 export CERT_MANAGER_VERSION
+# The descheduler the e2e suite runs to rebalance a workload after a zone returns.
+DESCHEDULER_VERSION ?= v0.36.0
+export DESCHEDULER_VERSION
 
 # Pinned Go tools.
 CONTROLLER_GEN_VERSION ?= v0.23.0
@@ -46,6 +49,7 @@ KWOK := $(BIN)/.stamps/kwok-$(KWOK_VERSION)
 HELM := $(BIN)/.stamps/helm-$(HELM_VERSION)
 KARPENTER := $(BIN)/.stamps/karpenter-kwok-$(KARPENTER_VERSION)
 KARPENTER_AWS_CRDS := $(BIN)/.stamps/karpenter-aws-crds-$(KARPENTER_AWS_VERSION)
+DESCHEDULER := $(BIN)/.stamps/descheduler-$(DESCHEDULER_VERSION)
 
 ##@ General
 
@@ -71,7 +75,7 @@ test-unit: ## Run the unit tests (no cluster binaries needed).
 ##@ Binaries
 
 .PHONY: binaries
-binaries: ## Build every cluster binary (etcd, control plane, kwok, helm, Karpenter's kwok provider) into ./bin.
+binaries: ## Build every cluster binary (etcd, control plane, kwok, helm, Karpenter's kwok provider, descheduler) into ./bin.
 	hack/build-binaries.sh
 
 $(BIN)/.stamps/etcd-$(ETCD_VERSION):
@@ -92,4 +96,6 @@ $(BIN)/.stamps/karpenter-kwok-$(KARPENTER_VERSION):
 	hack/build-binaries.sh karpenter
 $(BIN)/.stamps/karpenter-aws-crds-$(KARPENTER_AWS_VERSION):
 	hack/build-binaries.sh karpenter-aws-crds
+$(BIN)/.stamps/descheduler-$(DESCHEDULER_VERSION):
+	hack/build-binaries.sh descheduler
 

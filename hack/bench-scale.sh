@@ -252,8 +252,8 @@ start_cluster() {
   # shellcheck disable=SC1090
   source "$LOCAL_CLUSTER_ENV"
   export KUBECONFIG
-  k apply -f "$ROOT/charts/spreadguard/crds" >/dev/null
-  k wait --for condition=established --timeout=120s -f "$ROOT/charts/spreadguard/crds" >/dev/null
+  k apply -f "$ROOT/charts/spreadguard/files/crds" >/dev/null
+  k wait --for condition=established --timeout=120s -f "$ROOT/charts/spreadguard/files/crds" >/dev/null
 }
 
 # webhook_configurations PORT prints the chart's two webhook configurations,
@@ -764,7 +764,7 @@ replica_flags() {
 crds_watched() {
   local watches crd
   watches=$("$DIR/perfload" watches)
-  for crd in "$ROOT"/charts/spreadguard/crds/*.yaml; do
+  for crd in "$ROOT"/charts/spreadguard/files/crds/*.yaml; do
     crd=${crd##*/}
     crd=${crd%.yaml}
     [[ $watches == *"${crd%%_*}/${crd#*_} "* ]] || return 1

@@ -1,19 +1,24 @@
 #!/usr/bin/env bash
-# build-binaries.sh builds the Kubernetes control plane, etcd, kwok, helm and
-# Karpenter's kwok provider from source through the Go module proxy into ./bin,
-# once per version.
+# build-binaries.sh builds the Kubernetes control plane, etcd, kwok, helm,
+# Karpenter's kwok provider and the descheduler from source through the Go
+# module proxy into ./bin, once per version.
 #
 #   hack/build-binaries.sh [NAME...]
 #
 # NAME is any of: etcd kube-apiserver kube-scheduler kube-controller-manager
-# kubectl kwok helm karpenter (default: all), kubelet kubeadm kube-proxy for
-# the kind node image (hack/kind-without-registry), and cert-manager (its controller, cainjector
+# kubectl kwok helm karpenter karpenter-aws-crds descheduler promtool (default:
+# all), kubelet kubeadm kube-proxy for the kind node image
+# (hack/kind-without-registry), and cert-manager (its controller, cainjector
 # and webhook, for the kind e2e's cert-manager mode). karpenter is Karpenter's
 # kwok cloud provider, bin/karpenter-kwok, with its CRDs copied from the same
 # module into bin/karpenter-crds. karpenter-aws-crds copies the EC2NodeClass
 # CRD of Karpenter's AWS provider into bin/karpenter-aws-crds (nothing is
-# built). A binary whose version stamp exists in bin/.stamps is not rebuilt,
-# so a second run is a no-op.
+# built). descheduler is sigs.k8s.io/descheduler's command, which the e2e
+# suite runs once per rebalancing step. promtool is Prometheus's, for
+# `promtool test rules` on the chart's alerts, at the version of
+# github.com/prometheus/prometheus that test/chart requires
+# (PROMETHEUS_VERSION overrides it). A binary whose version stamp exists in
+# bin/.stamps is not rebuilt, so a second run is a no-op.
 #
 # Why from source: no prebuilt binary can be downloaded on the machines this
 # project is built and tested on; only the Go module proxy is reachable.
@@ -40,6 +45,9 @@ KARPENTER_GOTOOLCHAIN=${KARPENTER_GOTOOLCHAIN:-go1.27.3}
 # install; its go.mod asks for the same newer Go, even to download it.
 KARPENTER_AWS_VERSION=${KARPENTER_AWS_VERSION:-v1.15.1}
 CERT_MANAGER_VERSION=${CERT_MANAGER_VERSION:-v1.21.2}
+DESCHEDULER_VERSION=${DESCHEDULER_VERSION:-v0.36.0}
+# One version of Prometheus's module for the chart tests and their promtool.
+PROMETHEUS_VERSION=${PROMETHEUS_VERSION:-$(awk '$1 == "github.com/prometheus/prometheus" { print $2 }' "$ROOT/test/chart/go.mod")}
 
 STAMPS=$BIN/.stamps
 WORK=$BIN/.build
@@ -156,6 +164,28 @@ helm_ldflags() {
   echo
 }
 
+# build_promtool builds Prometheus's promtool. Its module's go.mod has a
+# replace directive, which `go install pkg@version` refuses, so it is built
+# from a throwaway module that requires it, as etcd is.
+build_promtool() {
+  local v=$PROMETHEUS_VERSION
+  [[ -n $v ]] || die "no github.com/prometheus/prometheus requirement in test/chart/go.mod; set PROMETHEUS_VERSION"
+  done_already promtool "$v" && { log "promtool $v already built"; return; }
+  local dir=$WORK/promtool-$v
+  log "building promtool $v (a few minutes when cold)"
+  rm -rf "$dir" && mkdir -p "$dir"
+  (
+    cd "$dir"
+    run_logged "$LOGS/promtool-mod-init.log" "go mod init" go mod init spreadguard.local/build/promtool
+    printf 'package build\n' >doc.go
+    run_logged "$LOGS/promtool-get.log" "go get github.com/prometheus/prometheus/cmd/promtool@$v" \
+      go get "github.com/prometheus/prometheus/cmd/promtool@$v"
+    run_logged "$LOGS/promtool-build.log" "go build promtool" env CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" \
+      -o "$BIN/promtool" github.com/prometheus/prometheus/cmd/promtool
+  )
+  mark promtool "$v"
+}
+
 # build_karpenter builds the main package of sigs.k8s.io/karpenter/kwok, the
 # kwok cloud provider, which launches fake nodes for NodePools: installed
 # under a name of its own, as `go install` would call it kwok. Its CRDs are
@@ -242,6 +272,24 @@ build_cert_manager() {
   done
 }
 
+# build_descheduler builds sigs.k8s.io/descheduler's command inside its own
+# module, from the Go module cache: its go.mod replaces k8s.io/kube-openapi,
+# and `go install module@version` refuses a module with a replace directive.
+# Its go.mod asks for go 1.26.0, which the project's toolchain satisfies.
+build_descheduler() {
+  done_already descheduler "$DESCHEDULER_VERSION" && { log "descheduler $DESCHEDULER_VERSION already built"; return; }
+  local mod
+  log "building descheduler $DESCHEDULER_VERSION (a few minutes when cold)"
+  mod=$(go mod download -json "sigs.k8s.io/descheduler@$DESCHEDULER_VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+  [[ -n $mod && -d $mod/cmd/descheduler ]] || die "cannot find sigs.k8s.io/descheduler@$DESCHEDULER_VERSION in the Go module cache"
+  (
+    cd "$mod"
+    run_logged "$LOGS/descheduler-build.log" "go build descheduler" env CGO_ENABLED=0 go build -trimpath -o "$BIN/descheduler" \
+      -ldflags "-s -w -X sigs.k8s.io/descheduler/pkg/version.version=$DESCHEDULER_VERSION" ./cmd/descheduler
+  )
+  mark descheduler "$DESCHEDULER_VERSION"
+}
+
 build_one() {
   case $1 in
     etcd) build_etcd ;;
@@ -252,13 +300,15 @@ build_one() {
     helm) go_install helm "helm.sh/helm/v${HELM_VERSION:1:1}/cmd/helm" "$HELM_VERSION" "$(helm_ldflags)" ;;
     karpenter|karpenter-kwok) build_karpenter ;;
     karpenter-aws-crds) copy_karpenter_aws_crds ;;
-    *) echo "build-binaries: unknown binary \"$1\" (want etcd, kube-apiserver, kube-scheduler, kube-controller-manager, kubectl, kubelet, kubeadm, kube-proxy, kwok, helm, karpenter, karpenter-aws-crds or cert-manager)" >&2; exit 2 ;;
+    descheduler) build_descheduler ;;
+    promtool) build_promtool ;;
+    *) echo "build-binaries: unknown binary \"$1\" (want etcd, kube-apiserver, kube-scheduler, kube-controller-manager, kubectl, kubelet, kubeadm, kube-proxy, kwok, helm, karpenter, karpenter-aws-crds, descheduler, promtool or cert-manager)" >&2; exit 2 ;;
   esac
 }
 
 main() {
   if [[ $# -eq 0 ]]; then
-    set -- etcd kube-apiserver kube-scheduler kube-controller-manager kubectl kwok helm karpenter karpenter-aws-crds
+    set -- etcd kube-apiserver kube-scheduler kube-controller-manager kubectl kwok helm karpenter karpenter-aws-crds descheduler promtool
   fi
   # One build at a time: concurrent runs (make -j) would share bin/.build.
   exec 9>"$WORK/.lock"

@@ -3,10 +3,13 @@
 # applied, up until Ctrl-C.
 #
 #   hack/dev.sh [run] [--no-demo]   start everything, stay up until INT/TERM
+#   hack/dev.sh run --no-webhook    start the cluster alone: no chart, no
+#                                   webhook (until an extra replica is started)
 #   hack/dev.sh webhook-stop        stop the running webhook process
 #   hack/dev.sh webhook-start [FLAG...]   start it again, as it was started,
 #                                   with FLAGs added for this start only
-#   hack/dev.sh webhook-extra-start PORT PROBE_PORT   start a second replica
+#   hack/dev.sh webhook-extra-start PORT PROBE_PORT   start another replica
+#   hack/dev.sh webhook-extra-stop PORT               stop it, as a rollout does
 #   hack/dev.sh webhook-extra-kill PORT               kill it, as a crash would
 #
 # `run` starts hack/local-cluster.sh, installs the chart in external-URL mode
@@ -18,13 +21,23 @@
 # namespace with a SpreadPolicy and a Deployment of 9 replicas, and prints
 # where the pods landed and the constraints they got.
 #
+# An extra replica is started as a new pod of the Deployment would be: with
+# the configuration the chart's ConfigMap holds at that moment (after a
+# `helm upgrade`, the upgraded one), and told to stop with SIGTERM, on
+# which it stops being ready and answers for EXTRA_SHUTDOWN_DELAY more
+# before it drains (the delay of a replica behind the e2e suite's front,
+# which stops sending it connections once its /readyz fails).
+#
 # When everything is up it writes $DEV_ENV (default _output/dev.env), a
 # shell file to `source`: KUBECONFIG, the webhook's log and the commands that
 # stop and start it (what the e2e suite's outage scenario runs).
 #
 # Environment: BIN, DEV_ENV, RELEASE (spreadguard), RELEASE_NAMESPACE
-# (spreadguard-system), WEBHOOK_PORT (default: a free port), and those of
-# hack/local-cluster.sh (LOCAL_CLUSTER_KARPENTER=1 runs Karpenter too).
+# (spreadguard-system), WEBHOOK_PORT (default: a free port), WEBHOOK_FLAGS
+# (flags added to the webhook's command line, after the chart's file: make
+# e2e passes --audit-coalesce-delay=1s), EXTRA_SHUTDOWN_DELAY (2s), and those
+# of hack/local-cluster.sh
+# (LOCAL_CLUSTER_KARPENTER=1 runs Karpenter too).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -39,6 +52,7 @@ RELEASE_NAMESPACE=${RELEASE_NAMESPACE:-spreadguard-system}
 CERTS=${CERTS:-$ROOT/certs/dev}
 DEMO_NAMESPACE=spreadguard-demo
 READY_TIMEOUT=${READY_TIMEOUT:-120}
+EXTRA_SHUTDOWN_DELAY=${EXTRA_SHUTDOWN_DELAY:-2s}
 export BIN
 
 k() { "$BIN/kubectl" --request-timeout=10s "$@"; }
@@ -81,18 +95,38 @@ webhook_start() {
 }
 
 # webhook_extra_start starts another replica of the webhook on port $2 with
-# its probes on $3, as a second pod behind the Service would run, and waits
-# until it is ready. The supervisor does not watch it; cleanup stops it.
+# its probes on $3, as another pod behind the Service would run, with the
+# configuration of the chart as installed now, and waits until it is ready.
+# The supervisor does not watch it; cleanup stops it.
 webhook_extra_start() {
   local dir=$1 port=$2 probe=$3
+  # The cluster's address and CA, for the identity.
   # shellcheck disable=SC1091
-  source "$dir/webhook.cmd"
-  # Later flags win: its own port and probes, no metrics.
-  "${WEBHOOK_CMD[@]}" --port "$port" --health-probe-bind-address "127.0.0.1:$probe" --metrics-bind-address 0 \
+  source "$dir/cluster.env"
+  chart_config "$dir/config-$port.yaml"
+  [[ -f $dir/webhook.kubeconfig ]] || webhook_identity "$dir"
+  "$BIN/spreadguard-webhook" --config "$dir/config-$port.yaml" --kubeconfig "$dir/webhook.kubeconfig" \
+    --host 127.0.0.1 --port "$port" --cert-dir "$CERTS" \
+    --metrics-bind-address 0 --health-probe-bind-address "127.0.0.1:$probe" \
+    --leader-election-namespace "$RELEASE_NAMESPACE" --shutdown-delay "$EXTRA_SHUTDOWN_DELAY" \
     >>"$dir/webhook-extra-$port.log" 2>&1 </dev/null &
   local pid=$!
   echo "$pid" >"$dir/webhook-extra-$port.pid.tmp" && mv -f "$dir/webhook-extra-$port.pid.tmp" "$dir/webhook-extra-$port.pid"
   wait_url "http://127.0.0.1:$probe/readyz" "$READY_TIMEOUT" "the extra webhook on port $port" "$pid" "$dir/webhook-extra-$port.log"
+}
+
+# webhook_extra_stop stops the replica on port $2 as the kubelet stops a
+# pod: SIGTERM, then SIGKILL if it has not exited within the chart's grace
+# period (30 s).
+webhook_extra_stop() {
+  local f=$1/webhook-extra-$2.pid pid
+  [[ -f $f ]] || return 0
+  pid=$(cat "$f")
+  rm -f "$f"
+  kill -TERM "$pid" 2>/dev/null || return 0
+  for _ in $(seq 1 120); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.25; done
+  kill -KILL "$pid" 2>/dev/null || true
+  die "the replica on port $2 had not stopped 30 s after SIGTERM: killed"
 }
 
 # webhook_extra_kill kills the replica on port $2 at once, as a crash would.
@@ -139,7 +173,7 @@ cleanup() {
     wait "$CLUSTER_PID" 2>/dev/null || true
   fi
   if [[ -n $DIR && -n ${DEV_LOGS:-} ]]; then
-    mkdir -p "$DEV_LOGS" && cp "$DIR/webhook.log" "$DEV_LOGS/" 2>/dev/null || true
+    mkdir -p "$DEV_LOGS" && cp "$DIR"/webhook*.log "$DEV_LOGS/" 2>/dev/null || true
   fi
   [[ -n $DIR ]] && rm -rf "$DIR"
   rm -f "$DEV_ENV"
@@ -185,19 +219,19 @@ install_chart() {
     --wait --timeout 2m
 }
 
-# webhook_identity writes a kubeconfig with a token of the chart's
+# webhook_identity writes $1/webhook.kubeconfig, with a token of the chart's
 # ServiceAccount, or with the admin's credentials when the chart made none.
 webhook_identity() {
-  local sa token
+  local dir=$1 sa token
   sa=$(k -n "$RELEASE_NAMESPACE" get serviceaccount -l "app.kubernetes.io/instance=$RELEASE" -o name 2>/dev/null | head -1)
   sa=${sa#serviceaccount/}
   if [[ -z $sa ]]; then
     log "the chart made no ServiceAccount: the webhook runs with the admin's credentials"
-    cp "$KUBECONFIG" "$DIR/webhook.kubeconfig"
+    cp "$KUBECONFIG" "$dir/webhook.kubeconfig"
     return
   fi
   token=$(k -n "$RELEASE_NAMESPACE" create token "$sa" --duration=48h)
-  cat >"$DIR/webhook.kubeconfig" <<EOF
+  cat >"$dir/webhook.kubeconfig" <<EOF
 apiVersion: v1
 kind: Config
 clusters:
@@ -217,13 +251,19 @@ EOF
   log "the webhook runs as ServiceAccount $RELEASE_NAMESPACE/$sa"
 }
 
-prepare_webhook() {
+# chart_config writes the configuration file the chart rendered into its
+# ConfigMap, as installed now, into $1.
+chart_config() {
   local configmap
   configmap=$(k -n "$RELEASE_NAMESPACE" get configmap -l "app.kubernetes.io/instance=$RELEASE" -o name | grep -- '-config$' | head -1)
   [[ -n $configmap ]] || die "the chart rendered no ConfigMap ending in -config in $RELEASE_NAMESPACE"
-  k -n "$RELEASE_NAMESPACE" get "$configmap" -o jsonpath='{.data.config\.yaml}' >"$DIR/config.yaml"
-  [[ -s $DIR/config.yaml ]] || die "$configmap has no config.yaml"
-  webhook_identity
+  k -n "$RELEASE_NAMESPACE" get "$configmap" -o jsonpath='{.data.config\.yaml}' >"$1"
+  [[ -s $1 ]] || die "$configmap has no config.yaml"
+}
+
+prepare_webhook() {
+  chart_config "$DIR/config.yaml"
+  webhook_identity "$DIR"
   local metrics probe scheme=https
   free_port metrics
   free_port probe
@@ -237,6 +277,9 @@ prepare_webhook() {
     --host 127.0.0.1 --port "$WEBHOOK_PORT" --cert-dir "$CERTS"
     --metrics-bind-address "$metrics" --health-probe-bind-address "$probe"
     --leader-election-namespace "$RELEASE_NAMESPACE")
+  local extra=()
+  read -r -a extra <<<"${WEBHOOK_FLAGS:-}"
+  cmd+=("${extra[@]}")
   {
     declare -p cmd | sed 's/^declare -a cmd=/WEBHOOK_CMD=/'
     echo "WEBHOOK_PROBE_ADDRESS=$probe"
@@ -345,11 +388,12 @@ EOF
 }
 
 run() {
-  local with_demo=1
+  local with_demo=1 with_webhook=1
   for a in "$@"; do
     case $a in
       --no-demo) with_demo= ;;
-      *) die "unknown argument \"$a\" (want --no-demo)" ;;
+      --no-webhook) with_webhook= with_demo= ;;
+      *) die "unknown argument \"$a\" (want --no-demo or --no-webhook)" ;;
     esac
   done
   if [[ -f $DEV_ENV ]]; then
@@ -371,11 +415,15 @@ run() {
     free_port WEBHOOK_PORT
   fi
   start_cluster
-  install_chart
-  prepare_webhook
-  webhook_start "$DIR"
-  wait_serving
-  log "spreadguard-webhook serving on https://127.0.0.1:$WEBHOOK_PORT (log: $DIR/webhook.log)"
+  if [[ -n $with_webhook ]]; then
+    install_chart
+    prepare_webhook
+    webhook_start "$DIR"
+    wait_serving
+    log "spreadguard-webhook serving on https://127.0.0.1:$WEBHOOK_PORT (log: $DIR/webhook.log)"
+  else
+    log "the cluster is up, without the chart or a webhook"
+  fi
 
   {
     echo "# Written by hack/dev.sh; removed when it stops. Source it."
@@ -389,6 +437,7 @@ run() {
     echo "WEBHOOK_STOP_CMD=\"$ROOT/hack/dev.sh webhook-stop\""
     echo "WEBHOOK_START_CMD=\"$ROOT/hack/dev.sh webhook-start\""
     echo "WEBHOOK_EXTRA_START_CMD=\"$ROOT/hack/dev.sh webhook-extra-start\""
+    echo "WEBHOOK_EXTRA_STOP_CMD=\"$ROOT/hack/dev.sh webhook-extra-stop\""
     echo "WEBHOOK_EXTRA_KILL_CMD=\"$ROOT/hack/dev.sh webhook-extra-kill\""
     echo "RESTART_APISERVER_CMD=\"LOCAL_CLUSTER_ENV=$LOCAL_CLUSTER_ENV $ROOT/hack/local-cluster.sh restart-apiserver\""
   } >"$DEV_ENV.tmp"
@@ -431,7 +480,13 @@ case $cmd in
     export KUBECONFIG
     KUBECONFIG=$(state KUBECONFIG)
     dir=$(state DEV_DIR)
+    CERTS=$(state WEBHOOK_CERT_DIR)
     webhook_extra_start "$dir" "$1" "$2"
+    ;;
+  webhook-extra-stop)
+    [[ $# -eq 1 ]] || die "usage: hack/dev.sh webhook-extra-stop PORT"
+    dir=$(state DEV_DIR)
+    webhook_extra_stop "$dir" "$1"
     ;;
   webhook-extra-kill)
     [[ $# -eq 1 ]] || die "usage: hack/dev.sh webhook-extra-kill PORT"
@@ -439,5 +494,5 @@ case $cmd in
     webhook_extra_kill "$dir" "$1"
     ;;
   -h|--help|help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' ;;
-  *) die "unknown command \"$cmd\" (want run, webhook-stop or webhook-start)" ;;
+  *) die "unknown command \"$cmd\" (want run, webhook-stop, webhook-start, webhook-extra-start, webhook-extra-stop or webhook-extra-kill)" ;;
 esac

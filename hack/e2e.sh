@@ -4,7 +4,10 @@
 #
 #   hack/e2e.sh [local]   the local cluster of hack/dev.sh (kwok nodes in 3
 #                         zones), the webhook as a local process, the chart
-#                         in external-URL mode
+#                         in external-URL mode; first, on a cluster of its
+#                         own, the upgrade scenario (TestUpgrade): the
+#                         previous chart installed, then upgraded to this
+#                         one under load
 #   hack/e2e.sh kind      a kind cluster (a control plane, a worker in each of
 #                         3 zones), the webhook image built from Dockerfile and
 #                         `kind load`ed, cert-manager, the chart in
@@ -16,9 +19,11 @@
 # (kind) land next to the tests' own logs in test/e2e/_artifacts.
 #
 # Environment: GO_TEST_FLAGS (e.g. "-run TestE2E/a_StatefulSet"),
+# E2E_PHASES (local: "upgrade suite", the default, or either alone),
 # LOCAL_CLUSTER_KARPENTER (default 1: Karpenter runs in the local cluster),
 # SPREADGUARD_E2E_START_FLAGS_CMD (the command that starts the webhook with
-# the flags it is given; default hack/dev.sh webhook-start), and for
+# the flags it is given; default hack/dev.sh webhook-start),
+# SPREADGUARD_E2E_DESCHEDULER (default bin/descheduler when built), and for
 # kind: KIND (the kind binary), KIND_CLUSTER (spreadguard-e2e),
 # KIND_NODE_IMAGE (kind's default when empty), KIND_KEEP=1 (keep the
 # cluster), CERT_MANAGER_VERSION (v1.21.2).
@@ -43,30 +48,92 @@ go_test() {
 
 # ---------------------------------------------------------------- local
 
+E2E_PHASES=${E2E_PHASES:-upgrade suite}
+
+# upgrade_e2e runs the upgrade scenario on a local cluster of its own,
+# started without spreadguard: the scenario installs the previous chart,
+# upgrades it under load and restarts the webhook, and the cluster goes
+# with it, so the suite after it starts from a fresh install. Karpenter is
+# left out: the scenario does not need it.
+upgrade_e2e() {
+  local rc=0 env=$tmp/upgrade.env logs=$tmp/upgrade-logs
+  DEV_ENV=$env LOCAL_CLUSTER_LOGS=$logs DEV_LOGS=$logs LOCAL_CLUSTER_KARPENTER=0 \
+    "$ROOT/hack/dev.sh" run --no-webhook &
+  upgrade_pid=$!
+  until [[ -f $env ]]; do
+    kill -0 "$upgrade_pid" 2>/dev/null || { wait "$upgrade_pid" || true; die "the upgrade scenario's cluster did not start (logs above)"; }
+    sleep 0.5
+  done
+  (
+    # shellcheck disable=SC1090
+    source "$env"
+    export KUBECONFIG
+    export SPREADGUARD_E2E_PHASE=upgrade
+    export SPREADGUARD_E2E_EXTRA_START_CMD="DEV_ENV=$env $WEBHOOK_EXTRA_START_CMD"
+    export SPREADGUARD_E2E_EXTRA_STOP_CMD="DEV_ENV=$env $WEBHOOK_EXTRA_STOP_CMD"
+    export SPREADGUARD_E2E_EXTRA_KILL_CMD="DEV_ENV=$env $WEBHOOK_EXTRA_KILL_CMD"
+    export SPREADGUARD_E2E_WEBHOOK_CERT_DIR=$WEBHOOK_CERT_DIR
+    export SPREADGUARD_E2E_HELM=$BIN/helm
+    export SPREADGUARD_E2E_ARTIFACTS=$ARTIFACTS
+    log "go test -tags e2e -run '^TestUpgrade\$' ./test/e2e/... (KUBECONFIG=$KUBECONFIG)"
+    cd "$ROOT" && go test -tags e2e -count=1 -v -timeout 15m -run '^TestUpgrade$' ./test/e2e/...
+  ) || rc=$?
+  kill -TERM "$upgrade_pid" 2>/dev/null || true
+  wait "$upgrade_pid" 2>/dev/null || true
+  upgrade_pid=
+  if [[ $rc -ne 0 ]]; then
+    mkdir -p "$ARTIFACTS/upgrade-cluster" && cp "$logs"/* "$ARTIFACTS/upgrade-cluster/" 2>/dev/null || true
+  fi
+  return "$rc"
+}
+
 local_e2e() {
   local rc=0
   # Globals: the EXIT trap runs after this function has returned.
   tmp=$(mktemp -d "${TMPDIR:-/tmp}/spreadguard-e2e.XXXXXX")
   rm -rf "$ARTIFACTS" && mkdir -p "$ARTIFACTS"
-  export DEV_ENV=$tmp/dev.env LOCAL_CLUSTER_LOGS=$tmp/logs DEV_LOGS=$tmp/logs
-  # Karpenter's kwok provider launches nodes for the autoscaler scenarios.
-  export LOCAL_CLUSTER_KARPENTER=${LOCAL_CLUSTER_KARPENTER:-1}
-  # With Karpenter started, its scenarios must run, not skip.
-  export SPREADGUARD_E2E_REQUIRE_KARPENTER=$LOCAL_CLUSTER_KARPENTER
-
-  "$ROOT/hack/dev.sh" run --no-demo &
-  dev_pid=$!
+  upgrade_pid=
+  dev_pid=
   local_cleanup() {
     local rc=$?
     trap - EXIT INT TERM
-    kill -TERM "$dev_pid" 2>/dev/null || true
-    wait "$dev_pid" 2>/dev/null || true
+    for pid in $upgrade_pid $dev_pid; do
+      kill -TERM "$pid" 2>/dev/null || true
+      wait "$pid" 2>/dev/null || true
+    done
     rm -rf "$tmp"
     exit "$rc"
   }
   trap local_cleanup EXIT
   trap 'exit 130' INT
   trap 'exit 143' TERM
+  if [[ " $E2E_PHASES " == *" upgrade "* ]]; then
+    upgrade_e2e || rc=$?
+  fi
+  if [[ " $E2E_PHASES " == *" suite "* ]]; then
+    suite_e2e || rc=$?
+  fi
+  if [[ $rc -ne 0 ]]; then
+    log "FAILED: logs in $ARTIFACTS"
+  fi
+  return "$rc"
+}
+
+# suite_e2e runs the suite on the local cluster of hack/dev.sh with the
+# chart installed.
+suite_e2e() {
+  local rc=0
+  export DEV_ENV=$tmp/dev.env LOCAL_CLUSTER_LOGS=$tmp/logs DEV_LOGS=$tmp/logs
+  # Karpenter's kwok provider launches nodes for the autoscaler scenarios.
+  export LOCAL_CLUSTER_KARPENTER=${LOCAL_CLUSTER_KARPENTER:-1}
+  # With Karpenter started, its scenarios must run, not skip.
+  export SPREADGUARD_E2E_REQUIRE_KARPENTER=$LOCAL_CLUSTER_KARPENTER
+  # The audit's pass 1s after a change rather than 10s: the health and
+  # rebalancing scenarios wait for passes.
+  export WEBHOOK_FLAGS=${WEBHOOK_FLAGS:---audit-coalesce-delay=1s}
+
+  "$ROOT/hack/dev.sh" run --no-demo &
+  dev_pid=$!
   until [[ -f $DEV_ENV ]]; do
     kill -0 "$dev_pid" 2>/dev/null || { wait "$dev_pid" || true; die "the local cluster or the webhook did not start (logs above)"; }
     sleep 0.5
@@ -89,16 +156,23 @@ local_e2e() {
   export SPREADGUARD_E2E_WEBHOOK_METRICS_URL=$WEBHOOK_METRICS_URL
   export SPREADGUARD_E2E_RENEW_CERT_CMD="$BIN/spreadguard-certs -dir $WEBHOOK_CERT_DIR -renew"
   export SPREADGUARD_E2E_EXTRA_START_CMD="DEV_ENV=$DEV_ENV $WEBHOOK_EXTRA_START_CMD"
+  export SPREADGUARD_E2E_EXTRA_STOP_CMD="DEV_ENV=$DEV_ENV $WEBHOOK_EXTRA_STOP_CMD"
   export SPREADGUARD_E2E_EXTRA_KILL_CMD="DEV_ENV=$DEV_ENV $WEBHOOK_EXTRA_KILL_CMD"
   export SPREADGUARD_E2E_RESTART_APISERVER_CMD=$RESTART_APISERVER_CMD
+  # The descheduler of the rebalancing scenario (hack/build-binaries.sh
+  # descheduler, a prerequisite of make e2e); where BIN has none (make
+  # e2e-oldest) the scenario is skipped.
+  if [[ -z ${SPREADGUARD_E2E_DESCHEDULER:-} && -x $BIN/descheduler ]]; then
+    export SPREADGUARD_E2E_DESCHEDULER=$BIN/descheduler
+  fi
 
   go_test || rc=$?
 
   kill -TERM "$dev_pid" 2>/dev/null || true
   wait "$dev_pid" 2>/dev/null || true
+  dev_pid=
   if [[ $rc -ne 0 ]]; then
     mkdir -p "$ARTIFACTS/cluster" && cp "$tmp"/logs/* "$ARTIFACTS/cluster/" 2>/dev/null || true
-    log "FAILED: logs in $ARTIFACTS"
   fi
   return "$rc"
 }

@@ -7,8 +7,9 @@
 #   hack/local-cluster.sh restart-apiserver   restart kube-apiserver of the running cluster
 #
 # What runs: etcd, kube-apiserver (service-account keys, RBAC), kube-scheduler,
-# kube-controller-manager (deployment, replicaset, statefulset, node-lifecycle
-# and the controllers those need) and the kwok controller with kwok's default
+# kube-controller-manager (deployment, replicaset, statefulset, node-lifecycle,
+# disruption, which keeps the PodDisruptionBudgets that evictions honour, and
+# the controllers those need) and the kwok controller with kwok's default
 # stages, managing nodes annotated kwok.x-k8s.io/node=fake: NODES_PER_ZONE
 # nodes in each of the zones zone-a, zone-b and zone-c. Pods scheduled to them
 # become Running; nothing is actually run.
@@ -519,7 +520,7 @@ run() {
     --bind-address=127.0.0.1 --secure-port="$CONTROLLER_MANAGER_PORT" --cert-dir="$DIR/pki/controller-manager" \
     --leader-elect=false --use-service-account-credentials=true \
     --root-ca-file="$DIR/pki/ca.crt" --service-account-private-key-file="$DIR/pki/sa.key" \
-    --controllers=deployment-controller,replicaset-controller,statefulset-controller,node-lifecycle-controller,serviceaccount-controller,namespace-controller,garbage-collector-controller,root-ca-certificate-publisher-controller \
+    --controllers=deployment-controller,replicaset-controller,statefulset-controller,node-lifecycle-controller,disruption-controller,serviceaccount-controller,namespace-controller,garbage-collector-controller,root-ca-certificate-publisher-controller \
     --node-monitor-period=2s
   start kube-scheduler "$BIN/kube-scheduler" \
     --kubeconfig="$DIR/scheduler.kubeconfig" \

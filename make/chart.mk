@@ -2,6 +2,15 @@
 
 CHART_DIR := charts/spreadguard
 CHART_TEST_DIR := test/chart
+# promtool, for `promtool test rules` on the chart's alerts: built by
+# hack/build-binaries.sh at the version of github.com/prometheus/prometheus
+# that test/chart requires, so the tests and the binary agree.
+PROMETHEUS_VERSION ?= $(shell awk '$$1 == "github.com/prometheus/prometheus" { print $$2 }' $(CHART_TEST_DIR)/go.mod)
+export PROMETHEUS_VERSION
+PROMTOOL := $(BIN)/.stamps/promtool-$(PROMETHEUS_VERSION)
+
+$(PROMTOOL):
+	hack/build-binaries.sh promtool
 CERTS_DIR ?= certs/dev
 # Names of the development serving certificate: what a local API server uses
 # to reach a webhook server running on this machine.
@@ -23,7 +32,7 @@ chart-lint: $(HELM) ## Lint the chart (helm lint --strict) with its defaults and
 	done; echo "helm lint refuses every values file in $(CHART_TEST_DIR)/testdata/invalid"
 
 .PHONY: test-chart
-test-chart: $(HELM) $(ETCD) $(KUBE_APISERVER) ## Render the chart with Helm 3 and 4 for each ci/ values file, check the objects, and dry-run them against kube-apiserver.
+test-chart: $(HELM) $(ETCD) $(KUBE_APISERVER) $(PROMTOOL) ## Render the chart with Helm 3 and 4 for each ci/ values file, check the objects, dry-run them against kube-apiserver, and test every alert with promtool.
 	cd $(CHART_TEST_DIR) && $(GO) test -count=1 ./...
 
 .PHONY: certs

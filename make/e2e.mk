@@ -12,6 +12,8 @@ LOCAL_CLUSTER_BINARIES := $(BIN)/.stamps/etcd-$(ETCD_VERSION) \
 HELM_BINARY := $(BIN)/.stamps/helm-$(HELM_VERSION)
 # Karpenter runs in the local cluster of the e2e suite (LOCAL_CLUSTER_KARPENTER).
 KARPENTER_BINARY := $(BIN)/.stamps/karpenter-kwok-$(KARPENTER_VERSION)
+# The descheduler the rebalancing scenario runs (test/e2e/descheduler_test.go).
+DESCHEDULER_BINARY := $(BIN)/.stamps/descheduler-$(DESCHEDULER_VERSION)
 
 KIND_VERSION ?= v0.33.0
 KIND_BIN := $(BIN)/kind-$(KIND_VERSION)
@@ -30,7 +32,7 @@ dev: $(LOCAL_CLUSTER_BINARIES) $(HELM_BINARY) certs ## Local cluster + webhook p
 	hack/dev.sh run
 
 .PHONY: e2e
-e2e: $(LOCAL_CLUSTER_BINARIES) $(HELM_BINARY) $(KARPENTER_BINARY) certs ## Run the e2e suite on a local cluster started and torn down around it.
+e2e: $(LOCAL_CLUSTER_BINARIES) $(HELM_BINARY) $(KARPENTER_BINARY) $(DESCHEDULER_BINARY) certs ## Run the e2e suite on a local cluster started and torn down around it.
 	hack/e2e.sh local
 
 $(KIND_BIN):

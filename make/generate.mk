@@ -1,7 +1,9 @@
 ##@ Generate
 
 # controller-gen writes the deepcopy functions next to the API types and the
-# CRDs into the chart, which installs them from charts/spreadguard/crds/.
+# CRDs into the chart's files/crds/, which templates/webhook-crds.yaml renders
+# as templates (so that `helm upgrade` updates them), not into crds/, which
+# Helm installs once and never upgrades.
 CONTROLLER_GEN := $(BIN)/controller-gen-$(CONTROLLER_GEN_VERSION)
 # CRDs only of spreadguard's own API: pkg/apis/karpenter and
 # pkg/apis/nodeclass mirror part of CRDs that Karpenter and its cloud
@@ -9,7 +11,7 @@ CONTROLLER_GEN := $(BIN)/controller-gen-$(CONTROLLER_GEN_VERSION)
 API_DIR := ./pkg/apis/spreadguard/...
 KARPENTER_API_DIR := ./pkg/apis/karpenter/...
 NODECLASS_API_DIR := ./pkg/apis/nodeclass/...
-CRD_DIR := charts/spreadguard/crds
+CRD_DIR := charts/spreadguard/files/crds
 DEEPCOPY_FILE := pkg/apis/spreadguard/v1alpha1/zz_generated.deepcopy.go
 KARPENTER_DEEPCOPY_FILE := pkg/apis/karpenter/v1/zz_generated.deepcopy.go
 NODECLASS_DEEPCOPY_FILE := pkg/apis/nodeclass/v1/zz_generated.deepcopy.go
@@ -32,7 +34,7 @@ gen-into = mkdir -p $(1)/$(dir $(DEEPCOPY_FILE)) $(1)/$(dir $(KARPENTER_DEEPCOPY
 	$(CONTROLLER_GEN) crd paths=$(API_DIR) output:crd:dir=$(1)/$(CRD_DIR)
 
 .PHONY: generate
-generate: $(CONTROLLER_GEN) ## Regenerate deepcopy functions and the CRDs in charts/spreadguard/crds/.
+generate: $(CONTROLLER_GEN) ## Regenerate deepcopy functions and the CRDs in charts/spreadguard/files/crds/.
 	$(call gen-into,$(ROOT))
 
 .PHONY: verify

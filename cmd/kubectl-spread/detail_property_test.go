@@ -54,7 +54,8 @@ import (
 //
 // The strings: the pod webhook's denial, warnings, audit annotation and the
 // events on the pod's owners (at CREATE) and on the pod (when its last
-// scheduling gate is removed); the workload forecast's warning; the
+// scheduling gate is removed); the workload forecast's warnings, of a
+// scale-up and of a scale-down; the
 // Reports' messages and properties and the policies' Ready conditions;
 // kubectl-spread's readable check, plan and status output, and the
 // messages and warnings of their -o json. The nodes detail renders the same
@@ -103,7 +104,7 @@ func TestDomainsDetailNamesNoNodeLabelTaintOrTemplate(t *testing.T) {
 	t.Logf("strings rendered under domains, by path: %v; under nodes, %d named a node, label, taint or template", rendered, namedUnderNodes)
 	for _, path := range []string{pathDenial, pathWarning, pathNewNode, pathOwnerEvent, pathPodEvent, pathForecast,
 		pathReportMessage, pathReportProperty, pathReady, pathCheck, pathCheckJSON, pathPlan, pathPlanJSON, pathStatus,
-		caseHostDenial, caseHostForecast, caseTemplates} {
+		pathScaleDown, pathPlanScaleDown, caseHostDenial, caseHostForecast, caseHostScale, caseTemplates} {
 		if rendered[path] == 0 {
 			t.Errorf("no %s was rendered in %d rounds: the generator never reaches it", path, rounds)
 		}
@@ -145,6 +146,8 @@ const (
 	pathCheckJSON      = "kubectl-spread check -o json's message or warnings"
 	pathPlan           = "kubectl-spread plan's report"
 	pathPlanJSON       = "kubectl-spread plan -o json's warning"
+	pathScaleDown      = "the forecast's scale-down warning"
+	pathPlanScaleDown  = "kubectl-spread plan's scale-down report"
 	pathStatus         = "kubectl-spread status's table"
 )
 
@@ -152,6 +155,7 @@ const (
 const (
 	caseHostDenial   = "pod message over hostnames"
 	caseHostForecast = "forecast warning over hostnames"
+	caseHostScale    = "scale-down warning over hostnames"
 	caseTemplates    = "pod message about templates"
 )
 
@@ -161,6 +165,7 @@ var cases = map[string]func(rendered) bool{
 			strings.Contains(s.text, "(topologyKey kubernetes.io/hostname,")
 	},
 	caseHostForecast: func(s rendered) bool { return s.path == pathForecast && strings.Contains(s.text, "; hostname: ") },
+	caseHostScale:    func(s rendered) bool { return s.path == pathScaleDown && strings.Contains(s.text, "; hostname: ") },
 	caseTemplates: func(s rendered) bool {
 		return (s.path == pathDenial || s.path == pathWarning || s.path == pathAudit) &&
 			strings.Contains(s.text, "No node an autoscaler can add fits either")
@@ -425,6 +430,11 @@ func drawTenantCluster(t *testing.T, rng *rand.Rand) *tenantCluster {
 			ControlledBy("ReplicaSet", "apps/v1", rs.Name).Phase(v1.PodRunning).Obj()
 		p.Spec = *rs.Spec.Template.Spec.DeepCopy()
 		p.Spec.NodeName = node
+		if rng.IntN(2) == 0 {
+			// A cost someone set, which the ReplicaSet controller
+			// deletes by.
+			p.Annotations = map[string]string{v1.PodDeletionCost: strconv.Itoa(rng.IntN(10) - 5)}
+		}
 		c.objs = append(c.objs, p)
 	}
 	for i := range rng.IntN(nodes) {
@@ -649,6 +659,27 @@ func (c *tenantCluster) render(t *testing.T, detail spread.MessageDetail) []rend
 		t.Fatal(err)
 	}
 	add(pathPlanJSON, pj.Warning)
+
+	// The ReplicaSet's scale-downs to each size below its pods, as plan
+	// forecasts them: the warning the forecast words, and plan's report.
+	sw, err := existingWorkload(t.Context(), c.store, "replicaset/"+metav1.GetControllerOf(c.pod).Name, tenantNamespace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for replicas := range sw.Existing {
+		sw.Replicas = replicas
+		if f, err = forecast.Run(sw, src, c.index, cfg); err != nil {
+			t.Fatalf("forecasting the scale-down to %d: %v", replicas, err)
+		}
+		add(pathScaleDown, f.Warning())
+		b.Reset()
+		if err := writePlan(&b, f); err != nil {
+			t.Fatal(err)
+		}
+		if len(f.Departures) > 0 {
+			add(pathPlanScaleDown, b.String())
+		}
+	}
 	b.Reset()
 	if err := writeStatus(&b, results, detail); err != nil {
 		t.Fatal(err)

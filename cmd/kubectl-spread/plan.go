@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	appsv1 "k8s.io/api/apps/v1"
@@ -31,6 +33,7 @@ type planOptions struct {
 	replicas  int32
 	namespace string
 	output    string
+	keeper    bool
 }
 
 func newPlanCommand(code *int, connect connectFunc) *cobra.Command {
@@ -47,17 +50,31 @@ the counts updated after each, from the replicas that exist to spec.replicas
 raises a constraint's global minimum or adds a node, and the first replica
 no node nor node template can take, and why.
 
+Below the replicas that exist (TYPE/NAME --replicas N), it forecasts the
+scale-down: the pods the controller deletes, in the order it deletes them
+(a StatefulSet's highest ordinals first; a ReplicaSet's, a Deployment's or
+a ReplicationController's in the ReplicaSet controller's own ranking, which
+reads each pod's controller.kubernetes.io/pod-deletion-cost), the counts
+they leave, and whether they leave a hard constraint skewed beyond its
+maxSkew. It says which order it assumed. With --keeper, a ReplicaSet's
+pods are ranked with the deletion costs spreadguard's keeper keeps, as
+they are once it has written them; their pods must carry their topology
+spread constraints, as the keeper reads them there.
+
 The workload is the Deployment, StatefulSet, ReplicaSet or
 ReplicationController in WORKLOAD.yaml, forecast as a new revision (its
 pods start at 0), or TYPE/NAME, one that exists: its current revision's
 bound pods are the replicas that exist. The cluster is CLUSTER.yaml (as
 check reads it) or, without --cluster, the one the kubeconfig points at.
 
-Exit codes: 0 all replicas placed (or nothing to forecast), 1 a replica
-refused or left Pending, 2 bad input or an unreachable cluster.`,
+Exit codes: 0 all replicas placed (or nothing to forecast, or a scale-down
+that keeps the spread), 1 a replica refused or left Pending, or a
+scale-down that leaves a constraint skewed, 2 bad input or an unreachable
+cluster.`,
 		Example: `  kubectl spread plan -f examples/deployment-api.yaml --cluster examples/cluster.yaml
   kubectl spread plan replicaset/web-abc -n shop --replicas 8 --cluster examples/cluster.yaml
-  kubectl spread plan deployment/web -n shop --replicas 12 -o json`,
+  kubectl spread plan deployment/web -n shop --replicas 12 -o json
+  kubectl spread plan statefulset/db -n shop --replicas 3`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if (o.file == "") == (len(args) == 0) {
@@ -74,7 +91,7 @@ refused or left Pending, 2 bad input or an unreachable cluster.`,
 			if err != nil {
 				return err
 			}
-			if f.Refused != nil {
+			if f.Refused != nil || f.Skewed != nil {
 				*code = exitDenied
 			}
 			if o.output == "json" {
@@ -89,6 +106,7 @@ refused or left Pending, 2 bad input or an unreachable cluster.`,
 	cmd.Flags().StringVarP(&o.namespace, "namespace", "n", "", "the workload's namespace (default: the file's, then the kubeconfig context's)")
 	o.kube.register(cmd)
 	cmd.Flags().StringVarP(&o.output, "output", "o", "", "output format: empty for a readable report, or json")
+	cmd.Flags().BoolVar(&o.keeper, "keeper", false, "rank a scale-down's pods with the deletion costs the keeper keeps, not the ones they carry")
 	o.register(cmd)
 	return cmd
 }
@@ -149,6 +167,17 @@ func (o *planOptions) run(ctx context.Context, args []string, cfg engine.Config,
 		return nil, fmt.Errorf("deriving the nodes an autoscaler can add: %w", err)
 	}
 	index.SetTemplates(templates)
+	if o.keeper && w.Kind != "StatefulSet" && int(w.Replicas) < len(w.Pods) {
+		// Without a constraint on the pods the keeper keeps no cost: the
+		// controller's own ranking is the order.
+		r, err := forecast.NewKeeperRanking(time.Now(), index, w.Pods)
+		switch {
+		case err == nil:
+			w.Order = r
+		case !errors.Is(err, spread.ErrNoConstraints):
+			return nil, fmt.Errorf("ranking the pods of %s: %w", w, err)
+		}
+	}
 	f, err := forecast.Run(w, lookup.NewSources(store), index, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("forecasting %s: %w", w, err)
@@ -204,26 +233,37 @@ func existingWorkload(ctx context.Context, store *lookup.Store, target, namespac
 	if err := store.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, obj); err != nil {
 		return nil, fmt.Errorf("getting %s %s/%s: %w", strings.ToLower(typ), namespace, name, err)
 	}
+	var replicaSets appsv1.ReplicaSetList
+	if err := store.List(ctx, &replicaSets, client.InNamespace(namespace)); err != nil {
+		return nil, err
+	}
 	owner, selector := obj, selectorOf(obj)
 	if d, ok := obj.(*appsv1.Deployment); ok {
-		var list appsv1.ReplicaSetList
-		if err := store.List(ctx, &list, client.InNamespace(namespace)); err != nil {
-			return nil, err
-		}
-		if rs := newestReplicaSet(d, pointersTo(list.Items)); rs != nil {
+		if rs := newestReplicaSet(d, pointersTo(replicaSets.Items)); rs != nil {
 			rs = rs.DeepCopy()
 			rs.Spec.Replicas = d.Spec.Replicas
 			owner, selector = rs, rs.Spec.Selector
 		}
 	}
-	existing, err := boundPods(ctx, store, namespace, selector)
+	var pods v1.PodList
+	if err := store.List(ctx, &pods, client.InNamespace(namespace)); err != nil {
+		return nil, err
+	}
+	active, err := activePods(pods.Items, selector)
 	if err != nil {
 		return nil, err
+	}
+	existing := int32(0)
+	for _, p := range active {
+		if p.Spec.NodeName != "" {
+			existing++
+		}
 	}
 	w, err := forecast.Of(owner, existing)
 	if err != nil {
 		return nil, err
 	}
+	w.Pods, w.Related = active, relatedPods(obj, pointersTo(replicaSets.Items), pods.Items)
 	// The workload is the one named, whichever revision places its pods.
 	w.Kind, w.Name = obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName()
 	if w.Kind == "" {
@@ -254,41 +294,88 @@ func selectorOf(obj client.Object) *metav1.LabelSelector {
 	return nil
 }
 
-// boundPods counts the pods of namespace that selector selects, bound to a
-// node and neither terminating nor finished: the ones the index counts.
-func boundPods(ctx context.Context, store *lookup.Store, namespace string, selector *metav1.LabelSelector) (int32, error) {
+// activePods are the pods selector selects, neither terminating nor
+// finished: the replicas the ReplicaSet controller counts, scheduled or
+// not (FilterActivePods in
+// https://github.com/kubernetes/kubernetes/blob/v1.37.1/pkg/controller/controller_utils.go).
+// Those bound to a node are the ones the index counts.
+func activePods(pods []v1.Pod, selector *metav1.LabelSelector) ([]*v1.Pod, error) {
 	sel, err := metav1.LabelSelectorAsSelector(selector)
 	if err != nil || selector == nil {
-		return 0, fmt.Errorf("reading the workload's selector: %w", cmp.Or(err, errors.New("none")))
+		return nil, fmt.Errorf("reading the workload's selector: %w", cmp.Or(err, errors.New("none")))
 	}
-	var pods v1.PodList
-	if err := store.List(ctx, &pods, client.InNamespace(namespace)); err != nil {
-		return 0, err
-	}
-	n := int32(0)
-	for _, p := range pods.Items {
-		if p.Spec.NodeName != "" && p.DeletionTimestamp == nil && p.Status.Phase != v1.PodSucceeded &&
-			p.Status.Phase != v1.PodFailed && sel.Matches(labels.Set(p.Labels)) {
-			n++
+	var out []*v1.Pod
+	for i := range pods {
+		p := &pods[i]
+		if p.DeletionTimestamp == nil && p.Status.Phase != v1.PodSucceeded && p.Status.Phase != v1.PodFailed &&
+			sel.Matches(labels.Set(p.Labels)) {
+			out = append(out, p)
 		}
 	}
-	return n, nil
+	return out, nil
+}
+
+// relatedPods are the pods the ReplicaSet controller counts per node when
+// it ranks obj's pods for deletion: those of every ReplicaSet with the same
+// controller (a Deployment's, of every revision), or of obj alone
+// (getIndirectlyRelatedPods in
+// https://github.com/kubernetes/kubernetes/blob/v1.37.1/pkg/controller/replicaset/replica_set.go).
+// nil for any other kind: the forecast then ranks against obj's own pods.
+func relatedPods(obj client.Object, replicaSets []*appsv1.ReplicaSet, pods []v1.Pod) []*v1.Pod {
+	controller := obj.GetUID()
+	switch o := obj.(type) {
+	case *appsv1.Deployment:
+	case *appsv1.ReplicaSet:
+		ref := metav1.GetControllerOf(o)
+		if ref == nil {
+			return nil
+		}
+		controller = ref.UID
+	default:
+		return nil
+	}
+	var related []*v1.Pod
+	seen := map[*v1.Pod]bool{}
+	for _, rs := range replicaSets {
+		if ref := metav1.GetControllerOf(rs); ref == nil || ref.UID != controller {
+			continue
+		}
+		selected, err := activePods(pods, rs.Spec.Selector)
+		if err != nil {
+			continue // selects nothing, as the controller reads it
+		}
+		for _, p := range selected {
+			if !seen[p] {
+				seen[p] = true
+				related = append(related, p)
+			}
+		}
+	}
+	return related
 }
 
 // writePlan prints the forecast for a person, naming what f.Detail lets it
 // (the configuration the forecast ran with).
 func writePlan(out io.Writer, f *forecast.Forecast) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s: replicas %d to %d", f.Workload, f.From+1, f.To)
+	if f.To < f.From {
+		fmt.Fprintf(&b, "%s: scaled down from %d to %d replicas", f.Workload, f.From, f.To)
+	} else {
+		fmt.Fprintf(&b, "%s: replicas %d to %d", f.Workload, f.From+1, f.To)
+	}
 	if f.Policy != "" {
 		fmt.Fprintf(&b, ", policy %s (%s)", f.Policy, f.Action)
 	}
 	b.WriteString("\n")
 	switch {
-	case f.To <= f.From:
+	case len(f.Departures) > 0:
+		writeScaleDown(&b, f)
+	case f.To == f.From:
 		fmt.Fprintf(&b, "Nothing to place: %d replicas exist.\n", f.From)
 	case f.Skipped != "":
 		fmt.Fprintf(&b, "Not forecast: %s.\n", f.Skipped)
+	case f.To < f.From:
+		fmt.Fprintf(&b, "Not forecast: which %d of the %d pods go is not known.\n", f.From-f.To, f.From)
 	default:
 		for _, line := range pictureChanges(f) {
 			b.WriteString("  " + line + "\n")
@@ -303,6 +390,46 @@ func writePlan(out io.Writer, f *forecast.Forecast) error {
 	}
 	_, err := io.WriteString(out, b.String())
 	return err
+}
+
+// writeScaleDown prints the pods a scale-down deletes, in the order
+// assumed, where each is counted, the counts they leave, and the warning
+// when they leave a constraint skewed.
+func writeScaleDown(b *strings.Builder, f *forecast.Forecast) {
+	fmt.Fprintf(b, "Deleted in %s:\n", f.Order)
+	counts := make([]map[string]int, len(f.Constraints))
+	for i, c := range f.Constraints {
+		counts[i] = maps.Clone(c.Domains)
+	}
+	for _, d := range f.Departures {
+		var where []string
+		for i, c := range f.Constraints {
+			if d.Domains[i] == "" {
+				continue
+			}
+			counts[i][d.Domains[i]]--
+			if f.Detail.NamesDomainsOf(c.TopologyKey) {
+				where = append(where, f.Detail.DomainName(c.TopologyKey, d.Domains[i]))
+			}
+		}
+		switch {
+		case d.Node == "":
+			where = []string{"not counted: not running on a node"}
+		case len(where) == 0:
+			where = []string{"counted on a node"}
+		}
+		fmt.Fprintf(b, "  %s  %s\n", d.Pod, strings.Join(where, ", "))
+	}
+	line := "after the scale-down"
+	for i, c := range f.Constraints {
+		line += "  " + domainCounts(c.TopologyKey, counts[i], f.Detail)
+	}
+	b.WriteString("  " + line + "\n")
+	if f.Skewed != nil {
+		b.WriteString(f.Warning() + "\n")
+		return
+	}
+	b.WriteString("No hard constraint is left skewed beyond its maxSkew.\n")
 }
 
 // pictureChanges replays the placements on the counts and returns a line

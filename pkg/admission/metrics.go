@@ -76,8 +76,12 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		Latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "spreadguard_admission_decision_duration_seconds",
 			Help: "Time taken to decide an admission request, by webhook.",
-			// The decision budget is 1 ms at p99; the buckets resolve it.
-			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, 1},
+			// The decision budget is 1 ms at p99, which the low buckets
+			// resolve; the high ones reach the longest webhook timeout
+			// (30 s), with half and all of the default 3 s among them, so
+			// that a p99 near the timeout (SpreadguardWebhookSlow) is
+			// seen as such and not as the top bucket's bound.
+			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 1.5, 3, 5, 10, 15, 30},
 		}, []string{"webhook"}),
 		Injected: counter("spreadguard_injected_constraints_total",
 			"Topology spread constraints injected into pods."),

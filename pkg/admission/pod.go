@@ -271,7 +271,8 @@ func (h *PodValidator) handle(ctx context.Context, req podRequest, f faults) (ad
 	if lifted && (!v.Allowed || v.Action == v1alpha1.ActionWarn) {
 		// The scheduler is about to try this pod: say why it will stay
 		// Pending, on the update and on the pod, without refusing.
-		// A dry run leaves no trace: the webhook declares no side effects.
+		// A dry run leaves no trace: the webhook declares sideEffects
+		// NoneOnDryRun.
 		if req.DryRun == nil || !*req.DryRun {
 			h.recordUnsatisfiable(pod, v.Message)
 		}

@@ -36,7 +36,8 @@ var _ admission.Handler = (*WorkloadForecaster)(nil)
 // WorkloadForecaster answers the CREATE and UPDATE of a Deployment,
 // StatefulSet, ReplicaSet or ReplicationController, and of their scale
 // subresource, with the forecast's warning when some replica would be
-// refused or left Pending (see pkg/forecast). It never denies and never
+// refused or left Pending, or when a StatefulSet's scale-down would leave
+// a hard constraint skewed (see pkg/forecast). It never denies and never
 // mutates a workload: the pods stay the place where constraints are
 // written and enforced. A fault of its own admits the workload with a
 // warning, whatever the configuration's failurePolicy.
@@ -79,7 +80,7 @@ func (h *WorkloadForecaster) handle(ctx context.Context, req admission.Request, 
 	if w == nil {
 		return admission.Allowed("not a workload"), ResultSkipped
 	}
-	fc, err := forecast.Run(w, h.Sources(ctx), h.Cluster, h.Config)
+	fc, err := forecast.Run(w, h.Sources(ctx), h.Cluster, h.Config, forecast.WarningOnly())
 	if err != nil {
 		return f.answer(ctx, faultReason(err), err), ResultErrored
 	}

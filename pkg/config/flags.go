@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/pflag"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
@@ -38,6 +39,8 @@ func AddFlags[T any](fs *pflag.FlagSet, c *T, flags []Flag[T]) {
 			fs.BoolVar(p, f.Name, *p, f.Usage)
 		case *[]string:
 			fs.StringSliceVar(p, f.Name, *p, f.Usage)
+		case *metav1.Duration:
+			fs.DurationVar(&p.Duration, f.Name, p.Duration, f.Usage)
 		case *v1alpha1.ValidationAction:
 			fs.Var(enumFlag[v1alpha1.ValidationAction]{p, "action"}, f.Name, f.Usage)
 		case *admissionregistrationv1.FailurePolicyType:

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -81,6 +82,17 @@ type WebhookConfiguration struct {
 	// LeaderElectionNamespace holds the Lease; empty means the pod's own
 	// namespace (in a cluster).
 	LeaderElectionNamespace string `json:"leaderElectionNamespace,omitempty"`
+	// AuditCoalesceDelay is how long the audit gathers the changes that
+	// follow a first one before it runs a pass, so that a rollout of a
+	// hundred pods costs one pass. Shorter, the status and Reports follow
+	// the cluster more closely, at the cost of more passes.
+	AuditCoalesceDelay metav1.Duration `json:"auditCoalesceDelay"`
+	// ShutdownDelay is how long a replica told to stop goes on answering
+	// admission requests after its readiness has failed, before it closes
+	// its listeners and drains the requests in flight: long enough for the
+	// Service to stop sending it new connections. 0 (a process run on a
+	// laptop, a test) stops at once; the chart sets it.
+	ShutdownDelay metav1.Duration `json:"shutdownDelay,omitempty"`
 }
 
 // NewWebhookConfiguration returns the configuration with every default set.
@@ -97,6 +109,7 @@ func NewWebhookConfiguration() WebhookConfiguration {
 		FailurePolicy:          admissionregistrationv1.Ignore,
 		LogLevel:               LogLevelInfo,
 		Audit:                  true,
+		AuditCoalesceDelay:     metav1.Duration{Duration: 10 * time.Second},
 	}
 }
 
@@ -153,6 +166,12 @@ func (c *WebhookConfiguration) Validate() field.ErrorList {
 	}
 	if _, err := ParseLogLevel(c.LogLevel); err != nil {
 		errs = append(errs, field.Invalid(field.NewPath("logLevel"), c.LogLevel, err.Error()))
+	}
+	if c.AuditCoalesceDelay.Duration <= 0 {
+		errs = append(errs, field.Invalid(field.NewPath("auditCoalesceDelay"), c.AuditCoalesceDelay.String(), "must be a positive duration"))
+	}
+	if c.ShutdownDelay.Duration < 0 {
+		errs = append(errs, field.Invalid(field.NewPath("shutdownDelay"), c.ShutdownDelay.String(), "must not be negative"))
 	}
 	return errs
 }

@@ -2,9 +2,11 @@ package config
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
@@ -32,9 +34,11 @@ func TestDecode(t *testing.T) {
 		{
 			name: "server and engine fields -> each read into its field, the others defaulted",
 			data: header + "port: 10250\nfailurePolicy: Fail\ndefaultAction: Warn\nexcludedNamespaces: [tools]\n" +
-				"messageDetail: nodes\nautoscalerKarpenter: \"false\"\nnodeGroupLabel: pool\n",
+				"messageDetail: nodes\nautoscalerKarpenter: \"false\"\nnodeGroupLabel: pool\nauditCoalesceDelay: 2s\nshutdownDelay: 5s\n",
 			want: with(func(c *WebhookConfiguration) {
 				c.Port, c.FailurePolicy = 10250, admissionregistrationv1.Fail
+				c.AuditCoalesceDelay = metav1.Duration{Duration: 2 * time.Second}
+				c.ShutdownDelay = metav1.Duration{Duration: 5 * time.Second}
 				c.Engine = Engine{DefaultAction: v1alpha1.ActionWarn, ExcludedNamespaces: []string{"tools"},
 					MessageDetail: spread.DetailNodes, AutoscalerKarpenter: ToggleFalse, NodeGroupLabel: "pool"}
 			}),
@@ -71,11 +75,15 @@ func TestDecode(t *testing.T) {
 func TestValidateNamesEachFieldAsTheFileDoes(t *testing.T) {
 	c := NewWebhookConfiguration()
 	c.Port, c.DefaultAction, c.FailurePolicy, c.LogLevel = 0, "Block", "ignore", "verbose"
+	c.AuditCoalesceDelay = metav1.Duration{Duration: -time.Second}
+	c.ShutdownDelay = metav1.Duration{Duration: -time.Second}
 	want := field.ErrorList{
 		field.Invalid(field.NewPath("port"), nil, ""),
 		field.NotSupported[string](field.NewPath("defaultAction"), nil, nil),
 		field.NotSupported[string](field.NewPath("failurePolicy"), nil, nil),
 		field.Invalid(field.NewPath("logLevel"), nil, ""),
+		field.Invalid(field.NewPath("auditCoalesceDelay"), nil, ""),
+		field.Invalid(field.NewPath("shutdownDelay"), nil, ""),
 	}
 	if diff := cmp.Diff(want, c.Validate(), ignoreDetail); diff != "" {
 		t.Errorf("Validate() (-want +got):\n%s", diff)

@@ -2,11 +2,13 @@ package forecast
 
 import (
 	"fmt"
+	"strconv"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
@@ -20,12 +22,23 @@ import (
 // benchSetup is the validation benchmarks' cluster (test/perf/fixture:
 // 30 pods per node in 30-replica Deployments, 3 zones, the cluster policy
 // spreading over zones and hostnames, maxSkew 1) and its workload 0, a
-// ReplicaSet whose 30 pods exist, to be scaled by 1,000 replicas.
+// ReplicaSet whose 30 pods exist, to be scaled by 1,000 replicas; and, for
+// the scale-downs, in workload 0's namespace, a StatefulSet db and a
+// ReplicaSet web-big of 1,030 pods each, spread over the nodes, to be
+// scaled down to 30.
 type benchSetup struct {
 	ix  *spread.Index
 	src engine.Sources
 	rs  *appsv1.ReplicaSet
+	// db and bigRS are the workloads scaled down; bigPods are web-big's
+	// pods, which a scale-down of a ReplicaSet ranks.
+	db      *appsv1.StatefulSet
+	bigRS   *appsv1.ReplicaSet
+	bigPods []*v1.Pod
 }
+
+// scaleDownFrom is how many pods the scale-down workloads run: 1,000 go.
+const scaleDownFrom = 1030
 
 func newBenchSetup(nodes int) benchSetup {
 	c := fixture.New(nodes)
@@ -39,52 +52,144 @@ func newBenchSetup(nodes int) benchSetup {
 		}
 	}
 	rs := c.ReplicaSet(0)
+	ns := c.Namespace(0)
+	db := &appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db", UID: "uid-db"},
+		Spec: appsv1.StatefulSetSpec{
+			Replicas: ptr.To[int32](30),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}},
+			Template: v1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "db"}}},
+		},
+	}
+	bigLabels := map[string]string{"app": "web-big", appsv1.DefaultDeploymentUniqueLabelKey: "big"}
+	bigRS := &appsv1.ReplicaSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-big", UID: "uid-web-big"},
+		Spec: appsv1.ReplicaSetSpec{
+			Replicas: ptr.To[int32](30),
+			Selector: &metav1.LabelSelector{MatchLabels: bigLabels},
+			Template: v1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: bigLabels}},
+		},
+	}
+	start := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	var bigPods []*v1.Pod
+	for i := range scaleDownFrom {
+		// Over the nodes, and so the zones, by a stride prime to them.
+		node := c.NodeName(i * 13 % nodes)
+		name := fmt.Sprintf("db-%d", i)
+		ix.AddPod(spreadtest.MakePod().Namespace(ns).Name(name).Label("app", "db").
+			Label(appsv1.StatefulSetPodNameLabel, name).Label(appsv1.PodIndexLabel, strconv.Itoa(i)).
+			ControlledBy("StatefulSet", "apps/v1", "db").Node(node).Phase(v1.PodRunning).Obj())
+		p := spreadtest.MakePod().Namespace(ns).Name(fmt.Sprintf("web-big-%05d", i)).UID(fmt.Sprintf("uid-web-big-%d", i)).
+			Labels(bigLabels).ControlledBy("ReplicaSet", "apps/v1", "web-big").Node(c.NodeName((i*13 + 5) % nodes)).
+			Created(start.Add(time.Duration(i) * time.Minute)).Ready(start.Add(time.Duration(i)*time.Minute + time.Minute)).Obj()
+		ix.AddPod(p)
+		bigPods = append(bigPods, p)
+	}
 	var namespaces []*v1.Namespace
 	for i, name := range c.NamespaceNames() {
 		namespaces = append(namespaces, fixture.NamespaceObject(name, i))
 	}
 	src := &sources{
-		FakeSelectorSources: spreadtest.SelectorSources(c.Service(0), rs),
+		FakeSelectorSources: spreadtest.SelectorSources(c.Service(0), rs, db, bigRS),
 		SliceLister:         policy.SliceLister{Namespaces: namespaces, ClusterPolicies: []*v1alpha1.ClusterSpreadPolicy{fixture.Policy()}},
 	}
-	return benchSetup{ix: ix, src: src, rs: rs}
+	return benchSetup{ix: ix, src: src, rs: rs, db: db, bigRS: bigRS, bigPods: bigPods}
 }
 
-// BenchmarkForecast measures one forecast of 1,000 replicas: the mutation
-// and the layout of the pod, then 1,000 placements. The
-// baselines, in the same run, are one check of the same pod: unexplained,
-// what the pod webhook spends per pod, and explained, what listing every
-// node with its reason costs; and the layout alone.
+// forecastCase is one forecast the benchmark times.
+type forecastCase struct {
+	name string
+	w    *Workload
+	opts []Option
+	// check fails unless a forecast is the one the case means.
+	check func(*Forecast) error
+}
+
+// BenchmarkForecast measures a forecast of 1,000 replicas at 5,000 nodes
+// and 150,000 pods, reporting the p50 and p99 of the per-forecast times:
+//
+//   - scaling workload 0 up by 1,000 with the whole report, as
+//     kubectl-spread plan makes it: the mutation and the layout of the
+//     pod, then 1,000 placements (the case measured since the first
+//     forecast, under the same name);
+//   - the same as the webhook runs it (WarningOnly, report=warning);
+//   - the webhook's scale-down of a StatefulSet from 1,030 to 30, its
+//     highest 1,000 ordinals found in the index by name;
+//   - plan's scale-down of a ReplicaSet from 1,030 to 30, its pods ranked
+//     as the ReplicaSet controller ranks them.
+//
+// The baselines, in the same run, are one check of the same pod:
+// unexplained, what the pod webhook spends per pod, and explained, what
+// listing every node with its reason costs; and the layout alone.
 func BenchmarkForecast(b *testing.B) {
 	for _, nodes := range []int{5000} {
 		s := newBenchSetup(nodes)
+		size := fmt.Sprintf("nodes=%d,pods=%d,replicas=1000", nodes, nodes*30)
 		scaled := s.rs.DeepCopy()
 		scaled.Spec.Replicas = ptr.To(*s.rs.Spec.Replicas + 1000)
-		w, err := Of(scaled, *s.rs.Spec.Replicas)
+		up, err := Of(scaled, *s.rs.Spec.Replicas)
 		if err != nil {
 			b.Fatal(err)
 		}
-		name := fmt.Sprintf("nodes=%d,pods=%d,replicas=1000", nodes, nodes*30)
-		b.Run(name, func(b *testing.B) {
-			f, err := Run(w, s.src, s.ix, engine.Config{})
-			if err != nil {
-				b.Fatal(err)
+		placed := func(f *Forecast) error {
+			if f.Refused != nil || f.Skipped != "" || f.Warning() != "" {
+				return fmt.Errorf("refused %+v, skipped %q: want all 1000 replicas placed", f.Refused, f.Skipped)
 			}
-			if len(f.Placements) != 1000 {
-				b.Fatalf("placed %d replicas, want 1000 (refused: %+v, skipped: %q)", len(f.Placements), f.Refused, f.Skipped)
+			return nil
+		}
+		db, err := Of(s.db, scaleDownFrom)
+		if err != nil {
+			b.Fatal(err)
+		}
+		big, err := Of(s.bigRS, scaleDownFrom)
+		if err != nil {
+			b.Fatal(err)
+		}
+		big.Pods = s.bigPods
+		departed := func(f *Forecast) error {
+			if f.Skipped != "" || f.Order == "" || len(f.Constraints) != 2 {
+				return fmt.Errorf("skipped %q, order %q, %d constraints: want a scale-down under 2 constraints", f.Skipped, f.Order, len(f.Constraints))
 			}
-			b.ReportAllocs()
-			samples := make([]time.Duration, 0, b.N)
-			for b.Loop() {
-				start := time.Now()
-				if _, err := Run(w, s.src, s.ix, engine.Config{}); err != nil {
+			return nil
+		}
+		cases := []forecastCase{
+			{name: size, w: up, check: func(f *Forecast) error {
+				if len(f.Placements) != 1000 {
+					return fmt.Errorf("placed %d replicas, want 1000", len(f.Placements))
+				}
+				return placed(f)
+			}},
+			{name: "report=warning/" + size, w: up, opts: []Option{WarningOnly()}, check: placed},
+			{name: "scale=down,kind=StatefulSet,report=warning/" + size, w: db, opts: []Option{WarningOnly()}, check: departed},
+			{name: "scale=down,kind=ReplicaSet/" + size, w: big, check: func(f *Forecast) error {
+				if len(f.Departures) != 1000 {
+					return fmt.Errorf("%d departures, want 1000", len(f.Departures))
+				}
+				return departed(f)
+			}},
+		}
+		for _, fc := range cases {
+			b.Run(fc.name, func(b *testing.B) {
+				f, err := Run(fc.w, s.src, s.ix, engine.Config{}, fc.opts...)
+				if err == nil {
+					err = fc.check(f)
+				}
+				if err != nil {
 					b.Fatal(err)
 				}
-				samples = append(samples, time.Since(start))
-			}
-			spreadtest.ReportLatency(b, samples)
-		})
-		m, err := engine.Mutate(w.Pod, withOwner(s.src, w.owner), engine.Config{})
+				b.ReportAllocs()
+				samples := make([]time.Duration, 0, b.N)
+				for b.Loop() {
+					start := time.Now()
+					if _, err := Run(fc.w, s.src, s.ix, engine.Config{}, fc.opts...); err != nil {
+						b.Fatal(err)
+					}
+					samples = append(samples, time.Since(start))
+				}
+				spreadtest.ReportLatency(b, samples)
+			})
+		}
+		m, err := engine.Mutate(up.Pod, withOwner(s.src, up.owner), engine.Config{})
 		if err != nil || m.Pod == nil {
 			b.Fatalf("mutating: %v (skipped: %v)", err, m)
 		}

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	v1 "k8s.io/api/core/v1"
 
@@ -26,26 +27,37 @@ import (
 
 // Cluster is what a forecast reads of the cluster: the layout of the nodes
 // and templates the replicas can take, which carries the pod webhook's
-// check. *spread.Index implements it.
+// check, and where the pods a scale-down deletes are counted.
+// *spread.Index implements it.
 type Cluster interface {
-	Layout(pod *v1.Pod, detail spread.MessageDetail) (*spread.Layout, error)
+	LayoutDeparting(pod *v1.Pod, detail spread.MessageDetail, departing []string) (*spread.Layout, error)
 }
 
 // layoutCheck answers the check engine.Validate makes with a layout, which
 // the placement then starts from: one pass over the index, not a check and
 // then a layout.
 type layoutCheck struct {
-	c      Cluster
-	layout *spread.Layout
+	c         Cluster
+	departing []string
+	layout    *spread.Layout
 }
 
 func (lc *layoutCheck) Check(pod *v1.Pod, opts spread.Options) (*spread.Result, error) {
-	l, err := lc.c.Layout(pod, opts.Detail)
+	l, err := lc.c.LayoutDeparting(pod, opts.Detail, lc.departing)
 	if err != nil {
 		return nil, err
 	}
+	lc.release()
 	lc.layout = l
 	return l.Result, nil
+}
+
+// release gives the layout back once nothing the forecast keeps reads it.
+func (lc *layoutCheck) release() {
+	if lc.layout != nil {
+		lc.layout.Release()
+		lc.layout = nil
+	}
 }
 
 var _ spread.Checker = (*layoutCheck)(nil)
@@ -81,6 +93,15 @@ type Forecast struct {
 	// Truncated is set when more than MaxPlacements replicas were asked
 	// for: only the first MaxPlacements were placed.
 	Truncated bool `json:"truncated,omitempty"`
+	// Order says in which order a scale-down deletes the pods: the
+	// order that Departures assume.
+	Order string `json:"order,omitempty"`
+	// Departures are the pods a scale-down deletes, the first deleted
+	// first.
+	Departures []Departure `json:"departures,omitempty"`
+	// Skewed is the first hard constraint the scale-down leaves with a
+	// skew above its maxSkew and no lower than before, nil when none.
+	Skewed *Skew `json:"skewed,omitempty"`
 	// Detail is what Refused.Reason and Warning may name: the
 	// MessageDetail of the configuration Run was given.
 	Detail spread.MessageDetail `json:"-"`
@@ -139,9 +160,19 @@ const NoHardConstraints = "the pod has no hard topology spread constraint"
 // same Config), then each replica goes to a feasible node of a least-loaded
 // domain. A replica placed is a pod bound to its node in a scratch copy of
 // the counts of the pod's constraints (see placement); c is never changed.
-func Run(w *Workload, src engine.Sources, c Cluster, cfg engine.Config) (*Forecast, error) {
+// Below Existing, it forecasts the scale-down instead: the pods the
+// controller deletes (see Workload.departing) are taken off the counts.
+func Run(w *Workload, src engine.Sources, c Cluster, cfg engine.Config, opts ...Option) (*Forecast, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	f := &Forecast{Workload: w.String(), From: w.Existing, To: w.Replicas, Detail: cfg.MessageDetail}
-	if w.Replicas <= w.Existing {
+	var departing []string
+	if w.Replicas < w.Existing {
+		departing, f.Order = w.departing()
+	}
+	if w.Replicas <= w.Existing && len(departing) == 0 {
 		return f, nil
 	}
 	src = withOwner(src, w.owner)
@@ -153,7 +184,8 @@ func Run(w *Workload, src engine.Sources, c Cluster, cfg engine.Config) (*Foreca
 	if m.Pod != nil {
 		f.Pod = m.Pod
 	}
-	lc := &layoutCheck{c: c}
+	lc := &layoutCheck{c: c, departing: departing}
+	defer lc.release()
 	v, err := engine.Validate(f.Pod, src, lc, cfg, false)
 	if err != nil {
 		return nil, fmt.Errorf("checking the pod of %s: %w", w, err)
@@ -187,22 +219,51 @@ func Run(w *Workload, src engine.Sources, c Cluster, cfg engine.Config) (*Foreca
 		f.Action = v1alpha1.ActionDeny
 	}
 	p := newPlacement(lc.layout)
-	f.Constraints = p.initialCounts()
+	defer p.release()
+	f.Constraints = p.initialCounts(!o.warningOnly)
+	if len(departing) > 0 {
+		f.scaleDown(p, &lc.layout.Departing, o.warningOnly)
+		return f, nil
+	}
 	last := w.Replicas
 	if last-w.Existing > MaxPlacements {
 		last, f.Truncated = w.Existing+MaxPlacements, true
 	}
-	f.Placements = make([]Placement, 0, last-w.Existing)
+	var domains []string
+	if !o.warningOnly {
+		f.Placements = make([]Placement, 0, last-w.Existing)
+		domains = make([]string, 0, int(last-w.Existing)*len(p.constraints))
+	}
 	for r := w.Existing + 1; r <= last; r++ {
-		placed, ok := p.place(r)
+		slot, added, ok := p.place()
 		if !ok {
 			f.Refused = p.refusal(r, f.Detail)
 			break
 		}
-		f.Placements = append(f.Placements, placed)
+		if o.warningOnly {
+			continue
+		}
+		from := len(domains)
+		for i, c := range p.constraints {
+			domains = append(domains, c.names[p.slot(slot)[i]])
+		}
+		f.Placements = append(f.Placements, Placement{Replica: r, Node: p.slots[slot], Template: p.added[slot], NewNode: added,
+			Domains: domains[from:len(domains):len(domains)]})
 	}
 	return f, nil
 }
+
+// Option tunes Run.
+type Option func(*options)
+
+type options struct{ warningOnly bool }
+
+// WarningOnly makes Run keep only what Warning reads: no Placements, no
+// Counts.Domains, and a scale-down's Departures only when it warns. Those
+// are a placement per replica and a count per counted domain (one per node
+// for a hostname constraint): the webhook, which only warns, would
+// otherwise allocate them on every forecast for the collector to sweep.
+func WarningOnly() Option { return func(o *options) { o.warningOnly = true } }
 
 // placement is the scratch state of a forecast: a copy of the counts of
 // the pod's hard constraints, per domain, and the nodes that pass the pod's
@@ -233,7 +294,14 @@ type placement struct {
 	next int
 	// newNodes counts the nodes added from templates, to name them.
 	newNodes int
+	// states holds the constraints' states of earlier forecasts, whose
+	// slices the next reuses.
+	states []*constraintState
 }
+
+// placements keeps the scratch of finished forecasts: a forecast of a
+// hostname constraint at thousands of nodes copies thousands of counts.
+var placements = sync.Pool{New: func() any { return new(placement) }}
 
 // constraintState is one constraint's counts, by domain index, so that
 // a placement costs no string hashing.
@@ -241,28 +309,37 @@ type constraintState struct {
 	key                 string
 	maxSkew, minDomains int32
 	selfMatch           int
-	names               []string
-	index               map[string]int32
-	counts              []int
-	// hist is how many domains hold each count, so that the smallest
-	// count follows an increment in O(1).
-	hist     map[int]int
-	smallest int
+	// names are the layout's, clipped: a domain added appends to a copy.
+	names  []string
+	index  map[string]int32
+	counts []int
+	// hist is how many domains hold each count, by count, so that the
+	// smallest and the largest count follow a change by one in O(1).
+	hist              []int
+	smallest, largest int
 }
 
-func newConstraintState(r *spread.ConstraintResult, d spread.LayoutDomains) *constraintState {
-	c := &constraintState{
+// reset starts c from the layout's counts of constraint r.
+func (c *constraintState) reset(r *spread.ConstraintResult, d spread.LayoutDomains) {
+	*c = constraintState{
 		key: r.TopologyKey, maxSkew: r.MaxSkew, minDomains: max(r.MinDomains, 1), selfMatch: r.SelfMatch,
-		// Clipped: a domain added appends to a copy, not to the layout.
-		names: slices.Clip(d.Names), counts: slices.Clone(d.Counts), hist: map[int]int{},
+		names: slices.Clip(d.Names), counts: append(c.counts[:0], d.Counts...), hist: c.hist[:0],
 	}
 	for i, n := range c.counts {
-		c.hist[n]++
+		c.count(n, 1)
 		if i == 0 || n < c.smallest {
 			c.smallest = n
 		}
+		c.largest = max(c.largest, n)
 	}
-	return c
+}
+
+// count adds delta to the domains holding n.
+func (c *constraintState) count(n, delta int) {
+	if n >= len(c.hist) {
+		c.hist = append(c.hist, make([]int, n+1-len(c.hist))...)
+	}
+	c.hist[n] += delta
 }
 
 // lookup returns the index of domain d. The map of names is made at the
@@ -288,23 +365,30 @@ func (c *constraintState) add(d string) int32 {
 	c.index[d] = i
 	c.names = append(c.names, d)
 	c.counts = append(c.counts, 0)
-	c.hist[0]++
+	c.count(0, 1)
 	c.smallest = 0
 	return i
 }
 
 // set changes the count of domain i to n.
 func (c *constraintState) set(i int32, n int) {
-	c.hist[c.counts[i]]--
+	c.count(c.counts[i], -1)
 	c.counts[i] = n
-	c.hist[n]++
+	c.count(n, 1)
 	if n < c.smallest {
 		c.smallest = n
 	}
 	for c.hist[c.smallest] == 0 && c.smallest < n {
 		c.smallest++
 	}
+	c.largest = max(c.largest, n)
+	for c.hist[c.largest] == 0 && c.largest > n {
+		c.largest--
+	}
 }
+
+// skew is the largest count less the global minimum.
+func (c *constraintState) skew() int { return c.largest - c.globalMin() }
 
 // globalMin is the smallest domain count, or 0 with fewer domains than
 // minDomains.
@@ -343,13 +427,29 @@ func (c *constraintState) domains() map[string]int {
 
 // newPlacement starts from the layout's counts and nodes; the order of
 // the nodes, the same on every run, is all the tie-break between equal
-// loads needs.
+// loads needs. Release gives its scratch back.
 func newPlacement(l *spread.Layout) *placement {
-	p := &placement{templates: l.Templates, layout: l, slots: slices.Clip(l.Nodes), domains: slices.Clip(l.NodeDomains), added: map[int]string{}}
+	p := placements.Get().(*placement)
+	states := p.states
+	*p = placement{templates: l.Templates, layout: l, slots: slices.Clip(l.Nodes), domains: slices.Clip(l.NodeDomains), states: states}
 	for i := range l.Result.Constraints {
-		p.constraints = append(p.constraints, newConstraintState(&l.Result.Constraints[i], l.Domains[i]))
+		if i == len(p.states) {
+			p.states = append(p.states, new(constraintState))
+		}
+		c := p.states[i]
+		c.reset(&l.Result.Constraints[i], l.Domains[i])
+		p.constraints = append(p.constraints, c)
 	}
 	return p
+}
+
+// release gives p's scratch back; it points into the layout no more.
+func (p *placement) release() {
+	for _, c := range p.states {
+		c.names, c.index = nil, nil
+	}
+	*p = placement{states: p.states}
+	placements.Put(p)
 }
 
 // slot returns the domains of slot k, one per constraint.
@@ -368,26 +468,29 @@ func (p *placement) domainsOf(ls map[string]string) []int32 {
 	return domains
 }
 
-// initialCounts are the counts before the first placement: the layout's,
-// whose maps the forecast keeps.
-func (p *placement) initialCounts() []Counts {
+// initialCounts are the constraints before the first placement, with
+// their counts by domain when withDomains.
+func (p *placement) initialCounts(withDomains bool) []Counts {
 	out := make([]Counts, len(p.constraints))
 	for i, c := range p.constraints {
-		out[i] = Counts{TopologyKey: c.key, MaxSkew: c.maxSkew, MinDomains: c.minDomains, SelfMatch: c.selfMatch,
-			Domains: p.layout.Result.Constraints[i].Domains}
+		out[i] = Counts{TopologyKey: c.key, MaxSkew: c.maxSkew, MinDomains: c.minDomains, SelfMatch: c.selfMatch}
+		if withDomains {
+			out[i].Domains = c.domains()
+		}
 	}
 	return out
 }
 
-// place binds replica r to a feasible node of the least-loaded domains
-// (the smallest sum of its domains' counts; among equals, the first from
-// the one after the last chosen), or, when no node is feasible, to a new
-// node of the first feasible template.
+// place binds the next replica to a feasible node of the least-loaded
+// domains (the smallest sum of its domains' counts; among equals, the
+// first from the one after the last chosen), or, when no node is
+// feasible, to a new node of the first feasible template, and returns its
+// slot and whether a template's new node was added for it.
 //
 // CAVEAT: a slot's load is at least the sum of the smallest counts, so a
 // feasible slot with that load ends the search: with replicas of equal load
 // taking turns, a placement looks at few slots, not all of them.
-func (p *placement) place(r int32) (Placement, bool) {
+func (p *placement) place() (slot int, added, ok bool) {
 	floor := 0
 	for _, c := range p.constraints {
 		floor += c.smallest
@@ -403,22 +506,18 @@ func (p *placement) place(r int32) (Placement, bool) {
 			}
 		}
 	}
-	added := false
 	if best < 0 {
 		best = p.addFromTemplate()
 		added = true
 	}
 	if best < 0 {
-		return Placement{}, false
+		return 0, false, false
 	}
 	p.next = (best + 1) % len(p.slots)
-	domains := p.slot(best)
-	names := make([]string, len(p.constraints))
 	for i, c := range p.constraints {
-		c.bind(domains[i])
-		names[i] = c.names[domains[i]]
+		c.bind(p.slot(best)[i])
 	}
-	return Placement{Replica: r, Node: p.slots[best], Template: p.added[best], NewNode: added, Domains: names}, true
+	return best, added, true
 }
 
 // load is the sum of the counts of a node's domains, and whether a
@@ -458,6 +557,9 @@ func (p *placement) addFromTemplate() int {
 		p.newNodes++
 		p.slots = append(p.slots, name)
 		p.domains = append(p.domains, p.domainsOf(ls)...)
+		if p.added == nil {
+			p.added = map[int]string{}
+		}
 		p.added[len(p.slots)-1] = t.Name
 		return len(p.slots) - 1
 	}
@@ -539,14 +641,20 @@ func shortKey(key string) string {
 const MaxWarning = 250
 
 // Warning is the admission warning of the forecast: empty when every
-// replica is placed, else one line of at most MaxWarning bytes that names
-// the first replica no node takes, why, the counts and the policy. The
-// counts of a constraint whose domains f.Detail does not name (nodes) say
-// how many nodes hold each count.
+// replica is placed and a scale-down leaves no hard constraint skewed
+// beyond its maxSkew, else one line of at most MaxWarning bytes that names
+// the first replica no node takes, why, the counts and the policy, or the
+// pods a scale-down deletes, the domains it leaves fullest and emptiest and
+// the counts. The counts of a constraint whose domains f.Detail does not
+// name (nodes) say how many nodes hold each count; the domains are named as
+// spread.MessageDetail.DomainName says.
 //
 //	spreadguard: replica 7 of 9 would be refused: zone-c has no schedulable node; zone: zone-a=3 zone-b=3 zone-c=0, maxSkew 1 (policy shop/zones)
 //	spreadguard: replica 3 of 9 would be refused: 1 node at the global minimum cannot take the pod; hostname: 2 nodes with 1, 1 node with 0, maxSkew 1 (policy shop/hosts)
 func (f *Forecast) Warning() string {
+	if f.Skewed != nil {
+		return f.scaleDownWarning()
+	}
 	r := f.Refused
 	if r == nil {
 		return ""
@@ -565,11 +673,7 @@ func (f *Forecast) Warning() string {
 	if f.Detail.NamesDomainsOf(c.TopologyKey) {
 		counts = domainList(shortKey(c.TopologyKey), r.Domains, MaxWarning-len(head)-len(tail))
 	}
-	w := head + counts + tail
-	if len(w) > MaxWarning {
-		w = w[:MaxWarning-len("...")] + "..."
-	}
-	return w
+	return clip(head + counts + tail)
 }
 
 // domainList is "zone: zone-a=3 zone-b=3 zone-c=0" in at most budget

@@ -247,14 +247,40 @@ func TestForecast(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			f, err := Run(w, tt.world.sources(), spread.IndexFromSnapshot(tt.world.snap), tt.cfg)
+			ix := spread.IndexFromSnapshot(tt.world.snap)
+			f, err := Run(w, tt.world.sources(), ix, tt.cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if diff := cmp.Diff(tt.want, outcomeOf(f)); diff != "" {
 				t.Errorf("forecast (-want +got):\n%s", diff)
 			}
+			checkWarningOnly(t, f, w, tt.world.sources(), ix, tt.cfg)
 		})
+	}
+}
+
+// checkWarningOnly fails unless Run with WarningOnly words full's warning
+// and keeps none of what only a report reads.
+func checkWarningOnly(t *testing.T, full *Forecast, w *Workload, src engine.Sources, c Cluster, cfg engine.Config) {
+	t.Helper()
+	brief, err := Run(w, src, c, cfg, WarningOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(full.Warning(), brief.Warning()); diff != "" {
+		t.Errorf("the warning with WarningOnly (-full +WarningOnly):\n%s", diff)
+	}
+	if len(brief.Placements) > 0 {
+		t.Errorf("WarningOnly kept %d placements, want none", len(brief.Placements))
+	}
+	for _, c := range brief.Constraints {
+		if c.Domains != nil {
+			t.Errorf("WarningOnly kept the %s counts by domain: %v", c.TopologyKey, c.Domains)
+		}
+	}
+	if (brief.Skewed == nil) != (len(brief.Departures) == 0) {
+		t.Errorf("WarningOnly kept %d departures with skewed %+v: want them only with a warning", len(brief.Departures), brief.Skewed)
 	}
 }
 

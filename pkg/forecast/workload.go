@@ -22,7 +22,8 @@ type Workload struct {
 	Namespace string
 	Name      string
 	// Replicas is spec.replicas: the forecast places replicas
-	// Existing+1 to Replicas.
+	// Existing+1 to Replicas, or, below Existing, forecasts the
+	// scale-down.
 	Replicas int32
 	// Existing is how many of the pods the forecast places exist already
 	// (they are counted by the index): 0 for a new workload, and for a
@@ -32,9 +33,21 @@ type Workload struct {
 	// Pod is the pod the controller creates: the template's labels,
 	// annotations and spec, the namespace, and the controllerRef.
 	Pod *v1.Pod
+	// Pods are the workload's active pods (neither terminating nor
+	// finished), scheduled or not, and Related those its controller counts
+	// per node when it ranks them (a Deployment's, of every revision; nil:
+	// Pods): which pods the scale-down of a ReplicaSet, ReplicationController
+	// or Deployment deletes depends on their state. Without them only a
+	// StatefulSet's scale-down is forecast, its pods going by ordinal.
+	Pods, Related []*v1.Pod
+	// Order ranks Pods for deletion: nil is the ReplicaSet controller's own
+	// ranking (ControllerRanking) at the time of Run.
+	Order Order
 	// owner is what the pod's controllerRef names, for DefaultSelector:
 	// for a Deployment, the ReplicaSet the deployment controller creates.
 	owner any
+	// ordinalStart is a StatefulSet's first ordinal.
+	ordinalStart int32
 }
 
 // String names the workload as "Deployment shop/web".
@@ -154,8 +167,12 @@ func PodTemplateHash(template *v1.PodTemplateSpec, collisionCount *int32) string
 // from pod to pod; a selector does not read them (DefaultSelector takes
 // the StatefulSet's own), so one pod stands for all.
 func statefulSetWorkload(s *appsv1.StatefulSet) *Workload {
-	return &Workload{Kind: "StatefulSet", Namespace: s.Namespace, Name: s.Name, Replicas: replicas(s.Spec.Replicas), owner: s,
+	w := &Workload{Kind: "StatefulSet", Namespace: s.Namespace, Name: s.Name, Replicas: replicas(s.Spec.Replicas), owner: s,
 		Pod: StatefulSetPod(s, nil)}
+	if s.Spec.Ordinals != nil {
+		w.ordinalStart = s.Spec.Ordinals.Start
+	}
+	return w
 }
 
 // StatefulSetPod is the StatefulSet's pod at its lowest ordinal missing

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"maps"
 	"slices"
+	"sync"
 
 	v1 "k8s.io/api/core/v1"
 )
@@ -19,14 +20,15 @@ import (
 // the nodes that only the skew excludes today are the nodes a later
 // placement may open, and every node of a tuple of domains is the same
 // node to the spread. Domains are positions, not names, so that a layout
-// of thousands of hostnames builds no map of them.
+// of thousands of hostnames builds no map of them; and a layout given back
+// with Release lends its slices to the next one, so that a forecast per
+// admission request does not leave them for the garbage collector.
 type Layout struct {
-	// Result is Check's result without Explain, except that each
-	// constraint's Domains holds every counted domain, those with no
-	// matching pod too: they take part in the global minimum.
+	// Result is Check's result without Explain.
 	Result *Result
 	// Domains are, per hard constraint in the order of
-	// Result.Constraints, its counted domains; LayoutNode.Domains are
+	// Result.Constraints, its counted domains, those with no matching pod
+	// too (they take part in the global minimum); NodeDomains are
 	// positions in them.
 	Domains []LayoutDomains
 	// Nodes are the nodes that pass the pod's filters and carry every hard
@@ -42,6 +44,45 @@ type Layout struct {
 	// Templates are the templates whose fresh node is feasible or excluded
 	// by the skew alone, by name.
 	Templates []Template
+	// Departing are where the pods LayoutDeparting was asked about are
+	// counted.
+	Departing Departures
+}
+
+// layouts keeps the layouts given back by Release.
+var layouts = sync.Pool{New: func() any { return new(Layout) }}
+
+// Release gives l back, to lend its slices to a later layout. Neither l
+// nor any slice read from it (Domains, Nodes, NodeDomains, Templates,
+// Departing) may be used after; Result, and the strings, may.
+func (l *Layout) Release() {
+	for i := range l.Domains {
+		clear(l.Domains[i].Names)
+	}
+	clear(l.Nodes)
+	clear(l.Templates)
+	clear(l.Departing.Names)
+	clear(l.Departing.Nodes)
+	l.Result = nil
+	layouts.Put(l)
+}
+
+// newLayout returns a layout for n constraints whose slices are empty,
+// with the room a released one had.
+func newLayout(res *Result, n int) *Layout {
+	l := layouts.Get().(*Layout)
+	l.Result = res
+	if cap(l.Domains) < n {
+		l.Domains = append(l.Domains[:cap(l.Domains)], make([]LayoutDomains, n-cap(l.Domains))...)
+	}
+	l.Domains = l.Domains[:n]
+	for i := range l.Domains {
+		l.Domains[i].Names, l.Domains[i].Counts = l.Domains[i].Names[:0], l.Domains[i].Counts[:0]
+	}
+	l.Nodes, l.NodeDomains, l.Templates = l.Nodes[:0], l.NodeDomains[:0], l.Templates[:0]
+	d := &l.Departing
+	d.Names, d.Nodes, d.Domains, d.constraints = d.Names[:0], d.Nodes[:0], d.Domains[:0], n
+	return l
 }
 
 // LayoutDomains are one constraint's counted domains, in no particular
@@ -67,45 +108,61 @@ func (ix *Index) Layout(pod *v1.Pod, detail MessageDetail) (*Layout, error) {
 		return nil, err
 	}
 	var l *Layout
-	ix.withQuery(pod, cs, func(q *query) {
-		ev := q.evaluate()
-		ev.checkTemplates(ix.templates, pod, q)
-		if ev.verdict() == VerdictUnsatisfiable {
-			ev.facts = newIndexFacts(q, ev)
-		}
-		var res *Result
-		if res, err = assemble(ev, Options{Detail: detail}); err != nil {
-			return
-		}
-		l = &Layout{Result: res, Domains: make([]LayoutDomains, len(cs))}
-		// After assemble, which would copy the domains without the empty
-		// ones.
-		for i := range cs {
-			l.Domains[i] = q.layoutDomains(i, ev)
-			res.Constraints[i].Domains = ev.domains[i]
-		}
-		l.Nodes, l.NodeDomains = q.layoutNodes()
-		for _, r := range ev.templates {
-			if r.reason == "" || r.reason == ReasonSkew {
-				l.Templates = append(l.Templates, *r.template)
-			}
-		}
-	})
+	ix.withQuery(pod, cs, func(q *query) { l, err = q.layout(detail) })
 	return l, err
+}
+
+// layout is Layout on a started query.
+func (q *query) layout(detail MessageDetail) (*Layout, error) {
+	ev := q.evaluate()
+	ev.checkTemplates(q.ix.templates, q.pod, q)
+	if ev.verdict() == VerdictUnsatisfiable {
+		ev.facts = newIndexFacts(q, ev)
+	}
+	res, err := assemble(ev, Options{Detail: detail})
+	if err != nil {
+		return nil, err
+	}
+	l := newLayout(res, len(q.cs))
+	for i := range q.cs {
+		q.layoutDomains(i, ev, &l.Domains[i])
+	}
+	l.Nodes, l.NodeDomains = q.layoutNodes(l.Nodes, l.NodeDomains)
+	for _, r := range ev.templates {
+		if r.reason == "" || r.reason == ReasonSkew {
+			l.Templates = append(l.Templates, *r.template)
+		}
+	}
+	if len(l.Templates) == 0 {
+		l.Templates = nil // none, as a layout never released says it
+	}
+	return l, nil
 }
 
 // addEmptyDomains adds to ev.domains, with 0, each counted domain that
 // holds no matching pod.
 func (q *query) addEmptyDomains(ev *evaluation) {
 	for i := range q.cs {
-		q.eachDomain(i, ev, func(int32, *valueIndex) {})
+		domains := ev.domains[i]
+		if len(domains) < ev.domainCount[i] {
+			// Grown once to its size rather than doubling thousands of
+			// hostname domains in.
+			domains = make(map[string]int, ev.domainCount[i])
+			maps.Copy(domains, ev.domains[i])
+			ev.domains[i] = domains
+		}
+		q.eachDomain(i, func(_ int32, v *valueIndex) {
+			if _, ok := domains[v.value]; !ok {
+				domains[v.value] = 0
+			}
+		})
 	}
 }
 
-// layoutDomains lists constraint i's counted domains, and records each
-// counted node's position among them in q.position[i].
-func (q *query) layoutDomains(i int, ev *evaluation) LayoutDomains {
-	d := LayoutDomains{Names: make([]string, 0, ev.domainCount[i]), Counts: make([]int, 0, ev.domainCount[i])}
+// layoutDomains lists constraint i's counted domains into d, and records
+// each counted node's position among them in q.position[i].
+func (q *query) layoutDomains(i int, ev *evaluation, d *LayoutDomains) {
+	d.Names, d.Counts = slices.Grow(d.Names, ev.domainCount[i]), slices.Grow(d.Counts, ev.domainCount[i])
 	for len(q.position) <= i {
 		q.position = append(q.position, nil)
 	}
@@ -115,12 +172,15 @@ func (q *query) layoutDomains(i int, ev *evaluation) LayoutDomains {
 	q.position[i] = q.position[i][:len(q.ix.slots)]
 	at := q.valuePosition
 	clear(at)
-	q.eachDomain(i, ev, func(id int32, v *valueIndex) {
+	// The domains holding a matching pod, the few among thousands of
+	// hostnames, are told by their counts.
+	counts := ev.domains[i]
+	q.eachDomain(i, func(id int32, v *valueIndex) {
 		p, ok := at[v]
 		if !ok {
 			p = int32(len(d.Names))
 			d.Names = append(d.Names, v.value)
-			d.Counts = append(d.Counts, ev.domains[i][v.value])
+			d.Counts = append(d.Counts, counts[v.value])
 			if v.count > 1 {
 				// A value of one node needs no lookup: its node is its
 				// only visit.
@@ -129,32 +189,15 @@ func (q *query) layoutDomains(i int, ev *evaluation) LayoutDomains {
 		}
 		q.position[i][id] = p
 	})
-	return d
 }
 
-// eachDomain visits each node counted for constraint i with its domain,
-// and adds to ev.domains[i], with 0, each domain that holds no matching
-// pod.
-func (q *query) eachDomain(i int, ev *evaluation, visit func(id int32, v *valueIndex)) {
+// eachDomain visits each node counted for constraint i with its domain.
+func (q *query) eachDomain(i int, visit func(id int32, v *valueIndex)) {
 	ki := q.ix.keys[q.cs[i].topologyKey]
 	if ki == nil {
 		return
 	}
-	domains := ev.domains[i]
-	if len(domains) < ev.domainCount[i] {
-		// Grown once to its size rather than doubling thousands of
-		// hostname domains in.
-		domains = make(map[string]int, ev.domainCount[i])
-		maps.Copy(domains, ev.domains[i])
-		ev.domains[i] = domains
-	}
-	q.eligible[i].each(func(id int32) {
-		v := ki.valueOf[id]
-		if _, ok := domains[v.value]; !ok {
-			domains[v.value] = 0
-		}
-		visit(id, v)
-	})
+	q.eligible[i].each(func(id int32) { visit(id, ki.valueOf[id]) })
 }
 
 // layoutGroup is a tuple of domains of a Layout, by its first node.
@@ -165,11 +208,11 @@ type layoutGroup struct {
 }
 
 // layoutNodes groups the candidate nodes that carry every key by their
-// tuple of domains; see Layout.Nodes. It reads the positions that
-// layoutDomains recorded: a candidate carrying every key is counted for
-// every constraint (the inclusion policies only drop nodes the filters
-// drop too).
-func (q *query) layoutNodes() (names []string, domains []int32) {
+// tuple of domains, appended to names and domains; see Layout.Nodes. It
+// reads the positions that layoutDomains recorded: a candidate carrying
+// every key is counted for every constraint (the inclusion policies only
+// drop nodes the filters drop too).
+func (q *query) layoutNodes(names []string, domains []int32) ([]string, []int32) {
 	ix, n := q.ix, len(q.cs)
 	groups := q.groups[:0]
 	defer func() { q.groups = groups[:0] }()
@@ -181,7 +224,7 @@ func (q *query) layoutNodes() (names []string, domains []int32) {
 	for i := range q.cs {
 		ki := ix.keys[q.cs[i].topologyKey]
 		if ki == nil {
-			return nil, nil // no node carries the key
+			return names, domains // no node carries the key
 		}
 		unique = unique || ki.shared == 0
 	}
@@ -220,7 +263,7 @@ func (q *query) layoutNodes() (names []string, domains []int32) {
 		}
 	})
 	if len(groups) == 0 {
-		return nil, nil
+		return names, domains
 	}
 	// Feasibility is a function of the tuple (the filters passed, only the
 	// counts of its domains decide), so each group is wholly feasible or
@@ -234,10 +277,9 @@ func (q *query) layoutNodes() (names []string, domains []int32) {
 		}
 		return cmp.Compare(a.name, b.name)
 	})
-	names = make([]string, len(groups))
-	domains = make([]int32, 0, len(groups)*n)
-	for g, gr := range groups {
-		names[g] = gr.name
+	names, domains = slices.Grow(names, len(groups)), slices.Grow(domains, len(groups)*n)
+	for _, gr := range groups {
+		names = append(names, gr.name)
 		for i := range n {
 			domains = append(domains, q.position[i][gr.id])
 		}

@@ -481,8 +481,8 @@ func named(l *spread.Layout) *namedLayout {
 // layoutOf is the Layout that Index.Layout must return, named, derived
 // from Snapshot.Check's explained result: its feasible nodes, then those
 // the skew alone excludes, the first of each tuple of domains kept; its
-// templates likewise; the unexplained result with the explained domains,
-// which are also the layout's.
+// templates likewise; its domains, every counted one; and the unexplained
+// result.
 func layoutOf(snap spread.Snapshot, pod *v1.Pod) (*namedLayout, error) {
 	explained, err := snap.Check(pod, spread.Options{Explain: true})
 	if err != nil {
@@ -494,7 +494,6 @@ func layoutOf(snap spread.Snapshot, pod *v1.Pod) (*namedLayout, error) {
 	}
 	l := &namedLayout{Result: res}
 	for i := range res.Constraints {
-		res.Constraints[i].Domains = explained.Constraints[i].Domains
 		l.Domains = append(l.Domains, explained.Constraints[i].Domains)
 	}
 	labels := map[string]map[string]string{}

@@ -18,6 +18,7 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -35,7 +36,7 @@ var (
 	binDir            = "../../bin"
 	wantKubeVersion   = envOr("KUBE_VERSION", "v1.37.1")
 	wantEtcdVersion   = envOr("ETCD_VERSION", "v3.7.0")
-	chartCRDDir       = filepath.Join(chartDir, "crds")
+	chartCRDDir       = filepath.Join(chartDir, "files", "crds")
 	certManagerModule = "github.com/cert-manager/cert-manager"
 	// The ServiceMonitor CRD ships in the operator's root module, at the
 	// version of the API types this module requires.
@@ -190,10 +191,27 @@ var dryRunStrict = &client.CreateOptions{DryRun: []string{metav1.DryRunAll}, Fie
 
 // dryRunAll sends each object to the API server as a server-side dry-run
 // create with strict field validation, and fails on any refusal or warning.
+// The chart's CRDs, which the API server was started with, are sent as a
+// dry-run update of the installed ones, as `helm upgrade` sends them.
 func dryRunAll(t *testing.T, c client.Client, w *warnings, objs []*unstructured.Unstructured) {
 	t.Helper()
 	for _, u := range objs {
 		name := fmt.Sprintf("%s %s/%s", u.GetKind(), u.GetNamespace(), u.GetName())
+		if u.GetKind() == "CustomResourceDefinition" && u.GetAPIVersion() == "apiextensions.k8s.io/v1" {
+			installed := &unstructured.Unstructured{}
+			installed.SetGroupVersionKind(u.GroupVersionKind())
+			if err := c.Get(t.Context(), client.ObjectKey{Name: u.GetName()}, installed); err == nil {
+				update := u.DeepCopy()
+				update.SetResourceVersion(installed.GetResourceVersion())
+				if err := c.Update(t.Context(), update, &client.UpdateOptions{DryRun: []string{metav1.DryRunAll}, FieldValidation: "Strict"}); err != nil {
+					t.Errorf("the API server refuses %s as an update of the installed one: %v", name, err)
+				}
+				if got := w.take(); len(got) > 0 {
+					t.Errorf("the API server warns about %s: %q", name, got)
+				}
+				continue
+			}
+		}
 		if err := c.Create(t.Context(), u.DeepCopy(), dryRunStrict); err != nil {
 			t.Errorf("the API server refuses %s: %v", name, err)
 		}
@@ -308,6 +326,54 @@ func TestManifestsAcceptedByAPIServer(t *testing.T) {
 		}
 	})
 
+	t.Run("failurePolicy Fail and the webhook unreachable -> pod creates refused, the removal of a pod's last scheduling gate admitted", func(t *testing.T) {
+		const ns = "ungating"
+		createNamespace(t, c, ns, nil)
+		// Created before the webhook configuration exists, as a
+		// controller (Kueue) creates it long before it ungates it.
+		gated := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "gated"},
+			Spec: corev1.PodSpec{
+				AutomountServiceAccountToken: new(false),
+				SchedulingGates:              []corev1.PodSchedulingGate{{Name: "example.com/quota"}},
+				Containers:                   []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10"}},
+			},
+		}
+		if err := c.Create(t.Context(), gated); err != nil {
+			t.Fatal(err)
+		}
+		// Nothing listens on port 1: every call fails.
+		r := render(t, valuesYAML(t, "webhook: {url: 'https://127.0.0.1:1', failurePolicy: Fail}"))
+		conf := find[*validatingConfig](t, r.objects, fullname)
+		if err := c.Create(t.Context(), conf); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if err := c.Delete(context.WithoutCancel(t.Context()), conf); err != nil {
+				t.Errorf("delete %s: %v", id(conf), err)
+			}
+		})
+		another := gated.DeepCopy()
+		another.Name, another.Spec.SchedulingGates = "another", nil
+		var refused error
+		for range 100 {
+			// The API server applies a new configuration within a moment.
+			if refused = c.Create(t.Context(), another.DeepCopy(), client.DryRunAll); refused != nil {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if refused == nil || !strings.Contains(refused.Error(), `failed calling webhook "pods.validate.spreadguard.io"`) {
+			t.Fatalf("a pod create with the webhook unreachable under Fail: %v, want it refused by the failed call (the control)", refused)
+		}
+		ungated := gated.DeepCopy()
+		ungated.Spec.SchedulingGates = nil
+		if err := c.Update(t.Context(), ungated); err != nil {
+			t.Errorf("removing the last scheduling gate with the webhook unreachable: %v, want it admitted (failurePolicy Ignore on that update)", err)
+		}
+		w.take()
+	})
+
 	t.Run("plain cert-manager manifests of certs/", func(t *testing.T) {
 		data, err := os.ReadFile(plainCertManagerManifests)
 		if err != nil {
@@ -383,6 +449,55 @@ func TestManifestsAcceptedByAPIServer(t *testing.T) {
 		}
 		if diff := cmp.Diff(want, got, cmp.AllowUnexported(access{})); diff != "" {
 			t.Errorf("what the ServiceAccount may do (-want +got):\n%s", diff)
+		}
+	})
+
+	// After the ServiceAccount's subtest, which creates the metrics-reader
+	// ClusterRole this one binds.
+	t.Run("the ServiceMonitor's token may GET /metrics and nothing else", func(t *testing.T) {
+		r := render(t, valuesYAML(t, "metrics: {serviceMonitor: {enabled: true}}"))
+		scraper := fullname + "-metrics-scraper"
+		for _, o := range r.objects {
+			if o.GetName() != scraper && o.GetName() != fullname+"-metrics-reader" {
+				continue
+			}
+			if _, ok := o.(*corev1.Secret); ok {
+				// The token controller, which fills it, is not running.
+				continue
+			}
+			if err := c.Create(t.Context(), o); err != nil && !apierrors.IsAlreadyExists(err) {
+				t.Fatalf("create %s: %v", id(o), err)
+			}
+		}
+		user := "system:serviceaccount:" + releaseNamespace + ":" + scraper
+		groups := []string{"system:serviceaccounts", "system:serviceaccounts:" + releaseNamespace, "system:authenticated"}
+		for _, a := range []struct {
+			name    string
+			spec    authorizationv1.SubjectAccessReviewSpec
+			allowed bool
+		}{
+			{"GET /metrics", authorizationv1.SubjectAccessReviewSpec{NonResourceAttributes: &authorizationv1.NonResourceAttributes{Path: "/metrics", Verb: "get"}}, true},
+			{"GET /logs", authorizationv1.SubjectAccessReviewSpec{NonResourceAttributes: &authorizationv1.NonResourceAttributes{Path: "/logs", Verb: "get"}}, false},
+			{"list pods", authorizationv1.SubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: "default", Resource: "pods", Verb: "list"}}, false},
+			{"get secrets", authorizationv1.SubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: releaseNamespace, Resource: "secrets", Verb: "get"}}, false},
+		} {
+			a.spec.User, a.spec.Groups = user, groups
+			var allowed bool
+			// The authorizer sees a new binding a moment after it is
+			// created: the first question, the one allowed, waits for it.
+			for range 50 {
+				sar := &authorizationv1.SubjectAccessReview{Spec: a.spec}
+				if err := c.Create(t.Context(), sar); err != nil {
+					t.Fatalf("SubjectAccessReview: %v", err)
+				}
+				if allowed = sar.Status.Allowed; allowed || !a.allowed {
+					break
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			if allowed != a.allowed {
+				t.Errorf("%s may %s: %v, want %v", scraper, a.name, allowed, a.allowed)
+			}
 		}
 	})
 }

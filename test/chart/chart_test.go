@@ -48,6 +48,9 @@ func TestRenderedObjects(t *testing.T) {
 		"ClusterRoleBinding/" + fullname + "-metrics-auth",
 		"Role/" + releaseNamespace + "/" + fullname + "-audit",
 		"RoleBinding/" + releaseNamespace + "/" + fullname + "-audit",
+		"CustomResourceDefinition/clusterspreadpolicies.spreadguard.io",
+		"CustomResourceDefinition/nodetemplates.spreadguard.io",
+		"CustomResourceDefinition/spreadpolicies.spreadguard.io",
 	}
 	server := []string{
 		"Deployment/" + releaseNamespace + "/" + fullname,
@@ -67,6 +70,9 @@ func TestRenderedObjects(t *testing.T) {
 				"Issuer/" + releaseNamespace + "/" + fullname + "-ca",
 				"Issuer/" + releaseNamespace + "/" + fullname + "-selfsigned",
 				"ServiceMonitor/" + releaseNamespace + "/" + fullname,
+				"ServiceAccount/" + releaseNamespace + "/" + fullname + "-metrics-scraper",
+				"Secret/" + releaseNamespace + "/" + fullname + "-metrics-scraper-token",
+				"ClusterRoleBinding/" + fullname + "-metrics-scraper",
 				"PrometheusRule/" + releaseNamespace + "/" + fullname,
 				"ConfigMap/" + releaseNamespace + "/" + fullname + "-dashboard",
 			}),
@@ -180,7 +186,7 @@ func TestNamespaceSelectorsLeaveOutTheSystemTheReleaseAndIgnoredNamespaces(t *te
 				vals = ciValues(t, tc.file)
 			}
 			selectors := podWebhookSelectors(t, render(t, vals))
-			if diff := cmp.Diff([]string{"pods.mutate.spreadguard.io", "pods.validate.spreadguard.io"}, sortedKeys(selectors)); diff != "" {
+			if diff := cmp.Diff([]string{"gated-pods.validate.spreadguard.io", "pods.mutate.spreadguard.io", "pods.validate.spreadguard.io"}, sortedKeys(selectors)); diff != "" {
 				t.Fatalf("pod webhooks (-want +got):\n%s", diff)
 			}
 			for name, sel := range selectors {
@@ -297,9 +303,22 @@ func TestWebhookConfigurations(t *testing.T) {
 			}),
 			with(common, func(h *hook) {
 				h.Name, h.Target = "pods.validate.spreadguard.io", base+"/validate-v1-pod"
-				h.Rules = rule("", "v1", "pods", admissionregistrationv1.NamespacedScope, create, update)
+				h.Rules = rule("", "v1", "pods", admissionregistrationv1.NamespacedScope, create)
 				h.HasNSSelector = true
-				h.MatchConditions = []string{"create-or-last-scheduling-gate-removed"}
+				// It records events on a refused pod's owners, none on
+				// a dry run.
+				h.SideEffects = admissionregistrationv1.SideEffectClassNoneOnDryRun
+			}),
+			with(common, func(h *hook) {
+				// The UPDATE removing a pod's last scheduling gate is
+				// never refused, so it never waits on an outage either,
+				// whatever the pod CREATE's failurePolicy.
+				h.Name, h.Target = "gated-pods.validate.spreadguard.io", base+"/validate-v1-pod"
+				h.Rules = rule("", "v1", "pods", admissionregistrationv1.NamespacedScope, update)
+				h.HasNSSelector = true
+				h.MatchConditions = []string{"last-scheduling-gate-removed"}
+				h.FailurePolicy = admissionregistrationv1.Ignore
+				h.SideEffects = admissionregistrationv1.SideEffectClassNoneOnDryRun
 			}),
 			with(common, func(h *hook) {
 				h.Name, h.Target = "spreadpolicies.validate.spreadguard.io", base+"/validate-spreadguard-io-v1alpha1-spreadpolicy"
@@ -370,6 +389,7 @@ func everyWebhook(b []byte) map[string][]byte {
 	return map[string][]byte{
 		"mutating pods.mutate.spreadguard.io":                      b,
 		"validating pods.validate.spreadguard.io":                  b,
+		"validating gated-pods.validate.spreadguard.io":            b,
 		"validating spreadpolicies.validate.spreadguard.io":        b,
 		"validating clusterspreadpolicies.validate.spreadguard.io": b,
 	}
@@ -798,6 +818,7 @@ func TestServerConfigFile(t *testing.T) {
 			"refuseUntilSynced": refuse, "failurePolicy": "Ignore", "messageDetail": "domains", "logLevel": logLevel,
 			"autoscalerKarpenter": "auto",
 			"audit":               true,
+			"shutdownDelay":       "5s",
 		}
 	}
 	// failing sets the failurePolicy the server answers its own faults by.

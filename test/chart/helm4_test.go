@@ -37,11 +37,15 @@ func renderHelm4(t *testing.T, vals map[string]any) release {
 	if !ok {
 		t.Fatalf("helm 4 returned a %T, want a *v1.Release", r)
 	}
-	objs, err := decodeManifest(rel.Manifest)
+	manifest := rel.Manifest
+	for _, h := range rel.Hooks {
+		manifest += "\n---\n" + h.Manifest
+	}
+	objs, err := decodeManifest(manifest)
 	if err != nil {
 		t.Fatalf("helm 4: %v", err)
 	}
-	return release{manifest: rel.Manifest, notes: rel.Info.Notes, objects: objs}
+	return release{manifest: manifest, notes: rel.Info.Notes, objects: objs}
 }
 
 // withoutGeneratedCerts blanks what differs between two renders on purpose:

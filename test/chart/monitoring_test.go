@@ -155,3 +155,88 @@ func TestDashboardAndAlertsAreOffByDefault(t *testing.T) {
 		}
 	}
 }
+
+func TestServiceMonitorAuthenticatesWithATokenFromASecret(t *testing.T) {
+	scraper := fullname + "-metrics-scraper"
+	tests := []struct {
+		name string
+		vals string
+		// wantScheme and wantAuth are the endpoint's; wantScraper says
+		// whether the chart makes the scraper's ServiceAccount, token
+		// Secret and binding.
+		wantScheme  string
+		wantAuth    *monitoringv1.SafeAuthorization
+		wantScraper bool
+	}{
+		{
+			name:       "secure metrics -> the token of the chart's scraper ServiceAccount, from its Secret",
+			vals:       "metrics: {serviceMonitor: {enabled: true}}",
+			wantScheme: "https",
+			wantAuth: &monitoringv1.SafeAuthorization{Type: "Bearer", Credentials: &corev1.SecretKeySelector{
+				LocalObjectReference: corev1.LocalObjectReference{Name: scraper + "-token"}, Key: "token"}},
+			wantScraper: true,
+		},
+		{
+			name:       "secure metrics and a token Secret of one's own -> that Secret's key, no scraper",
+			vals:       "metrics: {serviceMonitor: {enabled: true, tokenSecret: {name: prometheus-token, key: jwt}}}",
+			wantScheme: "https",
+			wantAuth: &monitoringv1.SafeAuthorization{Type: "Bearer", Credentials: &corev1.SecretKeySelector{
+				LocalObjectReference: corev1.LocalObjectReference{Name: "prometheus-token"}, Key: "jwt"}},
+		},
+		{
+			name:       "plain HTTP metrics -> no credentials, no scraper",
+			vals:       "metrics: {secure: false, serviceMonitor: {enabled: true}}",
+			wantScheme: "http",
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := render(t, valuesYAML(t, tc.vals))
+			sm := find[*monitoringv1.ServiceMonitor](t, r.objects, fullname)
+			if len(sm.Spec.Endpoints) != 1 {
+				t.Fatalf("%d endpoints, want 1", len(sm.Spec.Endpoints))
+			}
+			e := sm.Spec.Endpoints[0]
+			if got := e.Scheme; got != tc.wantScheme {
+				t.Errorf("scheme %q, want %q", got, tc.wantScheme)
+			}
+			//nolint:staticcheck // the deprecated fields must stay unset.
+			if e.BearerTokenFile != "" || e.BearerTokenSecret != nil {
+				t.Errorf("the endpoint uses the deprecated bearerTokenFile %q / bearerTokenSecret %v", e.BearerTokenFile, e.BearerTokenSecret)
+			}
+			if diff := cmp.Diff(tc.wantAuth, e.Authorization); diff != "" {
+				t.Errorf("authorization (-want +got):\n%s", diff)
+			}
+
+			var made []string
+			for _, o := range r.objects {
+				if strings.HasPrefix(o.GetName(), scraper) {
+					made = append(made, id(o))
+				}
+			}
+			var want []string
+			if tc.wantScraper {
+				want = []string{"ClusterRoleBinding/" + scraper, "Secret/" + releaseNamespace + "/" + scraper + "-token",
+					"ServiceAccount/" + releaseNamespace + "/" + scraper}
+			}
+			slices.Sort(made)
+			if diff := cmp.Diff(want, made); diff != "" {
+				t.Fatalf("scraper objects (-want +got):\n%s", diff)
+			}
+			if !tc.wantScraper {
+				return
+			}
+			token := find[*corev1.Secret](t, r.objects, scraper+"-token")
+			if token.Type != corev1.SecretTypeServiceAccountToken || token.Annotations[corev1.ServiceAccountNameKey] != scraper {
+				t.Errorf("the token Secret is of type %q for ServiceAccount %q, want a %s for %s",
+					token.Type, token.Annotations[corev1.ServiceAccountNameKey], corev1.SecretTypeServiceAccountToken, scraper)
+			}
+			crb := find[*clusterRoleBinding](t, r.objects, scraper)
+			if crb.RoleRef.Name != fullname+"-metrics-reader" || len(crb.Subjects) != 1 ||
+				crb.Subjects[0].Name != scraper || crb.Subjects[0].Namespace != releaseNamespace {
+				t.Errorf("the scraper's binding gives %s to %v, want %s-metrics-reader to %s/%s",
+					crb.RoleRef.Name, crb.Subjects, fullname, releaseNamespace, scraper)
+			}
+		})
+	}
+}

@@ -152,11 +152,18 @@ type release struct {
 	manifest string
 	notes    string
 	objects  []client.Object
+	// hooks are the ids (id()) of the objects Helm takes for hooks.
+	hooks []string
 }
 
-// installOptions are the release name and namespace of a render.
+// installOptions are the release name and namespace of a render, and the
+// API versions the cluster serves beyond the built-in ones (as
+// .Capabilities.APIVersions sees them).
 type installOptions struct {
 	name, namespace string
+	apiVersions     []string
+	// kubeVersion is the cluster's; empty means kubeVersion.
+	kubeVersion string
 }
 
 var defaultInstall = installOptions{name: releaseName, namespace: releaseNamespace}
@@ -171,16 +178,34 @@ func renderErr(t *testing.T, vals map[string]any, opts installOptions) (release,
 	install.Replace = true
 	install.ReleaseName = opts.name
 	install.Namespace = opts.namespace
-	install.KubeVersion = mustKubeVersion(t)
+	version := opts.kubeVersion
+	if version == "" {
+		version = kubeVersion
+	}
+	install.KubeVersion = mustKubeVersion(t, version)
+	install.APIVersions = opts.apiVersions
 	rel, err := install.RunWithContext(context.Background(), loadChart(t), vals)
 	if err != nil {
 		return release{}, err
 	}
-	objs, err := decodeManifest(rel.Manifest)
+	// `helm template` prints the hooks after the release's objects; so
+	// does this (the chart's own policies are hooks on a fresh install).
+	manifest := rel.Manifest
+	var hooks []string
+	for _, h := range rel.Hooks {
+		manifest += "\n---\n" + h.Manifest
+		objs, err := decodeManifest(h.Manifest)
+		if err != nil {
+			return release{}, err
+		}
+		hooks = append(hooks, ids(objs)...)
+	}
+	slices.Sort(hooks)
+	objs, err := decodeManifest(manifest)
 	if err != nil {
 		return release{}, err
 	}
-	return release{manifest: rel.Manifest, notes: rel.Info.Notes, objects: objs}, nil
+	return release{manifest: manifest, notes: rel.Info.Notes, objects: objs, hooks: hooks}, nil
 }
 
 func render(t *testing.T, vals map[string]any) release {
@@ -192,9 +217,9 @@ func render(t *testing.T, vals map[string]any) release {
 	return r
 }
 
-func mustKubeVersion(t *testing.T) *chartutil.KubeVersion {
+func mustKubeVersion(t *testing.T, version string) *chartutil.KubeVersion {
 	t.Helper()
-	v, err := chartutil.ParseKubeVersion(kubeVersion)
+	v, err := chartutil.ParseKubeVersion(version)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +233,7 @@ func renderWithLookup(t *testing.T, vals map[string]any, upgrade bool, lookup en
 	t.Helper()
 	c := loadChart(t)
 	caps := chartutil.DefaultCapabilities.Copy()
-	caps.KubeVersion = *mustKubeVersion(t)
+	caps.KubeVersion = *mustKubeVersion(t, kubeVersion)
 	revision := 1
 	if upgrade {
 		revision = 2

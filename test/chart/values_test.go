@@ -59,7 +59,7 @@ func lint(t *testing.T, vals map[string]any) string {
 	l := action.NewLint()
 	l.Strict = true
 	l.Namespace = releaseNamespace
-	l.KubeVersion = mustKubeVersion(t)
+	l.KubeVersion = mustKubeVersion(t, kubeVersion)
 	res := l.Run([]string{chartDir}, vals)
 	var msgs []string
 	for _, m := range res.Messages {
@@ -141,6 +141,16 @@ func TestTemplatesRefuseContradictions(t *testing.T) {
 			name:    "no ServiceAccount created and none named -> refused",
 			vals:    "serviceAccount: {create: false}",
 			wantErr: "serviceAccount.name is required when serviceAccount.create is false",
+		},
+		{
+			name:    "a shutdown delay as long as the grace period -> refused: the kubelet would kill the replica before it drains",
+			vals:    "{shutdownDelaySeconds: 30, terminationGracePeriodSeconds: 30}",
+			wantErr: "shutdownDelaySeconds (30) is not less than terminationGracePeriodSeconds (30)",
+		},
+		{
+			name:    "a secure ServiceMonitor with no token Secret and no RBAC to bind one -> refused",
+			vals:    "{rbac: {create: false}, metrics: {serviceMonitor: {enabled: true}}}",
+			wantErr: "set metrics.serviceMonitor.tokenSecret.name",
 		},
 	}
 	for _, tc := range tests {

@@ -394,29 +394,44 @@ func poolTaint() v1.Taint {
 // is Ready without the taints of a new node; cordoned, it is cordoned then.
 func createPoolNode(t *testing.T, zone string, cordoned bool) {
 	t.Helper()
-	n := spreadtest.MakeNode().Name("e2e-pool-"+zone).Zone(zone).Label(poolKey, poolValue).
+	n := poolNode("e2e-pool-"+zone, zone, poolValue)
+	createReadyNode(t, n)
+	if cordoned {
+		if err := setCordon(t.Context(), n.Name, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// poolNode is a kwok node in zone labelled and tainted poolKey=pool, on
+// which only the pods that select and tolerate pool land.
+func poolNode(name, zone, pool string) *v1.Node {
+	return spreadtest.MakeNode().Name(name).Zone(zone).Label(poolKey, pool).
 		Label(v1.LabelOSStable, "linux").Label(v1.LabelArchStable, "amd64").
-		Annotation(kwokNodeAnnotation, "fake").Taint(poolKey, poolValue, v1.TaintEffectNoSchedule).Obj()
+		Annotation(kwokNodeAnnotation, "fake").Taint(poolKey, pool, v1.TaintEffectNoSchedule).Obj()
+}
+
+// createReadyNode creates n and waits until the kwok controller has made
+// it Ready and the node-lifecycle controller has removed the taints of a
+// new node, leaving n's own.
+func createReadyNode(t *testing.T, n *v1.Node) {
+	t.Helper()
+	want := len(n.Spec.Taints)
 	if err := k8s.Create(t.Context(), n); err != nil {
 		t.Fatalf("create node %s: %v", n.Name, err)
 	}
-	eventually(t, 30*time.Second, "node "+n.Name+" is Ready with only the pool's taint", func(ctx context.Context) error {
+	eventually(t, 30*time.Second, "node "+n.Name+" is Ready with only its own taints", func(ctx context.Context) error {
 		if err := k8s.Get(ctx, client.ObjectKeyFromObject(n), n); err != nil {
 			return err
 		}
 		ready := slices.ContainsFunc(n.Status.Conditions, func(c v1.NodeCondition) bool {
 			return c.Type == v1.NodeReady && c.Status == v1.ConditionTrue
 		})
-		if !ready || len(n.Spec.Taints) != 1 {
+		if !ready || len(n.Spec.Taints) != want {
 			return fmt.Errorf("ready %v, taints %v", ready, n.Spec.Taints)
 		}
 		return nil
 	})
-	if cordoned {
-		if err := setCordon(t.Context(), n.Name, true); err != nil {
-			t.Fatal(err)
-		}
-	}
 }
 
 // poolNodeClaims lists the NodeClaims Karpenter made for the scenarios'

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -51,16 +52,33 @@ type loadResult struct {
 // would admit the pod unmutated). A create slower than slowAfter counts as
 // slow.
 func (f *framework) createStream(ctx context.Context, rate int, d, slowAfter time.Duration) loadResult {
+	var s loadStream
+	return s.run(ctx, f, rate, time.After(d), slowAfter)
+}
+
+// loadStream is a stream of creates as createStream sends them, until a
+// channel says stop, which also tells how many are in flight at a moment.
+type loadStream struct {
+	inFlight atomic.Int64
+}
+
+func (s *loadStream) run(ctx context.Context, f *framework, rate int, stop <-chan time.Time, slowAfter time.Duration) loadResult {
 	var r loadResult
 	var wg sync.WaitGroup
 	tick := time.NewTicker(time.Second / time.Duration(rate))
 	defer tick.Stop()
-	deadline := time.Now().Add(d)
-	for i := 0; time.Now().Before(deadline); i++ {
-		<-tick.C
+	for i := 0; ; i++ {
+		select {
+		case <-stop:
+			wg.Wait()
+			return r
+		case <-tick.C:
+		}
 		wg.Add(1)
+		s.inFlight.Add(1)
 		go func() {
 			defer wg.Done()
+			defer s.inFlight.Add(-1)
 			atomic.AddInt64(&r.sent, 1)
 			start := time.Now()
 			p, err := f.dryRunCreate(ctx, k8s, pod(spreadtest.MakePod().Name(fmt.Sprintf("load-%d", i)).Label("app", "load")))
@@ -73,11 +91,10 @@ func (f *framework) createStream(ctx context.Context, rate int, d, slowAfter tim
 				f.t.Logf("create %d failed: %v", i, err)
 			case p.Annotations[policyAnnotation] == "":
 				atomic.AddInt64(&r.unmutated, 1)
+				f.t.Logf("create %d admitted without the webhook's mutation", i)
 			}
 		}()
 	}
-	wg.Wait()
-	return r
 }
 
 // servedSerial is the serial number of the certificate the webhook presents.
@@ -133,32 +150,163 @@ func certificateRenewedUnderLoad(t *testing.T) {
 
 const (
 	// envExtraStartCmd starts a second webhook replica (arguments: its
-	// port and its probe port); envExtraKillCmd kills it (argument: the
-	// port). The replica scenario needs both, and envWebhookURL.
+	// port and its probe port) with the chart's configuration as
+	// installed; envExtraKillCmd kills it (argument: the port). The
+	// replica scenario needs them, envExtraStopCmd and envWebhookURL.
 	envExtraStartCmd = "SPREADGUARD_E2E_EXTRA_START_CMD"
 	envExtraKillCmd  = "SPREADGUARD_E2E_EXTRA_KILL_CMD"
+	// envExtraStopCmd stops it as the kubelet stops a pod (argument: the
+	// port): SIGTERM, and it must exit within the grace period.
+	envExtraStopCmd = "SPREADGUARD_E2E_EXTRA_STOP_CMD"
 )
 
-// roundRobin forwards each TCP connection to the next of backends, as a
-// Service spreads connections over its endpoints.
+// roundRobin forwards each TCP connection to the next of its backends that
+// is ready, as a Service spreads connections over its endpoints: a backend
+// with a readiness URL is an endpoint only while that URL answers 200, as
+// kube-proxy keeps only the ready endpoints of a Service, and checked every
+// probePeriod. With no backend ready, a connection is closed at once.
 type roundRobin struct {
-	ln       net.Listener
-	backends []string
-	next     atomic.Uint64
-	// conns counts the connections forwarded to each backend.
-	conns []atomic.Int64
+	ln   net.Listener
+	mu   sync.Mutex
+	all  []*backend
+	next atomic.Uint64
 }
 
-func newRoundRobin(t *testing.T, backends ...string) *roundRobin {
+// probePeriod is how often the front asks each backend's /readyz.
+const probePeriod = 100 * time.Millisecond
+
+// backend is one endpoint of a roundRobin.
+type backend struct {
+	addr  string
+	ready atomic.Bool
+	// conns counts the connections forwarded to it.
+	conns atomic.Int64
+	// dialFailures counts the connections it was chosen for and refused.
+	dialFailures atomic.Int64
+	// unready lists when its readiness was seen failing after it had
+	// passed, and why.
+	mu      sync.Mutex
+	unready []unreadySpell
+}
+
+// unreadySpell is a readiness check that failed after one had passed.
+type unreadySpell struct {
+	at  time.Time
+	why string
+	// serving says whether the backend's port still accepted a
+	// connection right after: a replica that stops well is not ready
+	// while it still serves, not only once its listener has closed (which
+	// fails every readiness check anyway).
+	serving bool
+}
+
+// unreadyServingFrom returns when it was first seen not ready while still
+// serving, at or after from, or the zero time. A spell before from (a
+// probe that timed out on a busy machine) says nothing of how the replica
+// stops.
+func (b *backend) unreadyServingFrom(from time.Time) time.Time {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, u := range b.unready {
+		if u.serving && !u.at.Before(from) {
+			return u.at
+		}
+	}
+	return time.Time{}
+}
+
+// unreadyBefore returns the spells seen before t, for the log.
+func (b *backend) unreadyBefore(t time.Time) []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []string
+	for _, u := range b.unready {
+		if u.at.Before(t) {
+			out = append(out, fmt.Sprintf("%s before: %s", t.Sub(u.at).Round(time.Millisecond), u.why))
+		}
+	}
+	return out
+}
+
+// newRoundRobin starts a front for backends that are always ready (no
+// readiness URL).
+func newRoundRobin(t *testing.T, addrs ...string) *roundRobin {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &roundRobin{ln: ln, backends: backends, conns: make([]atomic.Int64, len(backends))}
+	p := &roundRobin{ln: ln}
+	for _, a := range addrs {
+		b := &backend{addr: a}
+		b.ready.Store(true)
+		p.all = append(p.all, b)
+	}
 	go p.serve()
 	t.Cleanup(func() { ln.Close() })
 	return p
+}
+
+// add makes addr a backend, routed to while readyz answers 200, which is
+// checked until the test ends.
+func (p *roundRobin) add(t *testing.T, addr, readyz string) *backend {
+	t.Helper()
+	b := &backend{addr: addr}
+	p.mu.Lock()
+	p.all = append(p.all, b)
+	p.mu.Unlock()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go func() {
+		// The kubelet's default probe timeout.
+		c := &http.Client{Timeout: time.Second}
+		tick := time.NewTicker(probePeriod)
+		defer tick.Stop()
+		for {
+			resp, err := c.Get(readyz)
+			ok := err == nil && resp.StatusCode == http.StatusOK
+			why := ""
+			switch {
+			case err != nil:
+				why = err.Error()
+			case !ok:
+				body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+				why = fmt.Sprintf("%s: %s", resp.Status, strings.TrimSpace(string(body)))
+			}
+			if resp != nil {
+				resp.Body.Close()
+			}
+			if b.ready.Swap(ok) && !ok {
+				spell := unreadySpell{at: time.Now(), why: why}
+				if conn, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+					conn.Close()
+					spell.serving = true
+				}
+				b.mu.Lock()
+				b.unready = append(b.unready, spell)
+				b.mu.Unlock()
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return b
+}
+
+// pick returns the next ready backend, or nil.
+func (p *roundRobin) pick() *backend {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for range p.all {
+		b := p.all[p.next.Add(1)%uint64(len(p.all))]
+		if b.ready.Load() {
+			return b
+		}
+	}
+	return nil
 }
 
 func (p *roundRobin) serve() {
@@ -169,12 +317,16 @@ func (p *roundRobin) serve() {
 		}
 		go func() {
 			defer in.Close()
-			i := p.next.Add(1) % uint64(len(p.backends))
-			out, err := net.DialTimeout("tcp", p.backends[i], 2*time.Second)
-			if err != nil {
+			b := p.pick()
+			if b == nil {
 				return
 			}
-			p.conns[i].Add(1)
+			out, err := net.DialTimeout("tcp", b.addr, 2*time.Second)
+			if err != nil {
+				b.dialFailures.Add(1)
+				return
+			}
+			b.conns.Add(1)
 			defer out.Close()
 			done := make(chan struct{}, 2)
 			go func() { _, _ = io.Copy(out, in); done <- struct{}{} }()
@@ -194,61 +346,129 @@ func freeLocalPort(t *testing.T) int {
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
-func replicaKilledMidBurst(t *testing.T) {
-	webhookURL := os.Getenv(envWebhookURL)
-	if webhookURL == "" || os.Getenv(envExtraStartCmd) == "" || os.Getenv(envExtraKillCmd) == "" {
-		t.Skipf("%s/%s/%s unset: no second local replica can be started", envWebhookURL, envExtraStartCmd, envExtraKillCmd)
-	}
-	f := newFramework(t)
-	// The namespace is left out of spreadguard's own configurations and
-	// sent, through copies of them, to two replicas behind one address.
-	var ns v1.Namespace
-	if err := k8s.Get(t.Context(), client.ObjectKey{Name: f.ns}, &ns); err != nil {
-		t.Fatal(err)
-	}
-	ns.Labels["spreadguard.io/ignore"] = "true"
-	if err := k8s.Update(t.Context(), &ns); err != nil {
-		t.Fatal(err)
-	}
-	port, probe := freeLocalPort(t), freeLocalPort(t)
-	if err := runHook(t.Context(), t, envExtraStartCmd, strconv.Itoa(port), strconv.Itoa(probe)); err != nil {
+// extraReplica is a second local replica of the webhook, started with the
+// chart's configuration as it is installed.
+type extraReplica struct {
+	port, probe int
+}
+
+func (r extraReplica) addr() string   { return fmt.Sprintf("127.0.0.1:%d", r.port) }
+func (r extraReplica) readyz() string { return fmt.Sprintf("http://127.0.0.1:%d/readyz", r.probe) }
+
+// startExtraReplica starts one with envExtraStartCmd, killed when the test
+// ends if it still runs.
+func startExtraReplica(t *testing.T) extraReplica {
+	t.Helper()
+	r := extraReplica{port: freeLocalPort(t), probe: freeLocalPort(t)}
+	if err := runHook(t.Context(), t, envExtraStartCmd, strconv.Itoa(r.port), strconv.Itoa(r.probe)); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if err := runHook(context.Background(), t, envExtraKillCmd, strconv.Itoa(port)); err != nil {
+		if err := runHook(context.Background(), t, envExtraKillCmd, strconv.Itoa(r.port)); err != nil {
 			t.Error(err)
 		}
 	})
+	return r
+}
+
+func replicaStoppedMidBurst(t *testing.T) {
+	webhookURL := os.Getenv(envWebhookURL)
+	if webhookURL == "" || os.Getenv(envExtraStartCmd) == "" || os.Getenv(envExtraKillCmd) == "" || os.Getenv(envExtraStopCmd) == "" {
+		t.Skipf("%s/%s/%s/%s unset: no second local replica can be started", envWebhookURL, envExtraStartCmd, envExtraKillCmd, envExtraStopCmd)
+	}
 	u, err := url.Parse(webhookURL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	lb := newRoundRobin(t, u.Host, fmt.Sprintf("127.0.0.1:%d", port))
-	f.create(hardZonePolicy(v1alpha1.ActionDeny))
-	f.create(service(spreadtest.MakeService().Name("load").Selector("app", "load")))
-	f.create(service(spreadtest.MakeService().Name("probe").Selector("e2e-probe", "true")))
-	f.copiesAt("replicas", "https://"+lb.ln.Addr().String())
-	f.eventually(policyChangeTimeout, "the two replicas are serving", f.serving)
+	tests := []struct {
+		name string
+		// stop is the hook that ends the second replica.
+		stop string
+		// graceful says whether it goes as a rollout stops a pod
+		// (SIGTERM): not ready first, then drained, so that no create
+		// may miss the webhook; a kill (SIGKILL) may cost at most the
+		// creates in flight at that moment.
+		graceful bool
+	}{
+		{name: "killed with SIGKILL, as a crash -> none fails, none misses the webhook beyond the creates in flight at the kill", stop: envExtraKillCmd},
+		{name: "stopped with SIGTERM, as a rollout or a drain -> not ready before its port closes; none fails, none misses the webhook", stop: envExtraStopCmd, graceful: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFramework(t)
+			// The namespace is left out of spreadguard's own
+			// configurations and sent, through copies of them, to two
+			// replicas behind one address.
+			var ns v1.Namespace
+			if err := k8s.Get(t.Context(), client.ObjectKey{Name: f.ns}, &ns); err != nil {
+				t.Fatal(err)
+			}
+			ns.Labels["spreadguard.io/ignore"] = "true"
+			if err := k8s.Update(t.Context(), &ns); err != nil {
+				t.Fatal(err)
+			}
+			second := startExtraReplica(t)
+			// The first replica is the suite's own, which the front takes
+			// for always ready; the second is routed to while ready.
+			lb := newRoundRobin(t, u.Host)
+			stopped := lb.add(t, second.addr(), second.readyz())
+			f.create(hardZonePolicy(v1alpha1.ActionDeny))
+			f.create(service(spreadtest.MakeService().Name("load").Selector("app", "load")))
+			f.create(service(spreadtest.MakeService().Name("probe").Selector("e2e-probe", "true")))
+			f.copiesAt("replicas", "https://"+lb.ln.Addr().String())
+			f.eventually(policyChangeTimeout, "the two replicas are serving", f.serving)
 
-	const rate, duration = 20, 6 * time.Second
-	killed := make(chan error, 1)
-	var beforeKill int64
-	go func() {
-		time.Sleep(duration / 3)
-		beforeKill = lb.conns[1].Load()
-		killed <- runHook(context.Background(), t, envExtraKillCmd, strconv.Itoa(port))
-	}()
-	r := f.createStream(t.Context(), rate, duration, time.Second)
-	if err := <-killed; err != nil {
-		t.Fatal(err)
-	}
-	if beforeKill == 0 {
-		t.Errorf("the second replica had been sent no connection before it was killed; the scenario tested nothing")
-	}
-	t.Logf("one of two replicas killed under %d creates/s for %s: %d creates, %d failed, %d admitted without the webhook, %d slower than 1s; connections to the replicas: %d and %d (%d to the killed one before it died)",
-		rate, duration, r.sent, r.failed, r.unmutated, r.slow, lb.conns[0].Load(), lb.conns[1].Load(), beforeKill)
-	if r.failed != 0 {
-		t.Errorf("%d creates failed while a replica died, want none under failurePolicy Ignore", r.failed)
+			const rate, duration = 20, 8 * time.Second
+			var stream loadStream
+			type ended struct {
+				err               error
+				inFlight, conns   int64
+				signalled, exited time.Time
+			}
+			done := make(chan ended, 1)
+			go func() {
+				time.Sleep(duration / 4)
+				e := ended{inFlight: stream.inFlight.Load(), conns: stopped.conns.Load(), signalled: time.Now()}
+				e.err = runHook(context.Background(), t, tc.stop, strconv.Itoa(second.port))
+				e.exited = time.Now()
+				done <- e
+			}()
+			r := stream.run(t.Context(), f, rate, time.After(duration), time.Second)
+			e := <-done
+			if e.err != nil {
+				t.Fatal(e.err)
+			}
+			t.Logf("one of two replicas %s under %d creates/s for %s: %d creates, %d failed, %d admitted without the webhook, %d slower than 1s, %d in flight when it was signalled; connections to the replicas: %d and %d (%d to the second before the signal, %d refused to it)",
+				map[bool]string{true: "stopped", false: "killed"}[tc.graceful], rate, duration, r.sent, r.failed, r.unmutated, r.slow, e.inFlight,
+				lb.all[0].conns.Load(), stopped.conns.Load(), e.conns, stopped.dialFailures.Load())
+			if e.conns == 0 {
+				t.Errorf("the second replica had been sent no connection before it was stopped; the scenario tested nothing")
+			}
+			if r.failed != 0 {
+				t.Errorf("%d creates failed, want none under failurePolicy Ignore", r.failed)
+			}
+			if !tc.graceful {
+				if r.unmutated > e.inFlight {
+					t.Errorf("%d creates admitted without the webhook, more than the %d in flight at the kill", r.unmutated, e.inFlight)
+				}
+				return
+			}
+			if r.unmutated != 0 {
+				t.Errorf("%d creates admitted without the webhook while a replica stopped gracefully, want none", r.unmutated)
+			}
+			if n := stopped.dialFailures.Load(); n != 0 {
+				t.Errorf("%d connections were sent to the stopping replica after its port closed: it closed before it stopped being ready", n)
+			}
+			if before := stopped.unreadyBefore(e.signalled); len(before) > 0 {
+				t.Logf("the stopping replica was seen not ready before its SIGTERM: %s", strings.Join(before, "; "))
+			}
+			if unready := stopped.unreadyServingFrom(e.signalled); unready.IsZero() || unready.After(e.exited) {
+				t.Errorf("the stopping replica was not seen not ready while it still served, between its SIGTERM and its exit (first seen so at %v, exited at %v)", unready, e.exited)
+			} else {
+				t.Logf("the stopping replica was not ready %s after SIGTERM and exited %s after it",
+					unready.Sub(e.signalled).Round(time.Millisecond), e.exited.Sub(e.signalled).Round(time.Millisecond))
+			}
+		})
 	}
 }
 

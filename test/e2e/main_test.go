@@ -153,11 +153,18 @@ func setUp() error {
 	if err := uncordonLeftovers(ctx); err != nil {
 		return err
 	}
-	if cluster, err = discover(ctx); err != nil {
+	if cluster, err = discoverNodes(ctx); err != nil {
 		return err
 	}
 	for _, z := range cluster.zones {
 		fmt.Fprintf(os.Stderr, "e2e: zone %s: %s\n", z, strings.Join(cluster.nodesByZone[z], ", "))
+	}
+	if os.Getenv(envPhase) == phaseUpgrade {
+		// The upgrade scenario installs spreadguard itself.
+		return nil
+	}
+	if err := discoverWebhooks(ctx, &cluster); err != nil {
+		return err
 	}
 	start := time.Now()
 	if err := waitServing(ctx); err != nil {
@@ -235,7 +242,8 @@ func uncordonLeftovers(ctx context.Context) error {
 	return nil
 }
 
-func discover(ctx context.Context) (clusterInfo, error) {
+// discoverNodes finds the zones of the schedulable nodes.
+func discoverNodes(ctx context.Context) (clusterInfo, error) {
 	info := clusterInfo{nodesByZone: map[string][]string{}}
 	var nodes v1.NodeList
 	if err := k8s.List(ctx, &nodes); err != nil {
@@ -258,10 +266,15 @@ func discover(ctx context.Context) (clusterInfo, error) {
 		return info, fmt.Errorf("the suite needs Ready, schedulable, untainted nodes in exactly 3 zones (label %s); found %d: %v",
 			zoneKey, len(info.zones), info.nodesByZone)
 	}
+	return info, nil
+}
 
+// discoverWebhooks finds spreadguard's pod webhooks, and fails when it is
+// not installed.
+func discoverWebhooks(ctx context.Context, info *clusterInfo) error {
 	var mutating admissionregistrationv1.MutatingWebhookConfigurationList
 	if err := k8s.List(ctx, &mutating); err != nil {
-		return info, fmt.Errorf("list mutating webhook configurations: %w", err)
+		return fmt.Errorf("list mutating webhook configurations: %w", err)
 	}
 	for _, c := range mutating.Items {
 		for _, w := range c.Webhooks {
@@ -272,7 +285,7 @@ func discover(ctx context.Context) (clusterInfo, error) {
 	}
 	var validating admissionregistrationv1.ValidatingWebhookConfigurationList
 	if err := k8s.List(ctx, &validating); err != nil {
-		return info, fmt.Errorf("list validating webhook configurations: %w", err)
+		return fmt.Errorf("list validating webhook configurations: %w", err)
 	}
 	for _, c := range validating.Items {
 		for _, w := range c.Webhooks {
@@ -282,13 +295,13 @@ func discover(ctx context.Context) (clusterInfo, error) {
 		}
 	}
 	if len(info.mutating) == 0 || len(info.validating) == 0 {
-		return info, fmt.Errorf("spreadguard is not installed: no webhook configuration calls %s and %s (found %d and %d); install the chart first",
+		return fmt.Errorf("spreadguard is not installed: no webhook configuration calls %s and %s (found %d and %d); install the chart first",
 			mutatePodPath, validatePodPath, len(info.mutating), len(info.validating))
 	}
 	if _, err := k8s.RESTMapper().RESTMapping(v1alpha1.Kind(v1alpha1.KindSpreadPolicy), v1alpha1.GroupVersion.Version); err != nil {
-		return info, fmt.Errorf("the SpreadPolicy CRD is not installed: %w", err)
+		return fmt.Errorf("the SpreadPolicy CRD is not installed: %w", err)
 	}
-	return info, nil
+	return nil
 }
 
 func named(conf, name string, fp *admissionregistrationv1.FailurePolicyType, sel *metav1.LabelSelector, cc admissionregistrationv1.WebhookClientConfig) namedWebhook {

@@ -240,7 +240,7 @@ func startServer(t *testing.T, policy admissionregistrationv1.FailurePolicyType,
 	}
 	v := validating[0]
 	v.Name = m.Name
-	v.Webhooks = v.Webhooks[:1] // pods only
+	v.Webhooks = v.Webhooks[:1] // the pod CREATE only
 	v.Webhooks[0].FailurePolicy = &policy
 	v.Webhooks[0].NamespaceSelector = sel
 	v.Webhooks[0].ClientConfig = admissionregistrationv1.WebhookClientConfig{URL: new(url + app.PathValidatePod), CABundle: suite.caPEM}

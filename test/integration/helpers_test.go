@@ -95,7 +95,8 @@ func zonePolicy(ns string) *policytest.SpreadPolicyWrapper {
 
 // waitForPolicy waits until the webhook's cache holds the namespace's
 // policy: a dry-run pod of a probe ReplicaSet comes back annotated with it.
-// Dry runs go through the webhooks (sideEffects: None) and store nothing.
+// Dry runs go through the webhooks (sideEffects None or NoneOnDryRun) and
+// store nothing.
 func waitForPolicy(t *testing.T, ns string) {
 	t.Helper()
 	probe := replicaSet(ns, "probe", map[string]string{"app": "probe"})

@@ -127,7 +127,7 @@ func runSuite(m *testing.M) int {
 			"Run `make test-integration`, which copies it from karpenter-provider-aws's module with hack/build-binaries.sh karpenter-aws-crds.", awsCRDs)
 	}
 
-	crds := []string{filepath.Join(root, "charts", "spreadguard", "crds"), karpenterCRDs, awsCRDs, filepath.Join("testdata", "eks-auto-mode")}
+	crds := []string{filepath.Join(root, "charts", "spreadguard", "files", "crds"), karpenterCRDs, awsCRDs, filepath.Join("testdata", "eks-auto-mode")}
 	tmp, err := os.MkdirTemp("", "spreadguard-integration-")
 	if err != nil {
 		return fail("creating a temporary directory: %v", err)
@@ -336,6 +336,8 @@ func webhookConfigurations(root string) ([]*admissionregistrationv1.MutatingWebh
 	}
 	fail := admissionregistrationv1.Fail
 	none := admissionregistrationv1.SideEffectClassNone
+	// The pod validation records events, none on a dry run.
+	noneOnDryRun := admissionregistrationv1.SideEffectClassNoneOnDryRun
 	equivalent := admissionregistrationv1.Equivalent
 	ifNeeded := admissionregistrationv1.IfNeededReinvocationPolicy
 	timeout := int32(10)
@@ -370,16 +372,21 @@ func webhookConfigurations(root string) ([]*admissionregistrationv1.MutatingWebh
 		Webhooks: []admissionregistrationv1.ValidatingWebhook{
 			{
 				Name: "pods.validate.spreadguard.io", AdmissionReviewVersions: []string{"v1"},
-				SideEffects: &none, MatchPolicy: &equivalent, FailurePolicy: &fail, TimeoutSeconds: &timeout,
+				SideEffects: &noneOnDryRun, MatchPolicy: &equivalent, FailurePolicy: &fail, TimeoutSeconds: &timeout,
 				ClientConfig: clientConfig(app.PathValidatePod),
-				Rules:        rule("", "v1", "pods", namespaced, create, update),
-				// As the chart's: CREATE, and the UPDATE that removes a
-				// pod's last scheduling gate.
+				Rules:        rule("", "v1", "pods", namespaced, create),
+			},
+			{
+				// As the chart's: the UPDATE that removes a pod's last
+				// scheduling gate has an entry of its own.
+				Name: "gated-pods.validate.spreadguard.io", AdmissionReviewVersions: []string{"v1"},
+				SideEffects: &noneOnDryRun, MatchPolicy: &equivalent, FailurePolicy: &fail, TimeoutSeconds: &timeout,
+				ClientConfig: clientConfig(app.PathValidatePod),
+				Rules:        rule("", "v1", "pods", namespaced, update),
 				MatchConditions: []admissionregistrationv1.MatchCondition{{
-					Name: "create-or-last-scheduling-gate-removed",
-					Expression: "request.operation == 'CREATE' || " +
-						"(has(oldObject.spec.schedulingGates) && size(oldObject.spec.schedulingGates) > 0 && " +
-						"(!has(object.spec.schedulingGates) || size(object.spec.schedulingGates) == 0))",
+					Name: "last-scheduling-gate-removed",
+					Expression: "has(oldObject.spec.schedulingGates) && size(oldObject.spec.schedulingGates) > 0 && " +
+						"(!has(object.spec.schedulingGates) || size(object.spec.schedulingGates) == 0)",
 				}},
 			},
 			{

@@ -98,6 +98,9 @@ express. Every template that depends on them includes it.
 {{- if and (eq .Values.webhook.policyFailurePolicy "Fail") (or .Values.policy.clusterDefault.enabled .Values.policy.namespaces) }}
 {{- fail "webhook.policyFailurePolicy is Fail while the chart renders policies: on a fresh install Helm 4 registers the validating webhook before the server is up, so the chart's own policies would be refused. Keep webhook.policyFailurePolicy=Ignore, or set policy.clusterDefault.enabled=false and policy.namespaces={} and manage the policies apart." }}
 {{- end }}
+{{- if ge (int .Values.shutdownDelaySeconds) (int .Values.terminationGracePeriodSeconds) }}
+{{- fail (printf "shutdownDelaySeconds (%d) is not less than terminationGracePeriodSeconds (%d): the kubelet would kill a stopping replica before it drains the requests in flight. Lower shutdownDelaySeconds or raise terminationGracePeriodSeconds." (int .Values.shutdownDelaySeconds) (int .Values.terminationGracePeriodSeconds)) }}
+{{- end }}
 {{- $excluded := fromJsonArray (include "spreadguard.excludedNamespaces" .) }}
 {{- range $ns, $_ := .Values.policy.namespaces }}
 {{- if has $ns $excluded }}
@@ -234,4 +237,41 @@ the templates of a chart.
 {{- end }}
 {{- end }}
 {{- get . "spreadguardSelfSignedTLS" | toJson }}
+{{- end }}
+
+{{/*
+spreadguard.customResourceAnnotations are the annotations of a custom resource
+the chart renders, of kind "kind" in the dict. Helm maps every object of a
+release to its API before it creates any, so a NodeTemplate or a policy
+cannot be in the same release as the CRD that defines it unless the API
+server serves the kind already: on a fresh install, or an upgrade from a
+chart version without the kind, the resource is created after the release's
+other objects instead, by a post-install and post-upgrade hook. The hook
+carries the ownership annotations Helm would have written, so the next
+upgrade, which finds the kind served, adopts the object into the release.
+*/}}
+{{- define "spreadguard.customResourceAnnotations" -}}
+{{- $root := .root }}
+{{- if and $root.Values.crds.enabled (not ($root.Capabilities.APIVersions.Has (printf "spreadguard.io/v1alpha1/%s" .kind))) }}
+annotations:
+  helm.sh/hook: post-install,post-upgrade
+  helm.sh/hook-delete-policy: before-hook-creation
+  meta.helm.sh/release-name: {{ $root.Release.Name }}
+  meta.helm.sh/release-namespace: {{ $root.Release.Namespace }}
+{{- end }}
+{{- end }}
+
+{{/*
+spreadguard.metricsScraper is "true" when the chart makes the ServiceAccount
+and token Secret the ServiceMonitor authenticates with: a secure ServiceMonitor
+whose token Secret is not given.
+*/}}
+{{- define "spreadguard.metricsScraper" -}}
+{{- with .Values.metrics }}
+{{- if and (include "spreadguard.inCluster" $) .serviceMonitor.enabled .secure (not .serviceMonitor.tokenSecret.name) }}true{{ end }}
+{{- end }}
+{{- end }}
+
+{{- define "spreadguard.metricsTokenSecretName" -}}
+{{- default (printf "%s-metrics-scraper-token" (include "spreadguard.fullname" .)) .Values.metrics.serviceMonitor.tokenSecret.name }}
 {{- end }}

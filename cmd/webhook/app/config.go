@@ -64,6 +64,10 @@ var settings = []config.Flag[Config]{
 		Field: func(c *Config) any { return &c.Audit }},
 	{Name: "leader-election-namespace", Usage: "Namespace of the audit's Lease; empty: the pod's own namespace.",
 		Field: func(c *Config) any { return &c.LeaderElectionNamespace }},
+	{Name: "audit-coalesce-delay", Usage: "How long the audit gathers the changes that follow a first one before it runs a pass, so that a rollout costs one pass.",
+		Field: func(c *Config) any { return &c.AuditCoalesceDelay }},
+	{Name: "shutdown-delay", Usage: "How long a replica told to stop (SIGTERM) answers requests after it stops being ready, before it closes its listeners and drains: long enough for the Service to drop it. 0 stops at once.",
+		Field: func(c *Config) any { return &c.ShutdownDelay }},
 }
 
 // AddFlags binds every flag to its field of c; the current values of c are

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -86,6 +87,16 @@ func TestParseConfig(t *testing.T) {
 				c.LogLevel = "4"
 				c.Kubeconfig = "/kc"
 			}),
+		},
+		{
+			name: "--audit-coalesce-delay=1s -> the audit's delay 1s, the 10s default replaced",
+			args: []string{"--audit-coalesce-delay=1s"},
+			want: configWith(func(c *Config) { c.AuditCoalesceDelay = metav1.Duration{Duration: time.Second} }),
+		},
+		{
+			name: "--shutdown-delay=1500ms -> a stopping replica answers 1.5s after it stops being ready",
+			args: []string{"--shutdown-delay=1500ms"},
+			want: configWith(func(c *Config) { c.ShutdownDelay = metav1.Duration{Duration: 1500 * time.Millisecond} }),
 		},
 		{
 			name: "--excluded-namespaces given twice -> both lists, the default replaced",
@@ -263,6 +274,8 @@ func TestEveryInvalidFlagIsNamedInItsError(t *testing.T) {
 		{"second excluded namespace with capitals -> excludedNamespaces[1] invalid", "--excluded-namespaces=ok,Not-OK", "excludedNamespaces[1]", field.ErrorTypeInvalid},
 		{"log level verbose -> logLevel invalid", "--log-level=verbose", "logLevel", field.ErrorTypeInvalid},
 		{"log level 11 -> logLevel invalid", "--log-level=11", "logLevel", field.ErrorTypeInvalid},
+		{"audit coalesce delay 0s -> auditCoalesceDelay invalid", "--audit-coalesce-delay=0s", "auditCoalesceDelay", field.ErrorTypeInvalid},
+		{"negative shutdown delay -> shutdownDelay invalid", "--shutdown-delay=-1s", "shutdownDelay", field.ErrorTypeInvalid},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"time"
@@ -21,8 +22,9 @@ func WithAuditObserver(observe func(spreadhealth.Pass)) Option {
 }
 
 // WithAuditPeriods sets how often the controller of spread health runs a
-// full pass and how long it gathers changes before a pass, so that a test
-// need not wait minutes.
+// full pass and how long it gathers changes before a pass (over the
+// configuration's auditCoalesceDelay), so that a test need not wait
+// minutes.
 func WithAuditPeriods(fullPass, coalesce time.Duration) Option {
 	return func(o *options) { o.healthFullPass, o.healthCoalesce = fullPass, coalesce }
 }
@@ -49,7 +51,7 @@ func addSpreadHealth(mgr manager.Manager, o *options, cfg *Config, ix *spread.In
 		Cache: mgr.GetCache(), Client: mgr.GetClient(), Mapper: mgr.GetRESTMapper(), RESTConfig: mgr.GetConfig(),
 		LeaseNamespace: leaseNS, Index: ix, Sources: src, Engine: engineCfg, Synced: synced,
 		Registry: o.registry, Log: log,
-		FullPass: o.healthFullPass, Coalesce: o.healthCoalesce, Observe: o.healthObserver,
+		FullPass: o.healthFullPass, Coalesce: cmp.Or(o.healthCoalesce, cfg.AuditCoalesceDelay.Duration), Observe: o.healthObserver,
 	})
 	if err != nil {
 		return err

@@ -117,9 +117,10 @@ func WithSourcesWrapper(wrap func(engine.Sources) engine.Sources) Option {
 }
 
 // Run is the composition root of spreadguard-webhook: it builds the caches,
-// the index, the handlers and the servers from cfg, serves until ctx is done,
-// then drains in-flight requests and returns. Each step below is one
-// function; the wiring between them is all Run does.
+// the index, the handlers and the servers from cfg, serves until ctx is done
+// (not ready from then on) and cfg.ShutdownDelay has passed, then drains
+// in-flight requests and returns. Each step below is one function; the
+// wiring between them is all Run does.
 func Run(ctx context.Context, cfg *Config, opts ...Option) error {
 	if errs := cfg.Validate(); len(errs) > 0 {
 		return fmt.Errorf("invalid configuration: %w", errs.ToAggregate())
@@ -132,6 +133,11 @@ func Run(ctx context.Context, cfg *Config, opts ...Option) error {
 	if err != nil {
 		return err
 	}
+	// Everything below runs until the end of the shutdown delay, not until
+	// the signal (shutdown.go).
+	stop := newShutdown(cfg.ShutdownDelay.Duration)
+	ctx, cancel := stop.serving(ctx, log)
+	defer cancel()
 	restConfig, err := o.restConfigFor(cfg)
 	if err != nil {
 		return err
@@ -166,15 +172,15 @@ func Run(ctx context.Context, cfg *Config, opts ...Option) error {
 	if err := addSpreadHealth(mgr, &o, cfg, ix, sources, engineCfg, caches.tracker.Synced, log.WithName("spreadhealth")); err != nil {
 		return err
 	}
-	addEndpoints(mgr, cfg, log, endpointInputs{sources: o.sourcesFunc(sources), engine: engineCfg, index: ix,
+	addEndpoints(mgr, cfg, log, stop, endpointInputs{sources: o.sourcesFunc(sources), engine: engineCfg, index: ix,
 		synced: caches.synced, recorder: recorder, metrics: metrics})
-	if err := addHealthChecks(mgr, caches.synced); err != nil {
+	if err := addHealthChecks(mgr, caches.synced, stop); err != nil {
 		return err
 	}
 	log.Info("starting spreadguard-webhook", "port", cfg.Port, "certDir", cfg.CertDir,
 		"defaultAction", cfg.DefaultAction, "excludedNamespaces", engineCfg.ExcludedNamespaces,
 		"refuseUntilSynced", cfg.RefuseUntilSynced, "metricsSecure", cfg.MetricsSecure, "failurePolicy", cfg.FailurePolicy, "messageDetail", cfg.MessageDetail,
-		"karpenterNodePools", caches.templateSources.Karpenter, "nodeGroupLabel", cfg.NodeGroupLabel)
+		"karpenterNodePools", caches.templateSources.Karpenter, "nodeGroupLabel", cfg.NodeGroupLabel, "shutdownDelay", cfg.ShutdownDelay.Duration)
 	// Serve until ctx is done, then drain in-flight requests.
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("running the manager: %w", err)
@@ -351,8 +357,9 @@ type endpointInputs struct {
 	metrics  *admission.Metrics
 }
 
-// addEndpoints registers every admission endpoint with the webhook server.
-func addEndpoints(mgr manager.Manager, cfg *Config, log logr.Logger, h endpointInputs) {
+// addEndpoints registers every admission endpoint with the webhook server;
+// each closes its connections once stop says the replica is stopping.
+func addEndpoints(mgr manager.Manager, cfg *Config, log logr.Logger, stop *shutdown, h endpointInputs) {
 	decoder := ctrladmission.NewDecoder(mgr.GetScheme())
 	pods := metav1.GroupVersionResource{Version: "v1", Resource: "pods"}
 	spreadPolicies := v1alpha1.GroupVersion.WithResource("spreadpolicies")
@@ -387,13 +394,14 @@ func addEndpoints(mgr manager.Manager, cfg *Config, log logr.Logger, h endpointI
 	}
 	server := mgr.GetWebhookServer()
 	for path, handler := range handlers {
-		server.Register(path, admission.NewEndpoint(handler, log.WithName("admission").WithValues("webhook", path), endpointOptions[path]...))
+		server.Register(path, stop.closeWhenStopping(
+			admission.NewEndpoint(handler, log.WithName("admission").WithValues("webhook", path), endpointOptions[path]...)))
 	}
 }
 
 // addHealthChecks serves /healthz, and /readyz once the caches have synced
-// and the webhook server has started.
-func addHealthChecks(mgr manager.Manager, synced func() bool) error {
+// and the webhook server has started, until the replica is told to stop.
+func addHealthChecks(mgr manager.Manager, synced func() bool, stop *shutdown) error {
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return fmt.Errorf("adding the health check: %w", err)
 	}
@@ -406,6 +414,9 @@ func addHealthChecks(mgr manager.Manager, synced func() bool) error {
 		return fmt.Errorf("adding the readiness check: %w", err)
 	}
 	if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
+		return fmt.Errorf("adding the readiness check: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("shutdown", stop.readyz); err != nil {
 		return fmt.Errorf("adding the readiness check: %w", err)
 	}
 	return nil

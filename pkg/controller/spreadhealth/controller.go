@@ -120,7 +120,10 @@ var _ manager.LeaderElectionRunnable = (*Controller)(nil)
 // New returns the controller of cfg and registers its metrics.
 func New(cfg Config) (*Controller, error) {
 	if cfg.FullPass <= 0 {
-		cfg.FullPass, cfg.Coalesce = DefaultFullPassPeriod, DefaultCoalesceDelay
+		cfg.FullPass = DefaultFullPassPeriod
+	}
+	if cfg.Coalesce <= 0 {
+		cfg.Coalesce = DefaultCoalesceDelay
 	}
 	metrics, err := NewMetrics(cfg.Registry)
 	if err != nil {

@@ -212,6 +212,7 @@ type Chart struct {
 	Name        string `json:"name"`
 	Version     string `json:"version"`
 	AppVersion  string `json:"appVersion"`
+	KubeVersion string `json:"kubeVersion"`
 	Description string `json:"description"`
 }
 

@@ -31,7 +31,7 @@ import (
 // validators on sample objects, in process. They catch a wrong marker
 // quickly; the test against a real kube-apiserver lives elsewhere.
 
-const crdDir = "../../../../charts/spreadguard/crds"
+const crdDir = "../../../../charts/spreadguard/files/crds"
 
 var crdFiles = map[string]string{
 	v1alpha1.KindSpreadPolicy:        "spreadguard.io_spreadpolicies.yaml",

@@ -5,9 +5,10 @@
 // the validating webhook does when a pod's hard constraints cannot be met.
 //
 // The CRDs are generated from these types by controller-gen into
-// charts/spreadguard/crds/ (`make generate`). The schema refuses what it can
-// (enums, minimums, CEL rules); pkg/policy validates the rest, and the
-// webhook skips any policy that fails there.
+// charts/spreadguard/files/crds/ (`make generate`), which the chart renders as
+// templates. The schema refuses what it can (enums, minimums, CEL rules);
+// pkg/policy validates the rest, and the webhook skips any policy that fails
+// there.
 //
 // +kubebuilder:object:generate=true
 // +groupName=spreadguard.io
