@@ -54,6 +54,12 @@ type Engine struct {
 	// kubernetes.azure.com/agentpool): each group and zone seen on a node
 	// is a template of a node the cluster autoscaler can add. Empty: none.
 	NodeGroupLabel string `json:"nodeGroupLabel,omitempty"`
+	// AutoscalerZones are the zones new nodes may come up in, where nothing
+	// in the API says so: the zones of a Karpenter NodePool that leaves the
+	// zone open and whose node class names none (Azure's, Google Cloud's,
+	// the kwok provider's), and of a node group whose nodes carry no zone
+	// (autoscale.Inputs.Zones). Empty: the zones seen on nodes.
+	AutoscalerZones []string `json:"autoscalerZones,omitempty"`
 }
 
 // NewEngine returns the engine settings with the webhook's defaults.
@@ -88,6 +94,8 @@ var engineFlags = []Flag[Engine]{
 		func(e *Engine) any { return &e.AutoscalerKarpenter }},
 	{"node-group-label", "Node label naming a node's group (eks.amazonaws.com/nodegroup, cloud.google.com/gke-nodepool, kubernetes.azure.com/agentpool): each group and zone seen on a node is a node the autoscaler can add. Empty: none.",
 		func(e *Engine) any { return &e.NodeGroupLabel }},
+	{"autoscaler-zones", "Comma-separated zones new nodes may come up in, for the NodePools that leave the zone open and whose node class names no zone, and the node groups whose nodes carry none. Empty: the zones seen on nodes.",
+		func(e *Engine) any { return &e.AutoscalerZones }},
 }
 
 // AddFlags binds Engine's flags to the fields of e; the current values of
@@ -135,6 +143,28 @@ func (e *Engine) Validate() field.ErrorList {
 			errs = append(errs, field.Invalid(field.NewPath("nodeGroupLabel"), e.NodeGroupLabel, msg))
 		}
 	}
+	errs = append(errs, validateZones(field.NewPath("autoscalerZones"), e.AutoscalerZones)...)
+	return errs
+}
+
+// validateZones checks that each zone is a label value a node's
+// topology.kubernetes.io/zone can hold, and not empty: an empty zone (a
+// trailing comma) names no zone a node could come up in.
+func validateZones(path *field.Path, zones []string) field.ErrorList {
+	var errs field.ErrorList
+	seen := map[string]bool{}
+	for i, z := range zones {
+		switch {
+		case z == "":
+			errs = append(errs, field.Invalid(path.Index(i), z, "must be a zone, not empty"))
+		case seen[z]:
+			errs = append(errs, field.Duplicate(path.Index(i), z))
+		}
+		seen[z] = true
+		for _, msg := range validation.IsValidLabelValue(z) {
+			errs = append(errs, field.Invalid(path.Index(i), z, msg))
+		}
+	}
 	return errs
 }
 
@@ -158,11 +188,12 @@ func (e *Engine) Config() engine.Config {
 // Templates says where the templates of the nodes an autoscaler can add
 // come from, given whether the cluster serves the NodeTemplate and the
 // NodePool APIs: the NodeTemplates when served; the NodePools when served
-// and AutoscalerKarpenter is not false; the node groups of NodeGroupLabel.
+// and AutoscalerKarpenter is not false; the node groups of NodeGroupLabel;
+// the zones of AutoscalerZones.
 // AutoscalerKarpenter true without the NodePool API is an error: the
 // setting says Karpenter runs, and it cannot be read.
 func (e *Engine) Templates(nodeTemplatesServed, nodePoolsServed bool) (lookup.TemplateOptions, error) {
-	o := lookup.TemplateOptions{NodeTemplates: nodeTemplatesServed, NodeGroupLabel: e.NodeGroupLabel}
+	o := lookup.TemplateOptions{NodeTemplates: nodeTemplatesServed, NodeGroupLabel: e.NodeGroupLabel, Zones: e.AutoscalerZones}
 	switch e.AutoscalerKarpenter {
 	case ToggleTrue:
 		if !nodePoolsServed {

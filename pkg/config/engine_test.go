@@ -56,9 +56,10 @@ func TestEngineFlagsBindStraightIntoTheFields(t *testing.T) {
 			name:  "every flag given -> every field set from its flag",
 			start: NewEngine(),
 			args: []string{"--default-action=Warn", "--excluded-namespaces=a,b", "--message-detail=nodes",
-				"--autoscaler-karpenter=false", "--node-group-label=eks.amazonaws.com/nodegroup"},
+				"--autoscaler-karpenter=false", "--node-group-label=eks.amazonaws.com/nodegroup", "--autoscaler-zones=us-east-1a,us-east-1b"},
 			want: Engine{DefaultAction: v1alpha1.ActionWarn, ExcludedNamespaces: []string{"a", "b"},
-				MessageDetail: spread.DetailNodes, AutoscalerKarpenter: ToggleFalse, NodeGroupLabel: "eks.amazonaws.com/nodegroup"},
+				MessageDetail: spread.DetailNodes, AutoscalerKarpenter: ToggleFalse, NodeGroupLabel: "eks.amazonaws.com/nodegroup",
+				AutoscalerZones: []string{"us-east-1a", "us-east-1b"}},
 		},
 		{
 			name:  "--excluded-namespaces given twice -> both lists, the default replaced",
@@ -104,6 +105,13 @@ func TestEngineValidate(t *testing.T) {
 			want: field.ErrorList{field.NotSupported[string](field.NewPath("autoscalerKarpenter"), nil, nil)}},
 		{name: "node group label with a space -> nodeGroupLabel invalid", args: []string{"--node-group-label=node group"},
 			want: field.ErrorList{field.Invalid(field.NewPath("nodeGroupLabel"), nil, "")}},
+		{name: "zones eu-west-1a and eu-west-1b -> valid", args: []string{"--autoscaler-zones=eu-west-1a,eu-west-1b"}},
+		{name: "zones with a trailing comma -> autoscalerZones[1] invalid: an empty zone", args: []string{"--autoscaler-zones=eu-west-1a,"},
+			want: field.ErrorList{field.Invalid(field.NewPath("autoscalerZones").Index(1), nil, "")}},
+		{name: "zone with a space -> autoscalerZones[0] invalid: no label value", args: []string{"--autoscaler-zones=eu west 1a"},
+			want: field.ErrorList{field.Invalid(field.NewPath("autoscalerZones").Index(0), nil, "")}},
+		{name: "zone a listed twice -> autoscalerZones[2] duplicate", args: []string{"--autoscaler-zones=a,b,a"},
+			want: field.ErrorList{field.Duplicate(field.NewPath("autoscalerZones").Index(2), nil)}},
 		{name: "action and detail wrong -> two errors in field order", args: []string{"--message-detail=", "--default-action=Block"},
 			want: field.ErrorList{
 				field.NotSupported[string](field.NewPath("defaultAction"), nil, nil),
@@ -131,7 +139,8 @@ var ignoreDetail = cmpopts.IgnoreFields(field.Error{}, "Detail", "BadValue")
 
 func TestEngineOverrideLetsTheFlagsGivenWin(t *testing.T) {
 	release := Engine{DefaultAction: v1alpha1.ActionWarn, ExcludedNamespaces: []string{"spreadguard-system"},
-		MessageDetail: spread.DetailDomains, AutoscalerKarpenter: ToggleFalse, NodeGroupLabel: "eks.amazonaws.com/nodegroup"}
+		MessageDetail: spread.DetailDomains, AutoscalerKarpenter: ToggleFalse, NodeGroupLabel: "eks.amazonaws.com/nodegroup",
+		AutoscalerZones: []string{"a", "b", "c"}}
 	cli := engineWith(func(e *Engine) { e.MessageDetail = spread.DetailNodes })
 	tests := []struct {
 		name string
@@ -152,6 +161,16 @@ func TestEngineOverrideLetsTheFlagsGivenWin(t *testing.T) {
 			name: "--default-action=Deny, the default's own value, given -> Deny: a flag given wins even when it repeats the default",
 			args: []string{"--default-action=Deny"},
 			want: func() Engine { e := release; e.DefaultAction = v1alpha1.ActionDeny; return e }(),
+		},
+		{
+			name: "--autoscaler-zones=x,y -> the release's zones replaced",
+			args: []string{"--autoscaler-zones=x,y"},
+			want: func() Engine { e := release; e.AutoscalerZones = []string{"x", "y"}; return e }(),
+		},
+		{
+			name: "--autoscaler-zones= -> the release's zones cleared",
+			args: []string{"--autoscaler-zones="},
+			want: func() Engine { e := release; e.AutoscalerZones = []string{}; return e }(),
 		},
 		{
 			name: "--excluded-namespaces=a --node-group-label= -> the list replaced and the label cleared",
@@ -205,6 +224,7 @@ func TestEngineTemplates(t *testing.T) {
 		name                    string
 		karpenter               Toggle
 		nodeTemplates, nodePool bool
+		zones                   []string
 		want                    lookup.TemplateOptions
 		wantErr                 string
 	}{
@@ -216,12 +236,16 @@ func TestEngineTemplates(t *testing.T) {
 			want: lookup.TemplateOptions{NodeTemplates: true, NodeGroupLabel: "pool"}},
 		{name: "true, NodePools served -> NodePools read", karpenter: ToggleTrue, nodePool: true,
 			want: lookup.TemplateOptions{Karpenter: true, NodeGroupLabel: "pool"}},
+		{name: "auto, NodePools served, zones a and b listed -> NodePools read, the zones passed on", karpenter: ToggleAuto, nodePool: true, zones: []string{"a", "b"},
+			want: lookup.TemplateOptions{Karpenter: true, NodeGroupLabel: "pool", Zones: []string{"a", "b"}}},
 		{name: "true, NodePools not served -> an error naming the setting and the remedy", karpenter: ToggleTrue,
 			wantErr: "--autoscaler-karpenter is true, but the API server does not serve karpenter.sh/v1, Kind=NodePool: install Karpenter's CRDs or set it to auto"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := engineWith(func(e *Engine) { e.AutoscalerKarpenter, e.NodeGroupLabel = tt.karpenter, "pool" })
+			e := engineWith(func(e *Engine) {
+				e.AutoscalerKarpenter, e.NodeGroupLabel, e.AutoscalerZones = tt.karpenter, "pool", tt.zones
+			})
 			got, err := e.Templates(tt.nodeTemplates, tt.nodePool)
 			if gotErr := errString(err); gotErr != tt.wantErr {
 				t.Fatalf("Templates() error = %q, want %q", gotErr, tt.wantErr)

@@ -837,6 +837,15 @@ func TestServerConfigFile(t *testing.T) {
 			}(),
 		},
 		{
+			name: "autoscaler.zones listed -> passed on as autoscalerZones, in order",
+			vals: valuesYAML(t, "autoscaler: {zones: [eu-west-1b, eu-west-1a, eu-west-1c]}"),
+			want: func() map[string]any {
+				c := cfg("Deny", system, false, "info")
+				c["autoscalerZones"] = []any{"eu-west-1b", "eu-west-1a", "eu-west-1c"}
+				return c
+			}(),
+		},
+		{
 			name: "kube-system listed again -> listed once",
 			vals: valuesYAML(t, "webhook: {excludedNamespaces: [kube-system, tools]}"),
 			want: cfg("Deny", []any{"kube-system", releaseNamespace, "tools"}, false, "info"),
@@ -865,6 +874,14 @@ func TestServerConfigFile(t *testing.T) {
 			}
 			if got, want := cfg.LogLevel, tc.want["logLevel"]; got != want {
 				t.Errorf("the server reads logLevel %q, want %q", got, want)
+			}
+			var wantZones []string
+			listed, _ := tc.want["autoscalerZones"].([]any)
+			for _, z := range listed {
+				wantZones = append(wantZones, z.(string))
+			}
+			if diff := cmp.Diff(wantZones, cfg.AutoscalerZones); diff != "" {
+				t.Errorf("the server reads autoscalerZones (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -179,7 +179,7 @@ func Run(ctx context.Context, cfg *Config, opts ...Option) error {
 	log.Info("starting spreadguard-webhook", "port", cfg.Port, "certDir", cfg.CertDir,
 		"defaultAction", cfg.DefaultAction, "excludedNamespaces", engineCfg.ExcludedNamespaces,
 		"refuseUntilSynced", cfg.RefuseUntilSynced, "metricsSecure", cfg.MetricsSecure, "failurePolicy", cfg.FailurePolicy, "messageDetail", cfg.MessageDetail,
-		"karpenterNodePools", caches.templateSources.Karpenter, "nodeGroupLabel", cfg.NodeGroupLabel)
+		"karpenterNodePools", caches.templateSources.Karpenter, "nodeGroupLabel", cfg.NodeGroupLabel, "autoscalerZones", cfg.AutoscalerZones)
 	// Serve until ctx is done, then drain in-flight requests.
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("running the manager: %w", err)
