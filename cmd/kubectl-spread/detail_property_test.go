@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -606,7 +607,7 @@ func (c *tenantCluster) render(t *testing.T, detail spread.MessageDetail) []rend
 	}
 
 	// kubectl-spread: check, plan and status.
-	rev, err := review(c.pod, c.store, cfg, c.templates)
+	rev, err := review(c.pod, c.store, cfg, c.templates, io.Discard)
 	if err != nil {
 		t.Fatalf("reviewing: %v", err)
 	}

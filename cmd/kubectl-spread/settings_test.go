@@ -13,6 +13,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
@@ -60,11 +61,12 @@ func inNamespace(t *testing.T, namespace string, objs ...runtime.Object) connect
 // that no file is read and no engine runs; the release is read through a
 // fake client.
 func TestEngineSettingsComeFromTheFlagsOrTheRelease(t *testing.T) {
+	caStatus := types.NamespacedName{Namespace: "kube-system", Name: "cluster-autoscaler-status"}
 	everything := engine.Config{DefaultAction: v1alpha1.ActionDeny, ExcludedNamespaces: []string{"kube-system"}, MessageDetail: spread.DetailNodes}
-	fromFile := lookup.TemplateOptions{NodeTemplates: true, Karpenter: true}
+	fromFile := lookup.TemplateOptions{NodeTemplates: true, Karpenter: true, ClusterAutoscalerStatus: caStatus}
 	strict := engine.Config{DefaultAction: v1alpha1.ActionWarn, ExcludedNamespaces: []string{"kube-system", "spreadguard-system"},
 		MessageDetail: spread.DetailDomains}
-	strictTemplates := lookup.TemplateOptions{NodeTemplates: true, NodeGroupLabel: "eks.amazonaws.com/nodegroup"}
+	strictTemplates := lookup.TemplateOptions{NodeTemplates: true, NodeGroupLabel: "eks.amazonaws.com/nodegroup", ClusterAutoscalerStatus: caStatus}
 	tests := []struct {
 		name          string
 		args          []string
@@ -83,7 +85,7 @@ func TestEngineSettingsComeFromTheFlagsOrTheRelease(t *testing.T) {
 			args: []string{"--message-detail", "domains", "--autoscaler-karpenter=false", "--node-group-label", "pool", "--excluded-namespaces", "tools"},
 			want: engine.Config{DefaultAction: v1alpha1.ActionDeny, ExcludedNamespaces: []string{"kube-system", "tools"},
 				MessageDetail: spread.DetailDomains},
-			wantTemplates: lookup.TemplateOptions{NodeTemplates: true, NodeGroupLabel: "pool"},
+			wantTemplates: lookup.TemplateOptions{NodeTemplates: true, NodeGroupLabel: "pool", ClusterAutoscalerStatus: caStatus},
 		},
 		{
 			name:          "--from-release sg --release-namespace spreadguard-system -> the release's settings",
@@ -105,7 +107,7 @@ func TestEngineSettingsComeFromTheFlagsOrTheRelease(t *testing.T) {
 			connect: fakeCluster(t, release(strictRelease)),
 			want: engine.Config{DefaultAction: v1alpha1.ActionDeny, ExcludedNamespaces: []string{"kube-system", "spreadguard-system"},
 				MessageDetail: spread.DetailDomains},
-			wantTemplates: lookup.TemplateOptions{NodeTemplates: true, Karpenter: true, NodeGroupLabel: "eks.amazonaws.com/nodegroup"},
+			wantTemplates: lookup.TemplateOptions{NodeTemplates: true, Karpenter: true, NodeGroupLabel: "eks.amazonaws.com/nodegroup", ClusterAutoscalerStatus: caStatus},
 		},
 		{
 			name:    "--from-release sg in the context's namespace default, where it is not -> the error says where it looked",
