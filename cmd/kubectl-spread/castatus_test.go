@@ -77,6 +77,8 @@ Cluster-wide:
 
 func TestCheckAndExplainReadClusterAutoscalersStatus(t *testing.T) {
 	newNode := []string{"nodegroup/web/a"}
+	const fullNote = "kubectl-spread: note: cluster-autoscaler's node group eks-web-7ec2a5b4-1d5e-4d5a-b3b0-2c6a1b4c9f70 is at its maximum size (4 of max 4), " +
+		"so it adds no node and a pod only a new node of it could take is refused. Remedy: raise the group's maximum size.\n"
 	const legacyNote = "kubectl-spread: note: ConfigMap kube-system/cluster-autoscaler-status not read: cluster-autoscaler's status is in the plain-text format of versions before 1.30, which spreadguard does not read; every node group is taken to be able to grow\n"
 	tests := []struct {
 		name          string
@@ -92,9 +94,10 @@ func TestCheckAndExplainReadClusterAutoscalersStatus(t *testing.T) {
 			wantTemplates: newNode,
 		},
 		{
-			name:     "the status says web is at its maximum -> denied: the group can add no node",
-			status:   webAtMax,
-			wantCode: exitDenied,
+			name:       "the status says web is at its maximum -> denied: the group can add no node, and a note says so",
+			status:     webAtMax,
+			wantCode:   exitDenied,
+			wantStderr: fullNote,
 		},
 		{
 			name:          "the same, --cluster-autoscaler-status= -> allowed: the status is not read",

@@ -103,8 +103,9 @@ func review(pod *v1.Pod, store *lookup.Store, cfg engine.Config, topts lookup.Te
 
 // deriveTemplates derives the nodes an autoscaler can add from store, as
 // the webhook does, and tells notes why cluster-autoscaler's status, there,
-// was not read: the webhook logs it, and judges the node groups as if it
-// were not there.
+// was not read (the webhook logs it, and judges the node groups as if it
+// were not there), and what of the autoscalers leaves pods Pending or
+// refused (autoscale.Derived.Findings), as the webhook logs it.
 func deriveTemplates(ctx context.Context, store *lookup.Store, topts lookup.TemplateOptions, notes io.Writer) ([]spread.Template, error) {
 	d, err := lookup.Derive(ctx, store, topts)
 	if err != nil {
@@ -112,6 +113,9 @@ func deriveTemplates(ctx context.Context, store *lookup.Store, topts lookup.Temp
 	}
 	if err := d.ClusterAutoscalerStatusErr; err != nil {
 		fmt.Fprintf(notes, "%s: note: %v; every node group is taken to be able to grow\n", name, err)
+	}
+	for _, f := range d.Findings() {
+		fmt.Fprintf(notes, "%s: note: %s\n", name, f)
 	}
 	return d.Templates, nil
 }

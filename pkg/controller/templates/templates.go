@@ -57,6 +57,9 @@ type Watcher struct {
 	// logged: a status cluster-autoscaler rewrites every 10 seconds is
 	// logged about once, not at every derivation.
 	statusErr string
+	// findings are what of the autoscalers the last derivation found
+	// leaves pods Pending or refused, as logged: logged when they change.
+	findings []string
 }
 
 // New returns a watcher that derives the templates from c as opts says
@@ -200,6 +203,7 @@ func (w *Watcher) Start(ctx context.Context) (err error) {
 		} else {
 			ts := d.Templates
 			w.logStatus(log, d.ClusterAutoscalerStatusErr)
+			w.logFindings(log, d.Findings())
 			w.set(ts)
 			if !w.loaded.Swap(true) {
 				log.Info("templates of the nodes an autoscaler can add derived", "count", len(ts))
@@ -237,6 +241,20 @@ func (w *Watcher) logStatus(log logr.Logger, err error) {
 		log.Info("cluster-autoscaler's status is read again")
 	}
 	w.statusErr = msg
+}
+
+// logFindings logs each of findings (autoscale.Derived.Findings) when
+// they differ from the last ones logged: a NodePool whose zone its node
+// class does not serve, a node group at its maximum or scaled to zero
+// stays so across many derivations.
+func (w *Watcher) logFindings(log logr.Logger, findings []string) {
+	if slices.Equal(findings, w.findings) {
+		return
+	}
+	for _, f := range findings {
+		log.Info("the nodes an autoscaler can add: " + f)
+	}
+	w.findings = findings
 }
 
 // Loaded reports whether the templates have been derived once.

@@ -215,3 +215,23 @@ func TestWatcherLogsAStatusItCannotReadOnce(t *testing.T) {
 		}
 	}
 }
+
+func TestWatcherLogsTheFindingsWhenTheyChange(t *testing.T) {
+	var logged []string
+	log := funcr.New(func(prefix, args string) { logged = append(logged, args) }, funcr.Options{})
+	w := &Watcher{}
+	full := "cluster-autoscaler's node group web is at its maximum size (4 of max 4)"
+	zero := "cluster-autoscaler's node group gpu is scaled to 0 (min 0, max 4)"
+	for _, findings := range [][]string{nil, {full}, {full}, {full, zero}, {full, zero}, nil, {zero}} {
+		w.logFindings(log, findings)
+	}
+	want := []string{full, full, zero, zero}
+	if len(logged) != len(want) {
+		t.Fatalf("logged %d lines, want %d (each finding once per change): %q", len(logged), len(want), logged)
+	}
+	for i, line := range logged {
+		if !strings.Contains(line, want[i]) {
+			t.Errorf("log line %d = %q, want it to say %q", i, line, want[i])
+		}
+	}
+}
