@@ -582,9 +582,13 @@ func (c *tenantCluster) render(t *testing.T, detail spread.MessageDetail) []rend
 	add(pathForecast, resp.Warnings...)
 
 	// The audit: Reports and policy status.
-	results, err := auditObjects(c.objs, "", cfg)
+	st, err := auditObjects(t.Context(), c.objs, "", cfg, c.templates, io.Discard)
 	if err != nil {
 		t.Fatalf("auditing: %v", err)
+	}
+	results := st.results
+	for _, u := range st.unreachable {
+		add(pathReady, v1alpha1.ReasonMinDomainsOutOfReach+": "+u.message)
 	}
 	for _, rep := range health.Reports(results, detail) {
 		for _, r := range rep.Results {
@@ -651,7 +655,7 @@ func (c *tenantCluster) render(t *testing.T, detail spread.MessageDetail) []rend
 	}
 	add(pathPlanJSON, pj.Warning)
 	b.Reset()
-	if err := writeStatus(&b, results, detail); err != nil {
+	if err := writeStatus(&b, st, detail); err != nil {
 		t.Fatal(err)
 	}
 	add(pathStatus, b.String())

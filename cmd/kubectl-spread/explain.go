@@ -207,6 +207,14 @@ func list(ctx context.Context, r client.Reader, namespace string, topts lookup.T
 	if !slices.ContainsFunc(ofType[*v1.Namespace](objs), func(ns *v1.Namespace) bool { return ns.Name == namespace }) {
 		return nil, fmt.Errorf("namespace %s not found", namespace)
 	}
+	return withStatusConfigMap(ctx, r, objs, topts, notes)
+}
+
+// withStatusConfigMap adds to objs cluster-autoscaler's status ConfigMap
+// where topts names it and it is there. Whoever may not read it is told so
+// on notes, and gets the answer without it, as a webhook that may not read
+// it gives.
+func withStatusConfigMap(ctx context.Context, r client.Reader, objs []runtime.Object, topts lookup.TemplateOptions, notes io.Writer) ([]runtime.Object, error) {
 	status, err := lookup.ReadStatusConfigMap(ctx, r, topts.ClusterAutoscalerStatus)
 	switch {
 	case apierrors.IsForbidden(err):
