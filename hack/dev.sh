@@ -119,6 +119,8 @@ webhook_stop() {
 CLUSTER_PID=
 DIR=
 FAILED=
+# The webhook's /metrics, set by prepare_webhook.
+WEBHOOK_METRICS_URL=
 
 cleanup() {
   local rc=$?
@@ -222,10 +224,12 @@ prepare_webhook() {
   k -n "$RELEASE_NAMESPACE" get "$configmap" -o jsonpath='{.data.config\.yaml}' >"$DIR/config.yaml"
   [[ -s $DIR/config.yaml ]] || die "$configmap has no config.yaml"
   webhook_identity
-  local metrics probe
+  local metrics probe scheme=https
   free_port metrics
   free_port probe
   metrics=127.0.0.1:$metrics probe=127.0.0.1:$probe
+  grep -q 'metricsSecure: false' "$DIR/config.yaml" && scheme=http
+  WEBHOOK_METRICS_URL=$scheme://$metrics/metrics
   # Flags win over the chart's file: the ports and paths of a local process
   # differ from those of a pod, and it has no namespace of its own for the
   # audit's Lease.
@@ -380,6 +384,7 @@ run() {
     echo "DEV_DIR=$DIR"
     echo "WEBHOOK_URL=https://127.0.0.1:$WEBHOOK_PORT"
     echo "WEBHOOK_LOG=$DIR/webhook.log"
+    echo "WEBHOOK_METRICS_URL=$WEBHOOK_METRICS_URL"
     echo "WEBHOOK_CERT_DIR=$CERTS"
     echo "WEBHOOK_STOP_CMD=\"$ROOT/hack/dev.sh webhook-stop\""
     echo "WEBHOOK_START_CMD=\"$ROOT/hack/dev.sh webhook-start\""

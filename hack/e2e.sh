@@ -85,6 +85,8 @@ local_e2e() {
   # Renewing the serving certificate on disk, as cert-manager does.
   (cd "$ROOT" && go build -o "$BIN/spreadguard-certs" ./hack/certs)
   export SPREADGUARD_E2E_WEBHOOK_URL=$WEBHOOK_URL
+  # The webhook's /metrics, where the suite counts its reviews.
+  export SPREADGUARD_E2E_WEBHOOK_METRICS_URL=$WEBHOOK_METRICS_URL
   export SPREADGUARD_E2E_RENEW_CERT_CMD="$BIN/spreadguard-certs -dir $WEBHOOK_CERT_DIR -renew"
   export SPREADGUARD_E2E_EXTRA_START_CMD="DEV_ENV=$DEV_ENV $WEBHOOK_EXTRA_START_CMD"
   export SPREADGUARD_E2E_EXTRA_KILL_CMD="DEV_ENV=$DEV_ENV $WEBHOOK_EXTRA_KILL_CMD"

@@ -71,6 +71,9 @@ type Endpoint struct {
 	maxBody    int64
 	resource   *metav1.GroupVersionResource
 	namespaced bool
+	// shape lists what makes a request one the API server does not send
+	// to an endpoint of several resources (ForWorkloads).
+	shape func(*admissionv1.AdmissionRequest) []string
 	// region names the execution-trace region of each review, so that a
 	// trace of the server (go tool trace) shows every review's span and
 	// what its goroutine waited for; free when no trace is being taken.
@@ -234,8 +237,11 @@ func readReview(w http.ResponseWriter, r *http.Request, maxBody int64, buf *byte
 }
 
 // checkShape refuses a request the API server could not have sent to this
-// endpoint; every decoded review passes when no resource is set.
+// endpoint; every decoded review passes when no resource or shape is set.
 func (e *Endpoint) checkShape(req *admissionv1.AdmissionRequest) error {
+	if e.shape != nil {
+		return shapeError(e.shape(req))
+	}
 	if e.resource == nil {
 		return nil
 	}
@@ -252,6 +258,10 @@ func (e *Endpoint) checkShape(req *admissionv1.AdmissionRequest) error {
 	if e.namespaced && req.Namespace == "" {
 		problems = append(problems, "no namespace")
 	}
+	return shapeError(problems)
+}
+
+func shapeError(problems []string) error {
 	if len(problems) > 0 {
 		return fmt.Errorf("the AdmissionReview's request is not one the API server sends to this endpoint: %s",
 			strings.Join(problems, "; "))

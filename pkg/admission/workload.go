@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"reflect"
+	"strconv"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	appsv1 "k8s.io/api/apps/v1"
@@ -17,6 +19,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/spreadguard/spreadguard/pkg/cache"
 	"github.com/spreadguard/spreadguard/pkg/engine"
 	"github.com/spreadguard/spreadguard/pkg/forecast"
 )
@@ -46,8 +49,9 @@ type WorkloadForecaster struct {
 	// complete; before, nothing is forecast.
 	Synced func() bool
 	// Workloads reads the workload a scale request names, whose Scale
-	// carries no pod template: the API server directly, so that no
-	// Deployment is cached.
+	// carries no pod template: the informer cache, whose transforms keep
+	// what a forecast reads (pkg/cache), so that a review, forged or not,
+	// never makes the webhook read the API server.
 	Workloads client.Reader
 	Metrics   *Metrics
 }
@@ -97,6 +101,65 @@ var workloadResources = map[metav1.GroupVersionResource]func() client.Object{
 	{Group: "apps", Version: "v1", Resource: "statefulsets"}:       func() client.Object { return &appsv1.StatefulSet{} },
 	{Group: "apps", Version: "v1", Resource: "replicasets"}:        func() client.Object { return &appsv1.ReplicaSet{} },
 	{Group: "", Version: "v1", Resource: "replicationcontrollers"}: func() client.Object { return &v1.ReplicationController{} },
+}
+
+// scaleKind is what the API server reviews on a write to a workload's scale
+// subresource.
+var scaleKind = metav1.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"}
+
+// ForWorkloads makes the Endpoint refuse, with a 400, a review that is not
+// shaped as the API server sends it to the workload forecasts: the
+// resource and requestResource one of workloadResources, the workload
+// itself (requestKind its kind) or its scale subresource (requestKind
+// autoscaling/v1 Scale), an operation, a namespace, and a name unless the
+// workload is being created (generateName leaves it empty). A forged
+// review names nothing the forecast then reads.
+func ForWorkloads() EndpointOption {
+	return func(e *Endpoint) { e.shape = workloadShape }
+}
+
+// workloadShape lists what makes req a review the API server does not send
+// to the workload forecasts.
+func workloadShape(req *admissionv1.AdmissionRequest) []string {
+	var problems []string
+	newObject, ok := workloadResources[req.Resource]
+	if !ok {
+		problems = append(problems, fmt.Sprintf("resource %s is not a workload", gvrString(req.Resource)))
+	}
+	if req.RequestResource == nil || req.RequestKind == nil {
+		problems = append(problems, "no requestKind or requestResource")
+	} else if _, ok := workloadResources[*req.RequestResource]; !ok {
+		problems = append(problems, fmt.Sprintf("requestResource %s is not a workload", gvrString(*req.RequestResource)))
+	}
+	switch {
+	case req.SubResource != req.RequestSubResource:
+		problems = append(problems, fmt.Sprintf("subresource %q, requestSubResource %q", req.SubResource, req.RequestSubResource))
+	case req.SubResource == "scale":
+		if req.Kind != scaleKind || (req.RequestKind != nil && *req.RequestKind != scaleKind) {
+			problems = append(problems, "a scale of a kind other than autoscaling/v1 Scale")
+		}
+	case req.SubResource != "":
+		problems = append(problems, fmt.Sprintf("subresource %q, want none or scale", req.SubResource))
+	case ok:
+		want := req.Resource.Group + "/" + req.Resource.Version + ", Kind=" + reflect.TypeOf(newObject()).Elem().Name()
+		if got := kindString(req.Kind); got != want || (req.RequestKind != nil && kindString(*req.RequestKind) != want) {
+			problems = append(problems, fmt.Sprintf("kind %s for resource %s", got, gvrString(req.Resource)))
+		}
+	}
+	if req.Operation == "" {
+		problems = append(problems, "no operation")
+	}
+	if req.Namespace == "" {
+		problems = append(problems, "no namespace")
+	}
+	if req.Name == "" && (req.Operation != admissionv1.Create || req.SubResource != "") {
+		problems = append(problems, "no name")
+	}
+	return problems
+}
+
+func kindString(k metav1.GroupVersionKind) string {
+	return k.Group + "/" + k.Version + ", Kind=" + k.Kind
 }
 
 // workload decodes the workload under review and how many of the pods the
@@ -162,8 +225,8 @@ func replicasOf(r *int32) int32 {
 	return *r
 }
 
-// scaled reads the workload a scale request names and sets its replicas
-// to the Scale's.
+// scaled reads the workload a scale request names from the cache and sets
+// its replicas to the Scale's.
 func (h *WorkloadForecaster) scaled(ctx context.Context, req admission.Request, obj client.Object) (*forecast.Workload, error) {
 	var scale, old autoscalingv1.Scale
 	if err := json.Unmarshal(req.Object.Raw, &scale); err != nil {
@@ -186,6 +249,13 @@ func (h *WorkloadForecaster) scaled(ctx context.Context, req admission.Request, 
 	switch o := obj.(type) {
 	case *appsv1.Deployment:
 		o.Spec.Replicas = &replicas
+		hash, err := h.currentRevision(ctx, o)
+		if err != nil {
+			return nil, fmt.Errorf("%w: the replica sets of deployment %s/%s: %w", errReadWorkload, o.Namespace, o.Name, err)
+		}
+		if hash != "" {
+			return forecast.OfRevision(o, hash, existing), nil
+		}
 	case *appsv1.StatefulSet:
 		o.Spec.Replicas = &replicas
 	case *appsv1.ReplicaSet:
@@ -194,4 +264,31 @@ func (h *WorkloadForecaster) scaled(ctx context.Context, req admission.Request, 
 		o.Spec.Replicas = &replicas
 	}
 	return forecast.Of(obj, existing)
+}
+
+// currentRevision returns the pod-template-hash of d's current ReplicaSet,
+// the one a scale grows: of the ReplicaSets d controls, the highest
+// revision (as the deployment controller numbers them, and as the audit
+// finds a Deployment's pods, pkg/health). "" when d has none yet, which
+// has no pods either.
+func (h *WorkloadForecaster) currentRevision(ctx context.Context, d *appsv1.Deployment) (string, error) {
+	var list appsv1.ReplicaSetList
+	if err := h.Workloads.List(ctx, &list, client.InNamespace(d.Namespace)); err != nil {
+		return "", err
+	}
+	var current *appsv1.ReplicaSet
+	highest := int64(-1)
+	for i := range list.Items {
+		rs := &list.Items[i]
+		if ref := metav1.GetControllerOfNoCopy(rs); ref == nil || ref.UID != d.UID || rs.Spec.Selector == nil {
+			continue
+		}
+		if rev, _ := strconv.ParseInt(rs.Annotations[cache.RevisionAnnotation], 10, 64); rev > highest {
+			current, highest = rs, rev
+		}
+	}
+	if current == nil {
+		return "", nil
+	}
+	return current.Spec.Selector.MatchLabels[appsv1.DefaultDeploymentUniqueLabelKey], nil
 }

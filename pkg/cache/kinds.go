@@ -3,7 +3,6 @@ package cache
 import (
 	"fmt"
 	"reflect"
-	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
@@ -40,11 +39,6 @@ type Kind struct {
 	// not ship NodeTemplate; no Karpenter; Karpenter on another cloud than
 	// AWS) never waits on an informer that cannot sync.
 	Optional bool
-	// Unwatched kinds are never watched by the webhook, and granted get
-	// only: it reads the one object a request names from the API server
-	// (the Deployment a scale names), while cluster files and
-	// kubectl-spread's live reads take them like any kind.
-	Unwatched bool
 	// Partial kinds have a Go type that mirrors only the fields spreadguard
 	// reads of another project's API: a cluster file's object of the kind
 	// may carry other fields.
@@ -118,10 +112,11 @@ var Kinds = []Kind{
 	// the sizes of its node groups, read whole, since it is one object.
 	{GVK: v1.SchemeGroupVersion.WithKind("ConfigMap"), Resource: "configmaps", Namespaced: true, Named: true,
 		object: &v1.ConfigMap{}, list: &v1.ConfigMapList{}},
-	// The workloads forecast: the webhook reviews them as they are
-	// applied, so it caches none; `kubectl spread plan` reads them.
-	{GVK: appsv1.SchemeGroupVersion.WithKind("Deployment"), Resource: "deployments", Namespaced: true, Unwatched: true,
-		object: &appsv1.Deployment{}, list: &appsv1.DeploymentList{}},
+	// The workload a scale names, which the forecast of the scale reads
+	// (the Scale carries no pod template), and what `kubectl spread plan`
+	// reads.
+	{GVK: appsv1.SchemeGroupVersion.WithKind("Deployment"), Resource: "deployments", Namespaced: true,
+		Transform: StripDeployment, object: &appsv1.Deployment{}, list: &appsv1.DeploymentList{}},
 }
 
 // byType finds a kind by the Go type of its object or of its list.
@@ -233,10 +228,10 @@ func chainTransforms(ts []toolscache.TransformFunc) toolscache.TransformFunc {
 }
 
 // ReadRules returns the RBAC rules that let spreadguard read Kinds:
-// get, list and watch (get alone for an Unwatched kind), one rule per API
-// group and verbs, groups and resources in the order of Kinds, for the
-// kinds include accepts (all when it is nil). A Named kind has none: its
-// one object is granted by name, where it is (NamedReadRule).
+// get, list and watch, one rule per API group, groups and resources in the
+// order of Kinds, for the kinds include accepts (all when it is nil). A
+// Named kind has none: its one object is granted by name, where it is
+// (NamedReadRule).
 func ReadRules(include func(Kind) bool) []rbacv1.PolicyRule {
 	var rules []rbacv1.PolicyRule
 	at := map[string]int{}
@@ -244,16 +239,11 @@ func ReadRules(include func(Kind) bool) []rbacv1.PolicyRule {
 		if k.Named || (include != nil && !include(k)) {
 			continue
 		}
-		verbs := []string{"get", "list", "watch"}
-		if k.Unwatched {
-			verbs = []string{"get"}
-		}
-		key := k.GVK.Group + " " + strings.Join(verbs, ",")
-		i, ok := at[key]
+		i, ok := at[k.GVK.Group]
 		if !ok {
 			i = len(rules)
-			at[key] = i
-			rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{k.GVK.Group}, Verbs: verbs})
+			at[k.GVK.Group] = i
+			rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{k.GVK.Group}, Verbs: []string{"get", "list", "watch"}})
 		}
 		rules[i].Resources = append(rules[i].Resources, k.Resource)
 	}
@@ -266,7 +256,7 @@ func ReadRules(include func(Kind) bool) []rbacv1.PolicyRule {
 func Watched(want func(Kind) bool) []client.Object {
 	var out []client.Object
 	for _, k := range Kinds {
-		if !k.Unwatched && !k.Named && (!k.Optional || (want != nil && want(k))) {
+		if !k.Named && (!k.Optional || (want != nil && want(k))) {
 			out = append(out, k.New())
 		}
 	}

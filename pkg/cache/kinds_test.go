@@ -57,27 +57,18 @@ func TestKindsAreConsistent(t *testing.T) {
 	}
 }
 
-func TestReadRulesGrantGetListWatchOnEveryKindGetOnTheUnwatchedAndNothingElse(t *testing.T) {
+func TestReadRulesGrantGetListWatchOnEveryKindAndNothingElse(t *testing.T) {
 	read := []string{"get", "list", "watch"}
 	want := []rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"nodes", "pods", "services", "replicationcontrollers", "namespaces"}, Verbs: read},
-		{APIGroups: []string{"apps"}, Resources: []string{"replicasets", "statefulsets"}, Verbs: read},
+		{APIGroups: []string{"apps"}, Resources: []string{"replicasets", "statefulsets", "deployments"}, Verbs: read},
 		{APIGroups: []string{"spreadguard.io"}, Resources: []string{"spreadpolicies", "clusterspreadpolicies", "nodetemplates"}, Verbs: read},
 		{APIGroups: []string{"karpenter.sh"}, Resources: []string{"nodepools"}, Verbs: read},
 		{APIGroups: []string{"karpenter.k8s.aws"}, Resources: []string{"ec2nodeclasses"}, Verbs: read},
 		{APIGroups: []string{"eks.amazonaws.com"}, Resources: []string{"nodeclasses"}, Verbs: read},
-		{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"get"}},
 	}
 	if diff := cmp.Diff(want, ReadRules(nil)); diff != "" {
 		t.Errorf("ReadRules(nil) (-want +got):\n%s", diff)
-	}
-}
-
-func TestTheWebhookWatchesNoUnwatchedKind(t *testing.T) {
-	for _, obj := range Watched(func(Kind) bool { return true }) {
-		if k, _ := KindOf(obj); k.Unwatched {
-			t.Errorf("Watched() holds %s, which is Unwatched", k.GVK)
-		}
 	}
 }
 

@@ -226,18 +226,24 @@ func TestOptionsStripEveryWatchedTypeButThePolicies(t *testing.T) {
 func TestStripOwnersKeepWhatPlacesTheirPods(t *testing.T) {
 	zero, three := int32(0), int32(3)
 	owner := []metav1.OwnerReference{{Kind: "Deployment", Name: "web", UID: "d1", Controller: ptr.To(true)}}
+	deploymentMeta := full("shop", "web")
 	full := v1.PodTemplateSpec{
-		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}, Annotations: map[string]string{"team": "shop"}},
+		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"},
+			Annotations: map[string]string{v1alpha1.AnnotationSkip: "true", "checksum/config": "9f86d08"}},
 		Spec: v1.PodSpec{
+			SchedulerName:             v1.DefaultSchedulerName,
+			SchedulingGates:           []v1.PodSchedulingGate{{Name: "example.com/quota"}},
 			NodeSelector:              map[string]string{"pool": "general"},
 			Tolerations:               []v1.Toleration{{Key: "spot", Operator: v1.TolerationOpExists}},
 			TopologySpreadConstraints: []v1.TopologySpreadConstraint{spreadtest.Constraint(1, v1.LabelTopologyZone).Obj()},
 			Containers:                []v1.Container{{Name: "web", Image: "web:1"}},
+			Volumes:                   []v1.Volume{{Name: "tmp", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}}},
 		},
 	}
 	placed := v1.PodTemplateSpec{
-		ObjectMeta: metav1.ObjectMeta{Labels: full.Labels},
+		ObjectMeta: metav1.ObjectMeta{Labels: full.Labels, Annotations: map[string]string{v1alpha1.AnnotationSkip: "true"}},
 		Spec: v1.PodSpec{
+			SchedulerName: full.Spec.SchedulerName, SchedulingGates: full.Spec.SchedulingGates,
 			NodeSelector: full.Spec.NodeSelector, Tolerations: full.Spec.Tolerations,
 			TopologySpreadConstraints: full.Spec.TopologySpreadConstraints,
 		},
@@ -259,16 +265,37 @@ func TestStripOwnersKeepWhatPlacesTheirPods(t *testing.T) {
 			want:      &appsv1.ReplicaSet{ObjectMeta: keptMeta, Spec: appsv1.ReplicaSetSpec{Selector: sel, Template: placed}},
 		},
 		{
-			name:      "an old revision scaled to zero with no pod left keeps no template",
+			name:      "a Deployment's old revision scaled to zero with no pod left keeps no template",
 			transform: StripReplicaSet,
 			in:        &appsv1.ReplicaSet{ObjectMeta: meta, Spec: appsv1.ReplicaSetSpec{Replicas: &zero, Selector: sel, Template: full}},
 			want:      &appsv1.ReplicaSet{ObjectMeta: keptMeta, Spec: appsv1.ReplicaSetSpec{Selector: sel}},
 		},
 		{
-			name:      "a StatefulSet keeps its selector and what places its pods",
+			name:      "a ReplicaSet of its own scaled to zero keeps its template, for the forecast of a scale from zero",
+			transform: StripReplicaSet,
+			in: &appsv1.ReplicaSet{ObjectMeta: withOwners(meta, nil), Spec: appsv1.ReplicaSetSpec{Replicas: &zero, Selector: sel,
+				Template: full}},
+			want: &appsv1.ReplicaSet{ObjectMeta: withOwners(keptMeta, nil), Spec: appsv1.ReplicaSetSpec{Selector: sel, Template: placed}},
+		},
+		{
+			name:      "a StatefulSet keeps its selector, what places its pods, its first ordinal and its update revision",
 			transform: StripStatefulSet,
-			in:        &appsv1.StatefulSet{ObjectMeta: meta, Spec: appsv1.StatefulSetSpec{Replicas: &three, Selector: sel, Template: full}},
-			want:      &appsv1.StatefulSet{ObjectMeta: keptMeta, Spec: appsv1.StatefulSetSpec{Selector: sel, Template: placed}},
+			in: &appsv1.StatefulSet{ObjectMeta: meta, Spec: appsv1.StatefulSetSpec{Replicas: &three, Selector: sel, Template: full,
+				Ordinals: &appsv1.StatefulSetOrdinals{Start: 5}, ServiceName: "db"},
+				Status: appsv1.StatefulSetStatus{Replicas: 3, UpdateRevision: "db-6c9f", CurrentRevision: "db-5b8e"}},
+			want: &appsv1.StatefulSet{ObjectMeta: keptMeta, Spec: appsv1.StatefulSetSpec{Selector: sel, Template: placed,
+				Ordinals: &appsv1.StatefulSetOrdinals{Start: 5}}, Status: appsv1.StatefulSetStatus{UpdateRevision: "db-6c9f"}},
+		},
+		{
+			name:      "a Deployment keeps its identity, selector, replicas and what places its pods",
+			transform: StripDeployment,
+			in: &appsv1.Deployment{ObjectMeta: deploymentMeta, Spec: appsv1.DeploymentSpec{Replicas: &three, Selector: sel,
+				Template: full, Strategy: appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType}},
+				Status: appsv1.DeploymentStatus{Replicas: 3, CollisionCount: ptr.To[int32](2)}},
+			want: &appsv1.Deployment{
+				ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "uid-web", ResourceVersion: "42"},
+				Spec:       appsv1.DeploymentSpec{Replicas: &three, Selector: sel, Template: placed},
+			},
 		},
 		{
 			name:      "a tombstone passes unchanged",

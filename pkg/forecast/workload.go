@@ -47,7 +47,7 @@ func Of(obj any, existing int32) (*Workload, error) {
 	var w *Workload
 	switch o := obj.(type) {
 	case *appsv1.Deployment:
-		w = deploymentWorkload(o)
+		w = deploymentWorkload(o, PodTemplateHash(&o.Spec.Template, o.Status.CollisionCount))
 	case *appsv1.StatefulSet:
 		w = statefulSetWorkload(o)
 	case *appsv1.ReplicaSet:
@@ -71,6 +71,18 @@ func Of(obj any, existing int32) (*Workload, error) {
 	return w, nil
 }
 
+// OfRevision is Of for Deployment d whose new ReplicaSet, the one its
+// replicas are added to, has the pod-template-hash hash. A Deployment read
+// from the webhook's cache keeps only the part of its pod template that a
+// forecast reads (cache.StripDeployment), from which the hash of the whole
+// template cannot be computed; the ReplicaSet, which carries it in its
+// selector, says it.
+func OfRevision(d *appsv1.Deployment, hash string, existing int32) *Workload {
+	w := deploymentWorkload(d, hash)
+	w.Existing = max(existing, 0)
+	return w
+}
+
 // replicas is spec.replicas with the API's default of 1.
 func replicas(r *int32) int32 {
 	if r == nil {
@@ -86,13 +98,12 @@ func controllerRef(m *metav1.ObjectMeta, kind string) metav1.OwnerReference {
 	}
 }
 
-// deploymentWorkload is the Deployment's new ReplicaSet, as the deployment
-// controller builds it (getNewReplicaSet in
+// deploymentWorkload is the Deployment's new ReplicaSet, whose template
+// hashes to hash, as the deployment controller builds it (getNewReplicaSet in
 // https://github.com/kubernetes/kubernetes/blob/v1.37.1/pkg/controller/deployment/sync.go):
 // named <deployment>-<hash>, its template and selector labelled
 // pod-template-hash.
-func deploymentWorkload(d *appsv1.Deployment) *Workload {
-	hash := PodTemplateHash(&d.Spec.Template, d.Status.CollisionCount)
+func deploymentWorkload(d *appsv1.Deployment, hash string) *Workload {
 	rs := &appsv1.ReplicaSet{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: d.Namespace, Name: d.Name + "-" + hash,

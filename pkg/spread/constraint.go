@@ -105,6 +105,51 @@ func hardConstraints(pod *v1.Pod) ([]constraint, error) {
 	return out, nil
 }
 
+// kindConstraints are a pod's constraints of one kind, hard or soft, made
+// hard so that Check's counting applies to them: the nodes taking part
+// carry the topology key of every constraint of the same kind, as the
+// scheduler's Filter (hard) and Score (soft) each require.
+type kindConstraints struct {
+	when v1.UnsatisfiableConstraintAction
+	// pod holds the namespace, labels, nodeSelector, affinity and
+	// tolerations of the pod, and only these constraints, made hard.
+	pod *v1.Pod
+	cs  []constraint
+	// positions are the constraints' places in the pod's
+	// spec.topologySpreadConstraints.
+	positions []int
+}
+
+// constraintsByKind returns the pod's hard constraints, then its soft
+// ones, each kind parsed, defaulted and validated exactly as Check parses
+// hard constraints. A kind the pod has none of is left out.
+func constraintsByKind(pod *v1.Pod) ([]kindConstraints, error) {
+	var out []kindConstraints
+	for _, when := range []v1.UnsatisfiableConstraintAction{v1.DoNotSchedule, v1.ScheduleAnyway} {
+		k := kindConstraints{when: when}
+		var tscs []v1.TopologySpreadConstraint
+		for i, c := range pod.Spec.TopologySpreadConstraints {
+			if c.WhenUnsatisfiable == when {
+				c.WhenUnsatisfiable = v1.DoNotSchedule
+				tscs = append(tscs, c)
+				k.positions = append(k.positions, i)
+			}
+		}
+		if len(tscs) == 0 {
+			continue
+		}
+		k.pod = &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Labels: pod.Labels}}
+		k.pod.Spec.NodeSelector, k.pod.Spec.Affinity, k.pod.Spec.Tolerations = pod.Spec.NodeSelector, pod.Spec.Affinity, pod.Spec.Tolerations
+		k.pod.Spec.TopologySpreadConstraints = tscs
+		var err error
+		if k.cs, err = hardConstraints(k.pod); err != nil {
+			return nil, err
+		}
+		out = append(out, k)
+	}
+	return out, nil
+}
+
 func inclusionPolicy(p v1.NodeInclusionPolicy) (v1.NodeInclusionPolicy, error) {
 	switch p {
 	case v1.NodeInclusionPolicyHonor, v1.NodeInclusionPolicyIgnore:

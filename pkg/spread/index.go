@@ -35,6 +35,11 @@ type Index struct {
 	keys     map[string]*keyIndex
 	taints   map[taintKey]*taintIndex
 	cordoned bitset
+	// nodeGen counts the node changes that can move a pod between domains
+	// or in or out of counting (labels, taints, a node added or removed),
+	// so that a reader keeping pods' domains (a DeletionOrder) knows when
+	// to read them again.
+	nodeGen uint64
 
 	// templates are the nodes an autoscaler can add, sorted by name.
 	templates []Template

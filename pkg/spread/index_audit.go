@@ -4,7 +4,6 @@ import (
 	"slices"
 
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 )
 
@@ -47,37 +46,16 @@ type Spread struct {
 // matchLabelKeys are merged with pod's labels. The pod itself is not
 // counted: it stands for its workload's pods, which are.
 func (ix *Index) Spreads(pod *v1.Pod) ([]Spread, error) {
+	kinds, err := constraintsByKind(pod)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]Spread, 0, len(pod.Spec.TopologySpreadConstraints))
-	// hardConstraints parses, defaults and validates exactly as Check does;
-	// a pod holding one kind of constraint, marked hard, lets the soft ones
-	// go through the same code. It is built once and reused for both kinds.
-	var p *v1.Pod
-	for _, when := range []v1.UnsatisfiableConstraintAction{v1.DoNotSchedule, v1.ScheduleAnyway} {
-		var positions []int
-		var tscs []v1.TopologySpreadConstraint
-		for i, c := range pod.Spec.TopologySpreadConstraints {
-			if c.WhenUnsatisfiable == when {
-				c.WhenUnsatisfiable = v1.DoNotSchedule
-				tscs = append(tscs, c)
-				positions = append(positions, i)
-			}
-		}
-		if len(positions) == 0 {
-			continue
-		}
-		if p == nil {
-			p = &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Labels: pod.Labels}}
-			p.Spec.NodeSelector, p.Spec.Affinity, p.Spec.Tolerations = pod.Spec.NodeSelector, pod.Spec.Affinity, pod.Spec.Tolerations
-		}
-		p.Spec.TopologySpreadConstraints = tscs
-		cs, err := hardConstraints(p)
-		if err != nil {
-			return nil, err
-		}
-		spreads := ix.spreads(p, cs)
+	for _, k := range kinds {
+		spreads := ix.spreads(k.pod, k.cs)
 		for i := range spreads {
-			spreads[i].Index = positions[i]
-			spreads[i].WhenUnsatisfiable = when
+			spreads[i].Index = k.positions[i]
+			spreads[i].WhenUnsatisfiable = k.when
 		}
 		out = append(out, spreads...)
 	}

@@ -44,11 +44,17 @@ func (ix *Index) Check(pod *v1.Pod, opts Options) (*Result, error) {
 // withQuery runs fn with a pooled query started for pod's constraints cs,
 // under the read lock; the query is only valid inside fn.
 func (ix *Index) withQuery(pod *v1.Pod, cs []constraint, fn func(q *query)) {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	ix.withQueryLocked(pod, cs, fn)
+}
+
+// withQueryLocked is withQuery for a caller that holds the read lock, so
+// that several queries read one state of the index.
+func (ix *Index) withQueryLocked(pod *v1.Pod, cs []constraint, fn func(q *query)) {
 	q := ix.scratch.Get().(*query)
 	defer ix.scratch.Put(q)
 	defer q.finish()
-	ix.mu.RLock()
-	defer ix.mu.RUnlock()
 	q.start(ix, pod, cs)
 	fn(q)
 }
@@ -151,40 +157,13 @@ func (q *query) evaluate() *evaluation {
 	feasible.and(q.keyed)
 	for i := range cs {
 		c := &cs[i]
-		q.eligible = append(q.eligible, q.eligibleFor(c))
-		ki := ix.keys[c.topologyKey]
+		ev.domainCount[i], ev.smallest[i], ev.globalMin[i] = q.countConstraint(i, ns)
 		counts := q.counts[i]
-		if ns != nil && c.countsPods() && ki != nil {
-			sel := c.selector.String()
-			groups, ok := q.matched[sel]
-			if !ok {
-				groups = ns.matching(c.selector)
-				q.matched[sel] = groups
-			}
-			for _, g := range groups {
-				for e, n := range g.nodes {
-					if e.id >= 0 && q.eligible[i].has(e.id) {
-						counts = append(counts, valueCount{ki.valueOf[e.id], int(n)})
-					}
-				}
-			}
-			counts = mergeCounts(counts)
-			q.counts[i] = counts
-		}
 		domains := make(map[string]int, len(counts))
-		smallest := math.MaxInt32
 		for _, vc := range counts {
 			domains[vc.value.value] = vc.n
-			smallest = min(smallest, vc.n)
 		}
 		ev.domains[i] = domains
-		ev.domainCount[i] = q.domainCount(ki, q.eligible[i])
-		if ev.domainCount[i] > len(counts) {
-			// Some counted domain holds no matching pod.
-			smallest = 0
-		}
-		ev.smallest[i] = smallest
-		ev.globalMin[i] = globalMinimum(c, ev.domainCount[i], smallest)
 
 		// CAVEAT: only the domains with a matching pod are visited. That is
 		// enough because a domain with 0 pods can never exceed maxSkew:
@@ -206,6 +185,45 @@ func (q *query) evaluate() *evaluation {
 	ev.feasible = feasible.count()
 	q.feasible = feasible
 	return ev
+}
+
+// countConstraint counts constraint i of q for a pod of namespace ns:
+// it appends the nodes taking part to q.eligible, puts its matching pods
+// per domain holding one in q.counts[i], and returns its number of counted
+// domains, its smallest domain count (math.MaxInt32 when it has none) and
+// its global minimum.
+func (q *query) countConstraint(i int, ns *nsIndex) (domainCount, smallest, globalMin int) {
+	ix, c := q.ix, &q.cs[i]
+	q.eligible = append(q.eligible, q.eligibleFor(c))
+	ki := ix.keys[c.topologyKey]
+	counts := q.counts[i]
+	if ns != nil && c.countsPods() && ki != nil {
+		sel := c.selector.String()
+		groups, ok := q.matched[sel]
+		if !ok {
+			groups = ns.matching(c.selector)
+			q.matched[sel] = groups
+		}
+		for _, g := range groups {
+			for e, n := range g.nodes {
+				if e.id >= 0 && q.eligible[i].has(e.id) {
+					counts = append(counts, valueCount{ki.valueOf[e.id], int(n)})
+				}
+			}
+		}
+		counts = mergeCounts(counts)
+		q.counts[i] = counts
+	}
+	smallest = math.MaxInt32
+	for _, vc := range counts {
+		smallest = min(smallest, vc.n)
+	}
+	domainCount = q.domainCount(ki, q.eligible[i])
+	if domainCount > len(counts) {
+		// Some counted domain holds no matching pod.
+		smallest = 0
+	}
+	return domainCount, smallest, globalMinimum(c, domainCount, smallest)
 }
 
 // counted is templateCounts over the index: whether a node counted for

@@ -76,6 +76,7 @@ func (ix *Index) setNode(n *v1.Node) {
 	}
 	e.unschedulable = n.Spec.Unschedulable
 	ix.indexNode(e)
+	ix.nodeGen++
 }
 
 // unchanged reports whether n carries what e recorded.
@@ -112,6 +113,7 @@ func (ix *Index) removeNode(name string) {
 		return
 	}
 	ix.unindexNode(e)
+	ix.nodeGen++
 	ix.live.clear(e.id)
 	ix.slots[e.id] = nil
 	ix.free = append(ix.free, e.id)

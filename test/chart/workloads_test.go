@@ -1,6 +1,7 @@
 package chart_test
 
 import (
+	"regexp"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -52,5 +53,41 @@ func TestTheWorkloadForecastWebhookNeverBlocks(t *testing.T) {
 				t.Errorf("rules (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// Only people and pipelines are forecast: kube-controller-manager's writes
+// (a rollout's ReplicaSets, an HPA's scale) must not wait on a warning
+// nobody reads. The e2e suite shows a real rollout and scale never reach
+// the server; this pins which identities the conditions name.
+func TestTheWorkloadForecastWebhookSkipsKubeControllerManager(t *testing.T) {
+	r := render(t, valuesYAML(t, ""))
+	w := find[*validatingConfig](t, r.objects, fullname+"-workloads").Webhooks[0]
+	var names []string
+	var users string
+	for _, c := range w.MatchConditions {
+		names = append(names, c.Name)
+		if c.Name == "not-kube-controller-manager" {
+			users = c.Expression
+		}
+	}
+	if diff := cmp.Diff([]string{"not-kube-controller-manager", "not-a-deployments-replicaset"}, names); diff != "" {
+		t.Errorf("matchConditions (-want +got):\n%s", diff)
+	}
+	got := regexp.MustCompile(`'([^']+)'`).FindAllStringSubmatch(users, -1)
+	var identities []string
+	for _, m := range got {
+		identities = append(identities, m[1])
+	}
+	sa := func(name string) string { return "system:serviceaccount:kube-system:" + name }
+	// The controllers of Kubernetes v1.37 allowed to write Deployments,
+	// ReplicaSets, StatefulSets, ReplicationControllers or their scale
+	// (bootstrappolicy/controller_policy.go), and the identity of them all
+	// without --use-service-account-credentials.
+	want := []string{"system:kube-controller-manager", sa("deployment-controller"), sa("replicaset-controller"),
+		sa("statefulset-controller"), sa("replication-controller"), sa("horizontal-pod-autoscaler"),
+		sa("generic-garbage-collector"), sa("storage-version-migrator-controller")}
+	if diff := cmp.Diff(want, identities); diff != "" {
+		t.Errorf("identities left out (-want +got):\n%s", diff)
 	}
 }

@@ -28,7 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	karpenterv1 "github.com/spreadguard/spreadguard/pkg/apis/karpenter/v1"
+	"github.com/spreadguard/spreadguard/pkg/cache"
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
 	"github.com/spreadguard/spreadguard/pkg/spread/spreadtest"
 )
@@ -113,12 +113,10 @@ func setUp() error {
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return err
 	}
-	if err := v1alpha1.AddToScheme(scheme); err != nil {
-		return err
-	}
-	// The dump for kubectl-spread check lists every kind spreadguard reads,
-	// Karpenter's NodePools among them.
-	if err := karpenterv1.AddToScheme(scheme); err != nil {
+	// The dump for kubectl-spread check lists every kind spreadguard reads
+	// (Karpenter's NodePools and the node classes among them): the scheme is
+	// the webhook's own.
+	if err := cache.AddToScheme(scheme); err != nil {
 		return err
 	}
 	loading := clientcmd.NewDefaultClientConfigLoadingRules()

@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/spreadguard/spreadguard/pkg/cache"
 	"github.com/spreadguard/spreadguard/pkg/forecast"
 	"github.com/spreadguard/spreadguard/pkg/spread/spreadtest"
 )
@@ -148,14 +149,19 @@ func TestApplyAndScaleOfADeploymentThatCannotSpreadReturnTheForecastWarning(t *t
 		t.Errorf("warnings of the create (-want +got):\n%s", diff)
 	}
 
-	// What the deployment controller would have made of it, bound where
-	// the forecast put them: its 3 pods on a1, b1 and a1 (no controller
-	// runs here). Bound pods are not checked.
+	// What the deployment controller would have made of it (no controller
+	// runs here): its ReplicaSet, which names the pod-template-hash the
+	// forecast of a scale reads, and its 3 pods, bound where the forecast
+	// put them, on a1, b1 and a1. Bound pods are not checked.
 	var stored appsv1.Deployment
 	if err := suite.client.Get(t.Context(), client.ObjectKeyFromObject(web), &stored); err != nil {
 		t.Fatal(err)
 	}
 	hash := forecast.PodTemplateHash(&stored.Spec.Template, stored.Status.CollisionCount)
+	rs := replicaSet(ns, "web-"+hash, map[string]string{"app": "web", appsv1.DefaultDeploymentUniqueLabelKey: hash})
+	rs.Annotations = map[string]string{cache.RevisionAnnotation: "1"}
+	rs.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(&stored, appsv1.SchemeGroupVersion.WithKind("Deployment"))}
+	create(t, rs)
 	for i, node := range []string{"a1", "b1", "a1"} {
 		create(t, podObj(spreadtest.MakePod().Namespace(ns).Name(fmt.Sprintf("web-%s-%d", hash, i)).Label("app", "web").
 			Label(appsv1.DefaultDeploymentUniqueLabelKey, hash).Node(node)))

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -162,7 +163,7 @@ func TestFaultsUnderFailurePolicyFail(t *testing.T) {
 	// failurePolicy Fail for namespaces labelled failurePolicyLabel=Fail.
 	// The suite's own server (Ignore) answers those pods too and admits
 	// them; the API server refuses a create if any webhook refuses it.
-	reg := startServer(t, admissionregistrationv1.Fail, map[string]string{failurePolicyLabel: "Fail"})
+	reg := startServer(t, admissionregistrationv1.Fail, map[string]string{failurePolicyLabel: "Fail"}).reg
 	read := func(series string) float64 { return registryValue(t, reg, series) }
 	for _, sc := range faultScenarios() {
 		t.Run(sc.name+" -> the create is refused as spreadguard's own error", func(t *testing.T) {
@@ -199,18 +200,35 @@ func TestFaultsUnderFailurePolicyFail(t *testing.T) {
 // failurePolicyLabel selects the namespaces of the Fail server.
 const failurePolicyLabel = "integration.spreadguard.io/failure-policy"
 
+// startedServer is a webhook server a test started.
+type startedServer struct {
+	port int
+	reg  *prometheus.Registry
+}
+
 // startServer runs another webhook server in-process with failurePolicy
-// policy, registers webhook configurations for it that select namespaces
-// labelled nsLabels, and returns its metrics registry. Both stop with the
-// test.
-func startServer(t *testing.T, policy admissionregistrationv1.FailurePolicyType, nsLabels map[string]string) *prometheus.Registry {
+// policy and what edits change of its configuration, registers webhook
+// configurations for it that select namespaces labelled nsLabels, and
+// returns its port and metrics registry. Both stop with the test.
+func startServer(t *testing.T, policy admissionregistrationv1.FailurePolicyType, nsLabels map[string]string,
+	edits ...func(*app.Config)) startedServer {
 	t.Helper()
 	port, _, reg := runServer(t, "webhook-"+string(policy), func(cfg *app.Config) {
 		cfg.FailurePolicy = policy
 		cfg.MetricsSecure = false
+		for _, edit := range edits {
+			edit(cfg)
+		}
 	})
 
-	mutating, validating := webhookConfigurations()
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mutating, validating, err := webhookConfigurations(root)
+	if err != nil {
+		t.Fatal(err)
+	}
 	url := fmt.Sprintf("https://127.0.0.1:%d", port)
 	sel := &metav1.LabelSelector{MatchLabels: nsLabels}
 	m := mutating[0]
@@ -236,7 +254,7 @@ func startServer(t *testing.T, policy admissionregistrationv1.FailurePolicyType,
 	}
 	// The API server picks new configurations up asynchronously.
 	time.Sleep(2 * time.Second)
-	return reg
+	return startedServer{port: port, reg: reg}
 }
 
 // runServer runs another webhook server in-process, with the suite's

@@ -19,6 +19,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -37,11 +38,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/spreadguard/spreadguard/cmd/webhook/app"
 	karpenterv1 "github.com/spreadguard/spreadguard/pkg/apis/karpenter/v1"
 	nodeclassv1 "github.com/spreadguard/spreadguard/pkg/apis/nodeclass/v1"
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
+	"github.com/spreadguard/spreadguard/test/pki"
 )
 
 // labelHiddenFromCache marks objects the webhook's ReplicaSet informer is
@@ -60,6 +63,10 @@ var suite struct {
 	certDir    string
 	probeURL   string
 	metricsURL string
+	// webhookClientCert is the file (certificate and key) the API server
+	// presents to every webhook that asks for a client certificate
+	// (apiServerClientAuth); a test replaces it to rotate it.
+	webhookClientCert string
 }
 
 func TestMain(m *testing.M) {
@@ -121,7 +128,20 @@ func runSuite(m *testing.M) int {
 	}
 
 	crds := []string{filepath.Join(root, "charts", "spreadguard", "crds"), karpenterCRDs, awsCRDs, filepath.Join("testdata", "eks-auto-mode")}
-	mutating, validating := webhookConfigurations()
+	tmp, err := os.MkdirTemp("", "spreadguard-integration-")
+	if err != nil {
+		return fail("creating a temporary directory: %v", err)
+	}
+	defer os.RemoveAll(tmp)
+	admissionConfig, err := apiServerClientAuth(tmp)
+	if err != nil {
+		return fail("writing the API server's admission configuration: %v", err)
+	}
+
+	mutating, validating, err := webhookConfigurations(root)
+	if err != nil {
+		return fail("%v", err)
+	}
 	env := &envtest.Environment{
 		BinaryAssetsDirectory:    assets,
 		CRDDirectoryPaths:        crds,
@@ -135,6 +155,7 @@ func runSuite(m *testing.M) int {
 			ValidatingWebhooks: validating,
 		},
 	}
+	env.ControlPlane.GetAPIServer().Configure().Set("admission-control-config-file", admissionConfig)
 	started := time.Now()
 	if suite.restConfig, err = env.Start(); err != nil {
 		_ = env.Stop()
@@ -219,6 +240,54 @@ func freePort() int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
+// apiServerClientAuth writes into dir the AdmissionConfiguration that gives
+// the API server a client certificate to present to webhooks, as a
+// self-managed control plane is configured for a webhook that checks its
+// callers (the server's --client-ca-file): a kubeconfig whose user "*"
+// (every webhook) has the certificate and key of one file,
+// suite.webhookClientCert. It starts with a certificate of a throwaway CA;
+// a webhook that does not ask for one is sent none. The API server reads the
+// file again, at most once a second, when it opens a connection, and closes
+// its connections when the certificate changed (k8s.io/client-go v0.37.1,
+// transport/cert_rotation.go). It returns the configuration's path.
+func apiServerClientAuth(dir string) (string, error) {
+	suite.webhookClientCert = filepath.Join(dir, "webhook-client.pem")
+	certPEM := pki.PEM(pki.NewCA("apiserver-webhook-client-initial").ClientCert("kube-apiserver"))
+	kubeconfig := filepath.Join(dir, "webhook-client.kubeconfig")
+	config := filepath.Join(dir, "admission.yaml")
+	files := map[string]string{
+		suite.webhookClientCert: string(certPEM),
+		kubeconfig: fmt.Sprintf(`apiVersion: v1
+kind: Config
+users:
+- name: "*"
+  user:
+    client-certificate: %[1]s
+    client-key: %[1]s
+`, suite.webhookClientCert),
+		config: fmt.Sprintf(`apiVersion: apiserver.config.k8s.io/v1
+kind: AdmissionConfiguration
+plugins:
+- name: ValidatingAdmissionWebhook
+  configuration:
+    apiVersion: apiserver.config.k8s.io/v1
+    kind: WebhookAdmissionConfiguration
+    kubeConfigFile: %[1]s
+- name: MutatingAdmissionWebhook
+  configuration:
+    apiVersion: apiserver.config.k8s.io/v1
+    kind: WebhookAdmissionConfiguration
+    kubeConfigFile: %[1]s
+`, kubeconfig),
+	}
+	for path, content := range files {
+		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+			return "", err
+		}
+	}
+	return config, nil
+}
+
 // hideLabelledReplicaSets keeps ReplicaSets labelled labelHiddenFromCache
 // out of the webhook's informer.
 func hideLabelledReplicaSets(o *crcache.Options) {
@@ -260,8 +329,14 @@ func waitReady(probeURL string, done <-chan error, log logr.Logger) error {
 // webhookConfigurations mirrors the chart's webhook configurations, with two
 // differences for the test: failurePolicy Fail, so that a webhook fault
 // fails the test instead of admitting the pod, and no namespaceSelector, so
-// that the server's own exclusion of kube-system is what is tested.
-func webhookConfigurations() ([]*admissionregistrationv1.MutatingWebhookConfiguration, []*admissionregistrationv1.ValidatingWebhookConfiguration) {
+// that the server's own exclusion of kube-system is what is tested. The
+// workloads' matchConditions are read from the chart in the repository at
+// root.
+func webhookConfigurations(root string) ([]*admissionregistrationv1.MutatingWebhookConfiguration, []*admissionregistrationv1.ValidatingWebhookConfiguration, error) {
+	workloadConditions, err := chartMatchConditions(filepath.Join(root, workloadsTemplate))
+	if err != nil {
+		return nil, nil, err
+	}
 	fail := admissionregistrationv1.Fail
 	none := admissionregistrationv1.SideEffectClassNone
 	equivalent := admissionregistrationv1.Equivalent
@@ -335,8 +410,42 @@ func webhookConfigurations() ([]*admissionregistrationv1.MutatingWebhookConfigur
 			Rules: append(rule("apps", "v1", "deployments", namespaced, create, update)[0:1:1],
 				append(rule("apps", "v1", "deployments/scale", namespaced, create, update),
 					rule("apps", "v1", "replicasets", namespaced, create, update)...)...),
+			MatchConditions: workloadConditions,
 		}},
 	}
 	return []*admissionregistrationv1.MutatingWebhookConfiguration{mutating},
-		[]*admissionregistrationv1.ValidatingWebhookConfiguration{validating, workloads}
+		[]*admissionregistrationv1.ValidatingWebhookConfiguration{validating, workloads}, nil
+}
+
+// workloadsTemplate is the chart's configuration of the workload forecasts.
+const workloadsTemplate = "charts/spreadguard/templates/webhook-validatingwebhookconfiguration-workloads.yaml"
+
+// chartMatchConditions reads the matchConditions of the one webhook of a
+// chart template, which holds no template action between its
+// "matchConditions:" and the key after it, so that the tests run the
+// expressions the chart installs and no copy of them.
+func chartMatchConditions(path string) ([]admissionregistrationv1.MatchCondition, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	text := string(data)
+	start := strings.Index(text, "\n    matchConditions:\n")
+	if start < 0 {
+		return nil, fmt.Errorf("%s has no matchConditions", path)
+	}
+	block := text[start+1:]
+	if end := strings.Index(block, "\n    namespaceSelector:"); end >= 0 {
+		block = block[:end]
+	}
+	var out struct {
+		MatchConditions []admissionregistrationv1.MatchCondition `json:"matchConditions"`
+	}
+	if err := sigsyaml.Unmarshal([]byte(block), &out); err != nil {
+		return nil, fmt.Errorf("reading the matchConditions of %s: %w", path, err)
+	}
+	if len(out.MatchConditions) == 0 || strings.Contains(block, "{{") {
+		return nil, fmt.Errorf("%s: the matchConditions block is empty or templated", path)
+	}
+	return out.MatchConditions, nil
 }

@@ -118,6 +118,14 @@ func objects(c fixture.Cluster, obj runtime.Object, yield func(runtime.Object) b
 				}
 			}
 		}
+	case *appsv1.Deployment:
+		if c.Owner == fixture.OwnerReplicaSet {
+			for w := range c.Workloads() {
+				if !yield(c.Deployment(w)) {
+					return
+				}
+			}
+		}
 	case *v1.ReplicationController:
 		if c.Owner == fixture.OwnerReplicationController {
 			for w := range c.Workloads() {
@@ -207,6 +215,8 @@ func listOf(obj runtime.Object) (runtime.Object, error) {
 		return &appsv1.ReplicaSetList{}, nil
 	case *appsv1.StatefulSet:
 		return &appsv1.StatefulSetList{}, nil
+	case *appsv1.Deployment:
+		return &appsv1.DeploymentList{}, nil
 	case *v1.ReplicationController:
 		return &v1.ReplicationControllerList{}, nil
 	case *v1.Namespace:
@@ -256,6 +266,7 @@ func restMapper() meta.RESTMapper {
 		v1.SchemeGroupVersion.WithKind("Namespace"):             meta.RESTScopeRoot,
 		appsv1.SchemeGroupVersion.WithKind("ReplicaSet"):        meta.RESTScopeNamespace,
 		appsv1.SchemeGroupVersion.WithKind("StatefulSet"):       meta.RESTScopeNamespace,
+		appsv1.SchemeGroupVersion.WithKind("Deployment"):        meta.RESTScopeNamespace,
 		v1alpha1.GroupVersion.WithKind("SpreadPolicy"):          meta.RESTScopeNamespace,
 		v1alpha1.GroupVersion.WithKind("ClusterSpreadPolicy"):   meta.RESTScopeRoot,
 	} {

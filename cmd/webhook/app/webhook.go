@@ -4,11 +4,9 @@ import (
 	"cmp"
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"path/filepath"
 	"slices"
 	"sync/atomic"
@@ -140,7 +138,7 @@ func Run(ctx context.Context, cfg *Config, opts ...Option) error {
 	if err != nil {
 		return err
 	}
-	tlsOpts, err := serverTLS(cfg, o.registry)
+	tlsOpts, err := serverTLS(cfg, log, o.registry)
 	if err != nil {
 		return err
 	}
@@ -204,7 +202,7 @@ type tlsOptions struct {
 // serverTLS reads the serving certificate now, so that a missing or broken
 // one is a clear error at start rather than a failed TLS handshake later,
 // and the client CAs of --client-ca-file.
-func serverTLS(cfg *Config, reg prometheus.Registerer) (tlsOptions, error) {
+func serverTLS(cfg *Config, log logr.Logger, reg prometheus.Registerer) (tlsOptions, error) {
 	certs, err := certwatcher.New(filepath.Join(cfg.CertDir, "tls.crt"), filepath.Join(cfg.CertDir, "tls.key"))
 	if err != nil {
 		return tlsOptions{}, fmt.Errorf("loading the serving certificate from --cert-dir %s: %w", cfg.CertDir, err)
@@ -216,13 +214,12 @@ func serverTLS(cfg *Config, reg prometheus.Registerer) (tlsOptions, error) {
 	}
 	webhookTLS := append(slices.Clone(servingTLS), handshakes)
 	if cfg.ClientCAFile != "" {
-		pool, err := loadClientCAs(cfg.ClientCAFile)
+		// Reloaded when the file changes, as the serving certificate is.
+		cas, err := newClientCAs(cfg.ClientCAFile, log.WithName("client-ca"), reg)
 		if err != nil {
 			return tlsOptions{}, err
 		}
-		webhookTLS = append(webhookTLS, func(c *tls.Config) {
-			c.ClientCAs, c.ClientAuth = pool, tls.RequireAndVerifyClientCert
-		})
+		webhookTLS = append(webhookTLS, cas.tlsOption)
 	}
 	return tlsOptions{certs: certs, serving: servingTLS, webhookTLS: webhookTLS}, nil
 }
@@ -411,6 +408,9 @@ func addEndpoints(mgr manager.Manager, cfg *Config, log logr.Logger, h endpointI
 		PathValidatePod:                 {admission.ForResource(pods, true)},
 		PathValidateSpreadPolicy:        {admission.ForResource(metav1.GroupVersionResource(spreadPolicies), true)},
 		PathValidateClusterSpreadPolicy: {admission.ForResource(metav1.GroupVersionResource(clusterPolicies), false)},
+		// A workload's UPDATE carries two objects, each up to the API
+		// server's 3 MiB request limit: the default cap, as for pod UPDATEs.
+		PathForecastWorkload: {admission.ForWorkloads(), admission.WithMaxBodyBytes(admission.MaxRequestBytes)},
 	}
 	podWebhook := admission.PodWebhook{Sources: h.sources, Config: h.engine, FailurePolicy: cfg.FailurePolicy, Metrics: h.metrics}
 	handlers := map[string]ctrladmission.Handler{
@@ -424,10 +424,9 @@ func addEndpoints(mgr manager.Manager, cfg *Config, log logr.Logger, h endpointI
 		},
 		PathValidateSpreadPolicy:        admission.NewSpreadPolicyValidator(decoder, h.metrics),
 		PathValidateClusterSpreadPolicy: admission.NewClusterSpreadPolicyValidator(decoder, h.metrics),
-		// A scale carries no template: the workload is read from the API
-		// server, so no Deployment is cached.
+		// A scale carries no template: the workload is read from the cache.
 		PathForecastWorkload: &admission.WorkloadForecaster{Sources: h.sources, Config: h.engine, Cluster: h.index,
-			Synced: h.synced, Workloads: mgr.GetAPIReader(), Metrics: h.metrics},
+			Synced: h.synced, Workloads: mgr.GetCache(), Metrics: h.metrics},
 	}
 	server := mgr.GetWebhookServer()
 	for path, handler := range handlers {
@@ -483,19 +482,6 @@ func watchedKinds(cfg *Config, mapper meta.RESTMapper) ([]client.Object, lookup.
 		return served[k.GVK] && (k.GVK != nodePools || templateSources.Karpenter)
 	})
 	return watched, templateSources, nil
-}
-
-// loadClientCAs reads the CAs of --client-ca-file.
-func loadClientCAs(path string) (*x509.CertPool, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("reading --client-ca-file: %w", err)
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(data) {
-		return nil, fmt.Errorf("--client-ca-file %s holds no PEM certificate", path)
-	}
-	return pool, nil
 }
 
 // metricsOptions serves /metrics as cfg says: with MetricsSecure over HTTPS

@@ -1,6 +1,7 @@
 package spreadtest
 
 import (
+	"runtime"
 	"slices"
 	"testing"
 	"time"
@@ -17,4 +18,22 @@ func ReportLatency(b *testing.B, samples []time.Duration) {
 	slices.Sort(samples)
 	b.ReportMetric(float64(samples[len(samples)/2].Nanoseconds()), "p50-ns")
 	b.ReportMetric(float64(samples[len(samples)*99/100].Nanoseconds()), "p99-ns")
+}
+
+// HeldBy returns the heap that what fill returns keeps alive: the live heap
+// after fill less the live heap before it, each measured after a
+// collection. Nothing else may allocate meanwhile.
+func HeldBy(b *testing.B, fill func() any) uint64 {
+	b.Helper()
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	kept := fill()
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	runtime.KeepAlive(kept)
+	if after.HeapAlloc < before.HeapAlloc {
+		b.Fatalf("the heap shrank during the fill (%d to %d bytes): something else freed memory", before.HeapAlloc, after.HeapAlloc)
+	}
+	return after.HeapAlloc - before.HeapAlloc
 }
