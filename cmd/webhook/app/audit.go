@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
+	"github.com/spreadguard/spreadguard/pkg/autoscale"
 	"github.com/spreadguard/spreadguard/pkg/cache"
 	"github.com/spreadguard/spreadguard/pkg/engine"
 	"github.com/spreadguard/spreadguard/pkg/health"
@@ -373,10 +374,11 @@ func (c *auditController) run(ctx context.Context, report *AuditPass) error {
 	}
 	report.Workloads = len(results)
 	c.metrics.set(results)
-	if err := c.writeStatus(ctx, health.Tally(results), report); err != nil {
+	reports := health.Reports(results, c.cfg.MessageDetail)
+	if err := c.writeStatus(ctx, health.Tally(results), reports, report); err != nil {
 		return err
 	}
-	return c.reports.write(ctx, health.Reports(results, c.cfg.MessageDetail), c.writes.Wait, report)
+	return c.reports.write(ctx, reports, c.writes.Wait, report)
 }
 
 // carriedBy returns the constraints the pods of w carry (health.Carried),
@@ -406,11 +408,19 @@ func (c *auditController) carriedBy(ctx context.Context, w *health.Workload) ([]
 }
 
 // writeStatus patches the status of each policy whose status the tally
-// changes.
-func (c *auditController) writeStatus(ctx context.Context, tally map[health.PolicyKey]health.Counts, report *AuditPass) error {
+// and the reach of its constraints change, and adds the results of the
+// constraints out of reach to reports.
+func (c *auditController) writeStatus(ctx context.Context, tally map[health.PolicyKey]health.Counts, reports map[string]*health.Report, report *AuditPass) error {
 	namespaces := c.ix.Namespaces()
 	var conds []policyCondition
 	defer func() { c.metrics.setReady(conds) }()
+	// Read only, labels alone: the cache's objects, not copies of 5,000
+	// nodes per pass.
+	var nodes v1.NodeList
+	if err := c.cache.List(ctx, &nodes, client.UnsafeDisableDeepCopy); err != nil {
+		return fmt.Errorf("listing the nodes: %w", err)
+	}
+	reach := reachInputs{nodes: pointers(nodes.Items), templates: c.ix.Templates(), reports: reports}
 	var sps v1alpha1.SpreadPolicyList
 	if err := c.client.List(ctx, &sps); err != nil {
 		return fmt.Errorf("listing SpreadPolicies: %w", err)
@@ -419,6 +429,7 @@ func (c *auditController) writeStatus(ctx context.Context, tally map[health.Poli
 		p := &sps.Items[i]
 		counts := tally[health.PolicyKey{Kind: v1alpha1.KindSpreadPolicy, Name: p.Namespace + "/" + p.Name}]
 		ready := health.Ready(&p.Spec, policy.ValidateSpreadPolicy(p), []string{p.Namespace}, counts, c.ix)
+		ready = c.reach(ready, &p.Spec, p.Namespace+"/"+p.Name, policyRef(v1alpha1.KindSpreadPolicy, p.Namespace, p.Name), []string{p.Namespace}, reach)
 		conds = append(conds, policyCondition{v1alpha1.KindSpreadPolicy, p.Namespace, p.Name, ready})
 		if err := c.patchStatus(ctx, p, &p.Status, p.Generation, ready, counts, report); err != nil {
 			return err
@@ -436,12 +447,40 @@ func (c *auditController) writeStatus(ctx context.Context, tally map[health.Poli
 		}
 		counts := tally[health.PolicyKey{Kind: v1alpha1.KindClusterSpreadPolicy, Name: p.Name}]
 		ready := health.Ready(&p.Spec.PolicySpec, policy.ValidateClusterSpreadPolicy(p), scope, counts, c.ix)
+		ready = c.reach(ready, &p.Spec.PolicySpec, p.Name, policyRef(v1alpha1.KindClusterSpreadPolicy, "", p.Name), scope, reach)
 		conds = append(conds, policyCondition{v1alpha1.KindClusterSpreadPolicy, "", p.Name, ready})
 		if err := c.patchStatus(ctx, p, &p.Status, p.Generation, ready, counts, report); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// reachInputs are what reach reads, the same for every policy of a pass.
+type reachInputs struct {
+	nodes     []*v1.Node
+	templates []spread.Template
+	reports   map[string]*health.Report
+}
+
+// reach returns ready as health.Reach words the constraints of spec that
+// the nodes and the templates cannot reach, and adds their results to the
+// Reports of namespaces, the policy's scope, that have one: a namespace
+// without an audited workload has no pod Pending for it.
+func (c *auditController) reach(ready metav1.Condition, spec *v1alpha1.PolicySpec, name string, ref v1.ObjectReference, namespaces []string, in reachInputs) metav1.Condition {
+	out := autoscale.ConstraintsOutOfReach(spec.Constraints, in.nodes, in.templates)
+	ready, results := health.Reach(ready, name, ref, out, c.cfg.MessageDetail)
+	for _, ns := range namespaces {
+		if rep := in.reports[ns]; rep != nil && len(results) > 0 {
+			rep.Results = append(rep.Results, results...)
+			rep.Summary.Fail += len(results)
+		}
+	}
+	return ready
+}
+
+func policyRef(kind, namespace, name string) v1.ObjectReference {
+	return v1.ObjectReference{APIVersion: v1alpha1.GroupVersion.String(), Kind: kind, Namespace: namespace, Name: name}
 }
 
 // patchStatus patches obj's status (st, a field of obj, which the cache
