@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -78,18 +79,19 @@ func (o *checkOptions) run(cmd *cobra.Command, connect connectFunc) (*engine.Rev
 	if err != nil {
 		return nil, cfg, err
 	}
-	rev, err := review(pod, cluster, cfg, templates)
+	rev, err := review(pod, cluster, cfg, templates, cmd.ErrOrStderr())
 	return rev, cfg, err
 }
 
 // review runs the engine as the webhook does: lookups through the
 // webhook's Sources, counts from an Index, the structure the webhook's
 // informer handlers keep up to date, built here from the store in one go.
-func review(pod *v1.Pod, store *lookup.Store, cfg engine.Config, topts lookup.TemplateOptions) (*engine.Review, error) {
+// What the webhook would log of the templates goes to notes.
+func review(pod *v1.Pod, store *lookup.Store, cfg engine.Config, topts lookup.TemplateOptions, notes io.Writer) (*engine.Review, error) {
 	index := spread.IndexFromSnapshot(store.Snapshot())
-	templates, err := lookup.Templates(context.Background(), store, topts)
+	templates, err := deriveTemplates(context.Background(), store, topts, notes)
 	if err != nil {
-		return nil, fmt.Errorf("deriving the nodes an autoscaler can add: %w", err)
+		return nil, err
 	}
 	index.SetTemplates(templates)
 	rev, err := engine.ReviewPod(pod, lookup.NewSources(store), index, cfg)
@@ -97,6 +99,25 @@ func review(pod *v1.Pod, store *lookup.Store, cfg engine.Config, topts lookup.Te
 		return nil, fmt.Errorf("reviewing pod %s/%s: %w", pod.Namespace, podName(pod), err)
 	}
 	return rev, nil
+}
+
+// deriveTemplates derives the nodes an autoscaler can add from store, as
+// the webhook does, and tells notes why cluster-autoscaler's status, there,
+// was not read (the webhook logs it, and judges the node groups as if it
+// were not there), and what of the autoscalers leaves pods Pending or
+// refused (autoscale.Derived.Findings), as the webhook logs it.
+func deriveTemplates(ctx context.Context, store *lookup.Store, topts lookup.TemplateOptions, notes io.Writer) ([]spread.Template, error) {
+	d, err := lookup.Derive(ctx, store, topts)
+	if err != nil {
+		return nil, fmt.Errorf("deriving the nodes an autoscaler can add: %w", err)
+	}
+	if err := d.ClusterAutoscalerStatusErr; err != nil {
+		fmt.Fprintf(notes, "%s: note: %v; every node group is taken to be able to grow\n", name, err)
+	}
+	for _, f := range d.Findings() {
+		fmt.Fprintf(notes, "%s: note: %s\n", name, f)
+	}
+	return d.Templates, nil
 }
 
 // kindsText names the kinds a cluster file may hold, from the table of

@@ -297,7 +297,7 @@ func TestCheckBadInput(t *testing.T) {
 			name: "a DaemonSet in the cluster file -> unknown kind, with the kinds wanted",
 			args: []string{"check", "--cluster", daemonSet, "--pod", examplePodWeb},
 			wantStderr: "kubectl-spread: " + daemonSet + `: document 2: unknown kind "DaemonSet" (want one of Node, Pod, Service, ` +
-				"ReplicationController, ReplicaSet, StatefulSet, Namespace, SpreadPolicy, ClusterSpreadPolicy, NodeTemplate, NodePool, EC2NodeClass, NodeClass, Deployment, or a v1 List)\n",
+				"ReplicationController, ReplicaSet, StatefulSet, Namespace, SpreadPolicy, ClusterSpreadPolicy, NodeTemplate, NodePool, EC2NodeClass, NodeClass, ConfigMap, Deployment, or a v1 List)\n",
 		},
 		{
 			name:       "two pods in the pod file -> exactly one wanted",

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -591,9 +592,13 @@ func (c *tenantCluster) render(t *testing.T, detail spread.MessageDetail) []rend
 	add(pathForecast, resp.Warnings...)
 
 	// The audit: Reports and policy status.
-	results, err := auditObjects(c.objs, "", cfg)
+	st, err := auditObjects(t.Context(), c.objs, "", cfg, c.templates, io.Discard)
 	if err != nil {
 		t.Fatalf("auditing: %v", err)
+	}
+	results := st.results
+	for _, u := range st.unreachable {
+		add(pathReady, v1alpha1.ReasonMinDomainsOutOfReach+": "+u.message)
 	}
 	for _, rep := range health.Reports(results, detail) {
 		for _, r := range rep.Results {
@@ -616,7 +621,7 @@ func (c *tenantCluster) render(t *testing.T, detail spread.MessageDetail) []rend
 	}
 
 	// kubectl-spread: check, plan and status.
-	rev, err := review(c.pod, c.store, cfg, c.templates)
+	rev, err := review(c.pod, c.store, cfg, c.templates, io.Discard)
 	if err != nil {
 		t.Fatalf("reviewing: %v", err)
 	}
@@ -681,7 +686,7 @@ func (c *tenantCluster) render(t *testing.T, detail spread.MessageDetail) []rend
 		}
 	}
 	b.Reset()
-	if err := writeStatus(&b, results, detail); err != nil {
+	if err := writeStatus(&b, st, detail); err != nil {
 		t.Fatal(err)
 	}
 	add(pathStatus, b.String())

@@ -4,12 +4,14 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/clientcmd"
@@ -72,7 +74,7 @@ Exit codes: 0 allowed, 1 denied, 2 bad input or an unreachable cluster.`,
 				return err
 			}
 			ns := cmp.Or(o.namespace, c.namespace, metav1.NamespaceDefault)
-			rev, err := explain(cmd.Context(), c, kind, ns, name, cfg, templates)
+			rev, err := explain(cmd.Context(), c, kind, ns, name, cfg, templates, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -117,13 +119,17 @@ func connect(kubeconfig, context string) (*clients, error) {
 func readsText() string {
 	var cluster, namespaced []string
 	for _, k := range cache.Kinds {
+		if k.Named {
+			continue
+		}
 		if k.Namespaced {
 			namespaced = append(namespaced, k.Resource)
 		} else {
 			cluster = append(cluster, k.Resource)
 		}
 	}
-	return strings.Join(cluster, ", ") + ", and in the namespace " + strings.Join(namespaced, ", ")
+	return strings.Join(cluster, ", ") + ", and in the namespace " + strings.Join(namespaced, ", ") +
+		"; and cluster-autoscaler's status ConfigMap (--cluster-autoscaler-status)"
 }
 
 // parseTarget reads TYPE/NAME, accepting kubectl's names for the types.
@@ -146,8 +152,8 @@ func parseTarget(arg string) (kind, name string, err error) {
 // explain lists what the engine reads, synthesises the next pod, and
 // reviews it against a Store of the listed objects, as check reviews a
 // pod against a file.
-func explain(ctx context.Context, c *clients, kind, namespace, name string, cfg engine.Config, topts lookup.TemplateOptions) (*engine.Review, error) {
-	objs, err := list(ctx, c.reader, namespace)
+func explain(ctx context.Context, c *clients, kind, namespace, name string, cfg engine.Config, topts lookup.TemplateOptions, notes io.Writer) (*engine.Review, error) {
+	objs, err := list(ctx, c.reader, namespace, topts, notes)
 	if err != nil {
 		return nil, err
 	}
@@ -186,18 +192,37 @@ func explain(ctx context.Context, c *clients, kind, namespace, name string, cfg 
 	if err != nil {
 		return nil, fmt.Errorf("building the store of the cluster: %w", err)
 	}
-	return review(pod, store, cfg, topts)
+	return review(pod, store, cfg, topts, notes)
 }
 
 // list reads what the engine reads for a pod of namespace (lookup.Read),
-// which must exist.
-func list(ctx context.Context, r client.Reader, namespace string) ([]runtime.Object, error) {
+// which must exist, and cluster-autoscaler's status ConfigMap where topts
+// names it. Whoever may not read that ConfigMap is told so on notes, and
+// gets the answer without it, as a webhook that may not read it gives.
+func list(ctx context.Context, r client.Reader, namespace string, topts lookup.TemplateOptions, notes io.Writer) ([]runtime.Object, error) {
 	objs, err := lookup.Read(ctx, r, namespace)
 	if err != nil {
 		return nil, err
 	}
 	if !slices.ContainsFunc(ofType[*v1.Namespace](objs), func(ns *v1.Namespace) bool { return ns.Name == namespace }) {
 		return nil, fmt.Errorf("namespace %s not found", namespace)
+	}
+	return withStatusConfigMap(ctx, r, objs, topts, notes)
+}
+
+// withStatusConfigMap adds to objs cluster-autoscaler's status ConfigMap
+// where topts names it and it is there. Whoever may not read it is told so
+// on notes, and gets the answer without it, as a webhook that may not read
+// it gives.
+func withStatusConfigMap(ctx context.Context, r client.Reader, objs []runtime.Object, topts lookup.TemplateOptions, notes io.Writer) ([]runtime.Object, error) {
+	status, err := lookup.ReadStatusConfigMap(ctx, r, topts.ClusterAutoscalerStatus)
+	switch {
+	case apierrors.IsForbidden(err):
+		fmt.Fprintf(notes, "%s: note: %v; every node group is taken to be able to grow (--cluster-autoscaler-status= skips it)\n", name, err)
+	case err != nil:
+		return nil, err
+	case status != nil:
+		objs = append(objs, status)
 	}
 	return objs, nil
 }

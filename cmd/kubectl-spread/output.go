@@ -302,6 +302,7 @@ func writeConstraint(w *errWriter, c spread.ConstraintResult, detail spread.Mess
 		w.printf("  (no domain: no node takes part in the counting)\n")
 	}
 	w.printf("  global minimum: %d\n", c.GlobalMin)
+	writeAddedDomains(w, c, detail)
 	if !detail.NamesNodes() {
 		for _, r := range byReason(c.Excluded) {
 			w.printf("  not counted: %s (%s)\n", countOf(r.n, "node"), r.reason)
@@ -315,6 +316,20 @@ func writeConstraint(w *errWriter, c spread.ConstraintResult, detail spread.Mess
 		}
 		w.printf("  not counted: %s %s%s\n", e.Name, e.Reason, detail)
 	}
+}
+
+// writeAddedDomains puts the domains the nodes an autoscaler can add would
+// add beside the domains the scheduler counts: with minDomains above the
+// count, they are what decides whether the global minimum stays 0.
+func writeAddedDomains(w *errWriter, c spread.ConstraintResult, detail spread.MessageDetail) {
+	if len(c.AddedDomains) == 0 {
+		return
+	}
+	added := strings.Join(c.AddedDomains, ", ")
+	if !detail.NamesDomainsOf(c.TopologyKey) {
+		added = countOf(len(c.AddedDomains), "domain")
+	}
+	w.printf("  domains counted: %d; nodes an autoscaler can add would add: %s\n", c.DomainCount, added)
 }
 
 func describeConstraint(c v1.TopologySpreadConstraint) string {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -38,7 +39,7 @@ func TestReadableReportUnderDomainsDetail(t *testing.T) {
 	pod := st.MakePod().Name("web-3").Label("app", "web").
 		SpreadConstraint(st.Constraint(1, v1.LabelHostname).MatchLabel("app", "web").NodeTaintsPolicy(v1.NodeInclusionPolicyIgnore).Obj()).Obj()
 	cfg := engine.Config{DefaultAction: v1alpha1.ActionDeny, MessageDetail: spread.DetailDomains}
-	rev, err := review(pod, store, cfg, lookup.TemplateOptions{NodeTemplates: true})
+	rev, err := review(pod, store, cfg, lookup.TemplateOptions{NodeTemplates: true}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -87,7 +87,7 @@ cluster.`,
 			if err := checkOutput(o.output); err != nil {
 				return err
 			}
-			f, err := o.run(cmd.Context(), args, cfg, templates, connect)
+			f, err := o.run(cmd.Context(), args, cfg, templates, connect, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -111,7 +111,7 @@ cluster.`,
 	return cmd
 }
 
-func (o *planOptions) run(ctx context.Context, args []string, cfg engine.Config, topts lookup.TemplateOptions, connect connectFunc) (*forecast.Forecast, error) {
+func (o *planOptions) run(ctx context.Context, args []string, cfg engine.Config, topts lookup.TemplateOptions, connect connectFunc, notes io.Writer) (*forecast.Forecast, error) {
 	if o.replicas < -1 {
 		return nil, fmt.Errorf("invalid --replicas %d (want 0 or more)", o.replicas)
 	}
@@ -139,7 +139,7 @@ func (o *planOptions) run(ctx context.Context, args []string, cfg engine.Config,
 			return nil, err
 		}
 		namespace = cmp.Or(namespace, c.namespace, metav1.NamespaceDefault)
-		objs, err := list(ctx, c.reader, namespace)
+		objs, err := list(ctx, c.reader, namespace, topts, notes)
 		if err != nil {
 			return nil, err
 		}
@@ -162,9 +162,9 @@ func (o *planOptions) run(ctx context.Context, args []string, cfg engine.Config,
 		w.Replicas = o.replicas
 	}
 	index := spread.IndexFromSnapshot(store.Snapshot())
-	templates, err := lookup.Templates(ctx, store, topts)
+	templates, err := deriveTemplates(ctx, store, topts, notes)
 	if err != nil {
-		return nil, fmt.Errorf("deriving the nodes an autoscaler can add: %w", err)
+		return nil, err
 	}
 	index.SetTemplates(templates)
 	if o.keeper && w.Kind != "StatefulSet" && int(w.Replicas) < len(w.Pods) {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -94,10 +96,16 @@ func newEngineFlags() engineFlags {
 func (f *engineFlags) register(cmd *cobra.Command) {
 	f.flagged.AddFlags(cmd.Flags())
 	cmd.Flags().StringVar(&f.release, "from-release", "",
-		"read the webhook's settings (--default-action, --excluded-namespaces, --message-detail, --autoscaler-karpenter, "+
-			"--node-group-label) from the installed Helm release of this name, from the ConfigMap its webhook reads; those flags, when given, win")
+		"read the webhook's settings ("+strings.Join(engineFlagList(), ", ")+
+			") from the installed Helm release of this name, from the ConfigMap its webhook reads; those flags, when given, win")
 	cmd.Flags().StringVar(&f.releaseNamespace, "release-namespace", "",
 		"the namespace of --from-release's release (default: the kubeconfig context's)")
+}
+
+// engineFlagList is the flags of config.Engine, sorted as --help sorts
+// them: every setting --from-release reads.
+func engineFlagList() []string {
+	return slices.Sorted(maps.Values(config.EngineFlagNames()))
 }
 
 // kubeFlags say which cluster the kubeconfig points at.

@@ -2,14 +2,18 @@ package main
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/spf13/cobra"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
@@ -57,11 +61,12 @@ func inNamespace(t *testing.T, namespace string, objs ...runtime.Object) connect
 // that no file is read and no engine runs; the release is read through a
 // fake client.
 func TestEngineSettingsComeFromTheFlagsOrTheRelease(t *testing.T) {
+	caStatus := types.NamespacedName{Namespace: "kube-system", Name: "cluster-autoscaler-status"}
 	everything := engine.Config{DefaultAction: v1alpha1.ActionDeny, ExcludedNamespaces: []string{"kube-system"}, MessageDetail: spread.DetailNodes}
-	fromFile := lookup.TemplateOptions{NodeTemplates: true, Karpenter: true}
+	fromFile := lookup.TemplateOptions{NodeTemplates: true, Karpenter: true, ClusterAutoscalerStatus: caStatus}
 	strict := engine.Config{DefaultAction: v1alpha1.ActionWarn, ExcludedNamespaces: []string{"kube-system", "spreadguard-system"},
 		MessageDetail: spread.DetailDomains}
-	strictTemplates := lookup.TemplateOptions{NodeTemplates: true, NodeGroupLabel: "eks.amazonaws.com/nodegroup"}
+	strictTemplates := lookup.TemplateOptions{NodeTemplates: true, NodeGroupLabel: "eks.amazonaws.com/nodegroup", ClusterAutoscalerStatus: caStatus}
 	tests := []struct {
 		name          string
 		args          []string
@@ -80,7 +85,7 @@ func TestEngineSettingsComeFromTheFlagsOrTheRelease(t *testing.T) {
 			args: []string{"--message-detail", "domains", "--autoscaler-karpenter=false", "--node-group-label", "pool", "--excluded-namespaces", "tools"},
 			want: engine.Config{DefaultAction: v1alpha1.ActionDeny, ExcludedNamespaces: []string{"kube-system", "tools"},
 				MessageDetail: spread.DetailDomains},
-			wantTemplates: lookup.TemplateOptions{NodeTemplates: true, NodeGroupLabel: "pool"},
+			wantTemplates: lookup.TemplateOptions{NodeTemplates: true, NodeGroupLabel: "pool", ClusterAutoscalerStatus: caStatus},
 		},
 		{
 			name:          "--from-release sg --release-namespace spreadguard-system -> the release's settings",
@@ -102,7 +107,7 @@ func TestEngineSettingsComeFromTheFlagsOrTheRelease(t *testing.T) {
 			connect: fakeCluster(t, release(strictRelease)),
 			want: engine.Config{DefaultAction: v1alpha1.ActionDeny, ExcludedNamespaces: []string{"kube-system", "spreadguard-system"},
 				MessageDetail: spread.DetailDomains},
-			wantTemplates: lookup.TemplateOptions{NodeTemplates: true, Karpenter: true, NodeGroupLabel: "eks.amazonaws.com/nodegroup"},
+			wantTemplates: lookup.TemplateOptions{NodeTemplates: true, Karpenter: true, NodeGroupLabel: "eks.amazonaws.com/nodegroup", ClusterAutoscalerStatus: caStatus},
 		},
 		{
 			name:    "--from-release sg in the context's namespace default, where it is not -> the error says where it looked",
@@ -217,6 +222,71 @@ func TestCheckDecidesAsTheReleasesWebhook(t *testing.T) {
 			}
 			if tt.wantNoNode && strings.Contains(r.Message, "node-") {
 				t.Errorf("message names a node under messageDetail domains: %q", r.Message)
+			}
+		})
+	}
+}
+
+// TestCheckResolvesAZonelessNodePoolWithTheListedZones runs check on
+// examples/cluster-karpenter.yaml with its NodePool's zone requirement
+// removed, as the NodePools of Karpenter's getting-started guide have none,
+// and its KWOKNodeClass naming no zone: the zones come from
+// --autoscaler-zones, or the release's autoscalerZones, else from the
+// nodes (zone-a and zone-b).
+func TestCheckResolvesAZonelessNodePoolWithTheListedZones(t *testing.T) {
+	data, err := os.ReadFile("../../examples/cluster-karpenter.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const zoneRequirement = "      - key: topology.kubernetes.io/zone\n        operator: In\n        values: [zone-a, zone-b, zone-c]\n"
+	if !strings.Contains(string(data), zoneRequirement) {
+		t.Fatalf("examples/cluster-karpenter.yaml no longer has the NodePool requirement %q", zoneRequirement)
+	}
+	cluster := filepath.Join(t.TempDir(), "cluster.yaml")
+	if err := os.WriteFile(cluster, []byte(strings.Replace(string(data), zoneRequirement, "", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	zonesRelease := strings.NewReplacer("defaultAction: Warn", "defaultAction: Deny",
+		`autoscalerKarpenter: "false"`, "autoscalerKarpenter: \"true\"\nautoscalerZones: [zone-a, zone-b, zone-c]").Replace(strictRelease)
+	zoneC := []string{"nodepool/default/zone-c,on-demand"}
+	tests := []struct {
+		name          string
+		args          []string
+		wantCode      int
+		wantTemplates []string
+	}{
+		{
+			name:     "no zones listed -> denied: the NodePool's zones are the nodes', zone-a and zone-b, fewer than minDomains 3",
+			wantCode: exitDenied,
+		},
+		{
+			name:          "--autoscaler-zones zone-a,zone-b,zone-c -> allowed: a NodePool's node in zone-c would take it",
+			args:          []string{"--autoscaler-zones", "zone-a,zone-b,zone-c"},
+			wantCode:      exitAllowed,
+			wantTemplates: zoneC,
+		},
+		{
+			name:          "from a release listing zone-a, zone-b, zone-c -> allowed",
+			args:          []string{"--from-release", "sg", "--release-namespace", "spreadguard-system"},
+			wantCode:      exitAllowed,
+			wantTemplates: zoneC,
+		},
+		{
+			name:     "from that release with --autoscaler-zones= -> denied: the flag clears the release's list",
+			args:     []string{"--from-release", "sg", "--release-namespace", "spreadguard-system", "--autoscaler-zones="},
+			wantCode: exitDenied,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			args := append([]string{"check", "-o", "json", "--cluster", cluster, "--pod", "../../examples/pod-mindomains.yaml"}, tt.args...)
+			code := runWith(args, &stdout, &stderr, fakeCluster(t, release(zonesRelease)))
+			if code != tt.wantCode {
+				t.Fatalf("exit %d, want %d; stderr %q", code, tt.wantCode, stderr.String())
+			}
+			if diff := cmp.Diff(tt.wantTemplates, decodeReport(t, stdout.String()).FeasibleTemplates, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("feasibleTemplates (-want +got):\n%s", diff)
 			}
 		})
 	}

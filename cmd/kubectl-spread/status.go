@@ -2,6 +2,7 @@ package main
 
 import (
 	"cmp"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
+	"github.com/spreadguard/spreadguard/pkg/autoscale"
 	"github.com/spreadguard/spreadguard/pkg/engine"
 	"github.com/spreadguard/spreadguard/pkg/health"
 	"github.com/spreadguard/spreadguard/pkg/lookup"
@@ -48,16 +51,16 @@ check reads.`,
   kubectl spread status --cluster examples/cluster.yaml -n shop`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			results, cfg, err := o.run(cmd, connect)
+			st, cfg, err := o.run(cmd, connect)
 			if err != nil {
 				return err
 			}
 			if o.output == "json" {
 				enc := json.NewEncoder(cmd.OutOrStdout())
 				enc.SetIndent("", "  ")
-				return enc.Encode(results)
+				return enc.Encode(st.results)
 			}
-			return writeStatus(cmd.OutOrStdout(), results, cfg.MessageDetail)
+			return writeStatus(cmd.OutOrStdout(), st, cfg.MessageDetail)
 		},
 	}
 	cmd.Flags().StringVar(&o.cluster, "cluster", "", "a cluster snapshot file, as check reads, instead of the live cluster")
@@ -69,31 +72,43 @@ check reads.`,
 	return cmd
 }
 
+// status is what status prints: the audit's results, and the policies
+// the audit finds not Ready because no node can reach their minDomains.
+type status struct {
+	results     []health.Result
+	unreachable []unreachable
+}
+
+// unreachable is a policy whose hard constraints ask for a minDomains the
+// nodes and every node an autoscaler can add cannot reach, with the
+// message of its Ready condition (health.Reach).
+type unreachable struct{ policy, message string }
+
 // run audits the workloads, and returns the configuration it audited
 // with, whose message detail the table follows.
-func (o *statusOptions) run(cmd *cobra.Command, connect connectFunc) ([]health.Result, engine.Config, error) {
+func (o *statusOptions) run(cmd *cobra.Command, connect connectFunc) (status, engine.Config, error) {
 	if o.output != "" && o.output != "json" {
-		return nil, engine.Config{}, fmt.Errorf("invalid --output %q (want json, or nothing for a table)", o.output)
+		return status{}, engine.Config{}, fmt.Errorf("invalid --output %q (want json, or nothing for a table)", o.output)
 	}
 	if o.all && o.namespace != "" {
-		return nil, engine.Config{}, errors.New("--namespace and --all-namespaces exclude each other")
+		return status{}, engine.Config{}, errors.New("--namespace and --all-namespaces exclude each other")
 	}
-	cfg, _, err := o.settings(cmd, o.kube, connect)
+	cfg, topts, err := o.settings(cmd, o.kube, connect)
 	if err != nil {
-		return nil, cfg, err
+		return status{}, cfg, err
 	}
 	var objs []runtime.Object
 	namespace := o.namespace
 	if o.cluster != "" {
 		store, err := lookup.Load(o.cluster)
 		if err != nil {
-			return nil, cfg, err
+			return status{}, cfg, err
 		}
 		objs = store.Objects()
 	} else {
 		c, err := connect(o.kube.kubeconfig, o.kube.context)
 		if err != nil {
-			return nil, cfg, err
+			return status{}, cfg, err
 		}
 		namespace = cmp.Or(namespace, c.namespace)
 		read := cmp.Or(namespace, metav1.NamespaceDefault)
@@ -101,25 +116,34 @@ func (o *statusOptions) run(cmd *cobra.Command, connect connectFunc) ([]health.R
 			read = metav1.NamespaceAll
 		}
 		if objs, err = lookup.Read(cmd.Context(), c.reader, read); err != nil {
-			return nil, cfg, err
+			return status{}, cfg, err
+		}
+		if objs, err = withStatusConfigMap(cmd.Context(), c.reader, objs, topts, cmd.ErrOrStderr()); err != nil {
+			return status{}, cfg, err
 		}
 	}
 	if !o.all {
 		namespace = cmp.Or(namespace, metav1.NamespaceDefault)
 	}
-	results, err := auditObjects(objs, namespace, cfg)
-	return results, cfg, err
+	st, err := auditObjects(cmd.Context(), objs, namespace, cfg, topts, cmd.ErrOrStderr())
+	return st, cfg, err
 }
 
 // auditObjects runs the audit on a cluster's objects, for namespace, or
 // every namespace when it is empty: the leader's audit, which reads the
-// constraints the pods carry from the index, as the leader does.
-func auditObjects(objs []runtime.Object, namespace string, cfg engine.Config) ([]health.Result, error) {
+// constraints the pods carry from the index, as the leader does, and the
+// reach of each policy's constraints with the templates derived as topts
+// says.
+func auditObjects(ctx context.Context, objs []runtime.Object, namespace string, cfg engine.Config, topts lookup.TemplateOptions, notes io.Writer) (status, error) {
 	store, err := lookup.NewStore(objs...)
 	if err != nil {
-		return nil, fmt.Errorf("building the store of the cluster: %w", err)
+		return status{}, fmt.Errorf("building the store of the cluster: %w", err)
 	}
 	index := spread.IndexFromSnapshot(store.Snapshot())
+	templates, err := deriveTemplates(ctx, store, topts, notes)
+	if err != nil {
+		return status{}, err
+	}
 	var ws []health.Workload
 	for _, w := range health.Workloads(health.Owners{
 		ReplicaSets:            ofType[*appsv1.ReplicaSet](objs),
@@ -132,14 +156,52 @@ func auditObjects(objs []runtime.Object, namespace string, cfg engine.Config) ([
 		}
 		ws = append(ws, w)
 	}
-	return health.Run(index, lookup.NewSources(store), cfg, ws), nil
+	results := health.Run(index, lookup.NewSources(store), cfg, ws)
+	return status{results: results, unreachable: policiesOutOfReach(objs, namespace, templates, cfg.MessageDetail)}, nil
+}
+
+// policiesOutOfReach returns the policies of namespace (every one when it
+// is empty; ClusterSpreadPolicies always) whose constraints the nodes of
+// objs and templates cannot reach, worded as the audit's Ready condition.
+func policiesOutOfReach(objs []runtime.Object, namespace string, templates []spread.Template, detail spread.MessageDetail) []unreachable {
+	nodes := ofType[*v1.Node](objs)
+	var out []unreachable
+	judge := func(name string, ref v1.ObjectReference, spec *v1alpha1.PolicySpec) {
+		found := autoscale.ConstraintsOutOfReach(spec.Constraints, nodes, templates)
+		ready, _ := health.Reach(metav1.Condition{Status: metav1.ConditionTrue}, name, ref, found, detail)
+		if ready.Reason == v1alpha1.ReasonMinDomainsOutOfReach {
+			out = append(out, unreachable{policy: name, message: ready.Message})
+		}
+	}
+	for _, p := range ofType[*v1alpha1.SpreadPolicy](objs) {
+		if namespace == "" || p.Namespace == namespace {
+			judge(p.Namespace+"/"+p.Name, v1.ObjectReference{Kind: v1alpha1.KindSpreadPolicy, Namespace: p.Namespace, Name: p.Name}, &p.Spec)
+		}
+	}
+	for _, p := range ofType[*v1alpha1.ClusterSpreadPolicy](objs) {
+		judge(p.Name, v1.ObjectReference{Kind: v1alpha1.KindClusterSpreadPolicy, Name: p.Name}, &p.Spec.PolicySpec)
+	}
+	return out
 }
 
 // writeStatus prints one row per workload and constraint, and one with
 // the error for a workload that could not be audited; the domains of a
 // constraint that detail does not name (hostnames) as how many nodes hold
 // each count, as the Reports do.
-func writeStatus(out io.Writer, results []health.Result, detail spread.MessageDetail) error {
+// The policies no node can reach the minDomains of follow, one line each.
+func writeStatus(out io.Writer, st status, detail spread.MessageDetail) error {
+	if err := writeResults(out, st.results, detail); err != nil {
+		return err
+	}
+	for _, u := range st.unreachable {
+		if _, err := fmt.Fprintf(out, "\nPolicy %s is not Ready (%s): %s\n", u.policy, v1alpha1.ReasonMinDomainsOutOfReach, u.message); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func writeResults(out io.Writer, results []health.Result, detail spread.MessageDetail) error {
 	if len(results) == 0 {
 		_, err := fmt.Fprintln(out, "No workload with pods is selected by a policy.")
 		return err

@@ -3,6 +3,9 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -101,4 +104,50 @@ func runLive(t *testing.T, connect connectFunc, args ...string) result {
 	var stdout, stderr bytes.Buffer
 	code := runWith(args, &stdout, &stderr, connect)
 	return result{code: code, stdout: stdout.String(), stderr: stderr.String()}
+}
+
+func TestStatusSaysWhichPoliciesNoNodeCanReachTheMinDomainsOf(t *testing.T) {
+	example, err := os.ReadFile(exampleCluster)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const constraint = "    whenUnsatisfiable: DoNotSchedule\n  validation:"
+	if !bytes.Contains(example, []byte(constraint)) {
+		t.Fatalf("%s no longer holds the policy's constraint as %q", exampleCluster, constraint)
+	}
+	tests := []struct {
+		name       string
+		minDomains string
+		want       string
+	}{
+		{
+			name:       "the example's nodes in zones a, b and c, policy shop/zone-spread with minDomains 4 -> not Ready, the remedy asks for 1 more zone",
+			minDomains: "4",
+			want: "Policy shop/zone-spread is not Ready (MinDomainsOutOfReach): spec.constraints[0]: minDomains 4 over topology.kubernetes.io/zone, " +
+				"but the nodes and every node an autoscaler can add reach only 3 domains (zone-a, zone-b, zone-c), so the global minimum stays 0 and the pods " +
+				"beyond maxSkew per domain stay Pending. Remedy: let the autoscaler add nodes in 1 more zone (the zones of a NodePool or of its node class, " +
+				"or the chart's autoscaler.zones), or lower minDomains to 3.\n",
+		},
+		{
+			name:       "the same with minDomains 3 -> nothing more than the table",
+			minDomains: "3",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			file := filepath.Join(t.TempDir(), "cluster.yaml")
+			data := bytes.Replace(example, []byte(constraint), []byte("    whenUnsatisfiable: DoNotSchedule\n    minDomains: "+tt.minDomains+"\n  validation:"), 1)
+			if err := os.WriteFile(file, data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			got := runCommand(t, "status", "--cluster", file, "-n", "shop")
+			if got.code != exitAllowed {
+				t.Fatalf("exit %d, stderr %q", got.code, got.stderr)
+			}
+			_, after, _ := strings.Cut(got.stdout, "\n\n")
+			if diff := cmp.Diff(tt.want, after); diff != "" {
+				t.Errorf("status after the table (-want +got):\n%s", diff)
+			}
+		})
+	}
 }

@@ -53,6 +53,13 @@ type NodeGroupSize struct {
 // full reports whether cluster-autoscaler can add no node to g.
 func (g NodeGroupSize) full() bool { return g.Target >= g.Max }
 
+// Message is the finding of a group at its maximum size in a sentence,
+// with its remedy, for the operator: it names the group.
+func (g NodeGroupSize) Message() string {
+	return fmt.Sprintf("cluster-autoscaler's node group %s is at its maximum size (%d of max %d), so it adds no node and a pod only a new node of it could take is refused. Remedy: raise the group's maximum size.",
+		g.Name, g.Target, g.Max)
+}
+
 // caStatus mirrors the fields spreadguard reads of the YAML status of
 // cluster-autoscaler 1.30 and later:
 // https://github.com/kubernetes/autoscaler/blob/cluster-autoscaler-1.34.0/cluster-autoscaler/clusterstate/api/types.go

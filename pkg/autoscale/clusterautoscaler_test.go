@@ -242,6 +242,39 @@ func TestTheMessageOfAGroupScaledToZeroNamesTheNodeTemplateToDeclare(t *testing.
 	}
 }
 
+func TestFindingsListEveryFindingInOrderWithItsRemedy(t *testing.T) {
+	unserved := autoscale.UnservedZones{NodePool: "web", Zones: []string{"eu-west-1c"}, Served: []string{"eu-west-1a", "eu-west-1b"}}
+	unserved.NodeClass.Kind, unserved.NodeClass.Name = "EC2NodeClass", "default"
+	full := autoscale.NodeGroupSize{Name: "eks-web-7ec2a5b4", Target: 4, Min: 2, Max: 4}
+	zero := autoscale.ScaledToZero{Group: autoscale.NodeGroupSize{Name: "eks-gpu-5a6b", Max: 4},
+		NodeTemplate: v1alpha1.NodeTemplate{ObjectMeta: metav1.ObjectMeta{Name: "gpu"}}}
+	tests := []struct {
+		name string
+		d    autoscale.Derived
+		want []string
+	}{
+		{name: "nothing found -> no finding", d: autoscale.Derived{}},
+		{
+			name: "one group at its maximum -> its size, what it means and the remedy",
+			d:    autoscale.Derived{FullGroups: []autoscale.NodeGroupSize{full}},
+			want: []string{"cluster-autoscaler's node group eks-web-7ec2a5b4 is at its maximum size (4 of max 4), so it adds no node and a pod only a new node of it could take is refused. Remedy: raise the group's maximum size."},
+		},
+		{
+			name: "a NodePool's unserved zone, a full group and a group at zero -> in that order",
+			d: autoscale.Derived{UnservedZones: []autoscale.UnservedZones{unserved}, FullGroups: []autoscale.NodeGroupSize{full},
+				ScaledToZero: []autoscale.ScaledToZero{zero}},
+			want: []string{unserved.Message(), full.Message(), zero.Message()},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, tt.d.Findings()); diff != "" {
+				t.Errorf("Findings() (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 func TestANodeGroupWhoseNodesCarryNoZoneTakesTheListedZones(t *testing.T) {
 	tests := []struct {
 		name  string

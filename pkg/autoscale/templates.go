@@ -69,6 +69,25 @@ type Derived struct {
 	ScaledToZero []ScaledToZero
 }
 
+// Findings returns the findings of d in sentences for the operator, each
+// with its remedy: the NodePools that require zones their node class does
+// not serve, then the node groups at their maximum size, then those
+// scaled to zero. They name NodePools and node groups, so they are not
+// for tenants under messageDetail: domains.
+func (d Derived) Findings() []string {
+	var out []string
+	for _, u := range d.UnservedZones {
+		out = append(out, u.Message())
+	}
+	for _, g := range d.FullGroups {
+		out = append(out, g.Message())
+	}
+	for _, z := range d.ScaledToZero {
+		out = append(out, z.Message())
+	}
+	return out
+}
+
 // Templates returns Derive(in).Templates.
 func Templates(in Inputs) []spread.Template { return Derive(in).Templates }
 

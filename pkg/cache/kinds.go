@@ -7,6 +7,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -42,6 +43,13 @@ type Kind struct {
 	// reads of another project's API: a cluster file's object of the kind
 	// may carry other fields.
 	Partial bool
+	// Named kinds are read as the one object the configuration names,
+	// never listed whole: cluster-autoscaler's status ConfigMap. The webhook
+	// watches that object alone (WatchNamed), the chart grants it by name in
+	// a Role of its namespace rather than in the ClusterRole (ReadRules and
+	// Watched leave it out), and kubectl-spread's live reads get it by name;
+	// a cluster file may hold it like any kind.
+	Named bool
 	// Transform turns an object as the watch decodes it into what the
 	// informer keeps: only what spreadguard reads. Nil keeps the object
 	// whole, less its managedFields.
@@ -100,6 +108,10 @@ var Kinds = []Kind{
 		Transform: StripNodeClass, object: &nodeclassv1.EC2NodeClass{}, list: &nodeclassv1.EC2NodeClassList{}},
 	{GVK: nodeclassv1.EKSGroupVersion.WithKind(nodeclassv1.KindNodeClass), Resource: "nodeclasses", Optional: true, Partial: true,
 		Transform: StripNodeClass, object: &nodeclassv1.NodeClass{}, list: &nodeclassv1.NodeClassList{}},
+	// cluster-autoscaler's status (config.Engine's clusterAutoscalerStatus):
+	// the sizes of its node groups, read whole, since it is one object.
+	{GVK: v1.SchemeGroupVersion.WithKind("ConfigMap"), Resource: "configmaps", Namespaced: true, Named: true,
+		object: &v1.ConfigMap{}, list: &v1.ConfigMapList{}},
 	// The workload a scale names, which the forecast of the scale reads
 	// (the Scale carries no pod template), and what `kubectl spread plan`
 	// reads.
@@ -217,12 +229,14 @@ func chainTransforms(ts []toolscache.TransformFunc) toolscache.TransformFunc {
 
 // ReadRules returns the RBAC rules that let spreadguard read Kinds:
 // get, list and watch, one rule per API group, groups and resources in the
-// order of Kinds, for the kinds include accepts (all when it is nil).
+// order of Kinds, for the kinds include accepts (all when it is nil). A
+// Named kind has none: its one object is granted by name, where it is
+// (NamedReadRule).
 func ReadRules(include func(Kind) bool) []rbacv1.PolicyRule {
 	var rules []rbacv1.PolicyRule
 	at := map[string]int{}
 	for _, k := range Kinds {
-		if include != nil && !include(k) {
+		if k.Named || (include != nil && !include(k)) {
 			continue
 		}
 		i, ok := at[k.GVK.Group]
@@ -238,13 +252,44 @@ func ReadRules(include func(Kind) bool) []rbacv1.PolicyRule {
 
 // Watched returns an empty object of every kind the webhook watches, in
 // the order of Kinds: the kinds that are not optional, and the optional
-// ones that want accepts.
+// ones that want accepts. A Named kind is watched apart (WatchNamed).
 func Watched(want func(Kind) bool) []client.Object {
 	var out []client.Object
 	for _, k := range Kinds {
-		if !k.Optional || (want != nil && want(k)) {
+		if !k.Named && (!k.Optional || (want != nil && want(k))) {
 			out = append(out, k.New())
 		}
 	}
 	return out
+}
+
+// WatchNamed limits the cache's informer of obj's kind, a Named kind, to the
+// one object key names: a list and watch of key's namespace with a field
+// selector on the name, which RBAC grants by resourceNames
+// (NamedReadRule), so that neither the cache nor the permissions reach the
+// kind's other objects. It starts no informer.
+func WatchNamed(o *crcache.Options, obj client.Object, key client.ObjectKey) {
+	if o.ByObject == nil {
+		o.ByObject = map[client.Object]crcache.ByObject{}
+	}
+	o.ByObject[obj] = crcache.ByObject{
+		Namespaces: map[string]crcache.Config{key.Namespace: {}},
+		Field:      NameSelector(key.Name),
+	}
+}
+
+// NameSelector is the field selector of the object called name: the one a
+// list or watch must carry to be granted by resourceNames.
+func NameSelector(name string) fields.Selector {
+	return fields.OneTermEqualSelector("metadata.name", name)
+}
+
+// NamedReadRule is the RBAC rule that lets spreadguard read the one object
+// of kind k that key names, in a Role of key's namespace: get, list and
+// watch on that name alone. RBAC grants a list or watch by resourceNames
+// when it selects the name by a field selector (NameSelector), as
+// WatchNamed's informer does.
+func NamedReadRule(k Kind, key client.ObjectKey) rbacv1.PolicyRule {
+	return rbacv1.PolicyRule{APIGroups: []string{k.GVK.Group}, Resources: []string{k.Resource},
+		ResourceNames: []string{key.Name}, Verbs: []string{"get", "list", "watch"}}
 }

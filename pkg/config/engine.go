@@ -7,17 +7,21 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 
 	"github.com/spf13/pflag"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	karpenterv1 "github.com/spreadguard/spreadguard/pkg/apis/karpenter/v1"
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
+	"github.com/spreadguard/spreadguard/pkg/autoscale"
 	"github.com/spreadguard/spreadguard/pkg/engine"
 	"github.com/spreadguard/spreadguard/pkg/lookup"
 	"github.com/spreadguard/spreadguard/pkg/spread"
@@ -54,15 +58,27 @@ type Engine struct {
 	// kubernetes.azure.com/agentpool): each group and zone seen on a node
 	// is a template of a node the cluster autoscaler can add. Empty: none.
 	NodeGroupLabel string `json:"nodeGroupLabel,omitempty"`
+	// AutoscalerZones are the zones new nodes may come up in, where nothing
+	// in the API says so: the zones of a Karpenter NodePool that leaves the
+	// zone open and whose node class names none (Azure's, Google Cloud's,
+	// the kwok provider's), and of a node group whose nodes carry no zone
+	// (autoscale.Inputs.Zones). Empty: the zones seen on nodes.
+	AutoscalerZones []string `json:"autoscalerZones,omitempty"`
+	// ClusterAutoscalerStatus is cluster-autoscaler's status ConfigMap,
+	// namespace/name: the sizes of its node groups, where it is there (a
+	// group at its maximum adds no node; one scaled to zero that no node
+	// shows is reported). Empty: not read, every node group can grow.
+	ClusterAutoscalerStatus string `json:"clusterAutoscalerStatus"`
 }
 
 // NewEngine returns the engine settings with the webhook's defaults.
 func NewEngine() Engine {
 	return Engine{
-		DefaultAction:       v1alpha1.ActionDeny,
-		ExcludedNamespaces:  []string{KubeSystem},
-		MessageDetail:       spread.DetailDomains,
-		AutoscalerKarpenter: ToggleAuto,
+		DefaultAction:           v1alpha1.ActionDeny,
+		ExcludedNamespaces:      []string{KubeSystem},
+		MessageDetail:           spread.DetailDomains,
+		AutoscalerKarpenter:     ToggleAuto,
+		ClusterAutoscalerStatus: autoscale.ClusterAutoscalerStatusNamespace + "/" + autoscale.ClusterAutoscalerStatusName,
 	}
 }
 
@@ -88,6 +104,10 @@ var engineFlags = []Flag[Engine]{
 		func(e *Engine) any { return &e.AutoscalerKarpenter }},
 	{"node-group-label", "Node label naming a node's group (eks.amazonaws.com/nodegroup, cloud.google.com/gke-nodepool, kubernetes.azure.com/agentpool): each group and zone seen on a node is a node the autoscaler can add. Empty: none.",
 		func(e *Engine) any { return &e.NodeGroupLabel }},
+	{"autoscaler-zones", "Comma-separated zones new nodes may come up in, for the NodePools that leave the zone open and whose node class names no zone, and the node groups whose nodes carry none. Empty: the zones seen on nodes.",
+		func(e *Engine) any { return &e.AutoscalerZones }},
+	{"cluster-autoscaler-status", "cluster-autoscaler's status ConfigMap, namespace/name (its --config-namespace and --status-config-map-name): node groups at their maximum size add no node. Empty: not read.",
+		func(e *Engine) any { return &e.ClusterAutoscalerStatus }},
 }
 
 // AddFlags binds Engine's flags to the fields of e; the current values of
@@ -135,6 +155,54 @@ func (e *Engine) Validate() field.ErrorList {
 			errs = append(errs, field.Invalid(field.NewPath("nodeGroupLabel"), e.NodeGroupLabel, msg))
 		}
 	}
+	errs = append(errs, validateZones(field.NewPath("autoscalerZones"), e.AutoscalerZones)...)
+	if _, err := e.ClusterAutoscalerStatusKey(); err != nil {
+		errs = append(errs, field.Invalid(field.NewPath("clusterAutoscalerStatus"), e.ClusterAutoscalerStatus, err.Error()))
+	}
+	return errs
+}
+
+// ClusterAutoscalerStatusKey returns the namespace and name of
+// ClusterAutoscalerStatus; a zero key when it is empty.
+func (e *Engine) ClusterAutoscalerStatusKey() (types.NamespacedName, error) {
+	if e.ClusterAutoscalerStatus == "" {
+		return types.NamespacedName{}, nil
+	}
+	ns, name, ok := strings.Cut(e.ClusterAutoscalerStatus, "/")
+	if !ok {
+		return types.NamespacedName{}, errors.New("must be namespace/name, or empty to read no status")
+	}
+	var msgs []string
+	for _, msg := range validation.IsDNS1123Label(ns) {
+		msgs = append(msgs, "namespace: "+msg)
+	}
+	for _, msg := range validation.IsDNS1123Subdomain(name) {
+		msgs = append(msgs, "name: "+msg)
+	}
+	if len(msgs) > 0 {
+		return types.NamespacedName{}, errors.New(strings.Join(msgs, "; "))
+	}
+	return types.NamespacedName{Namespace: ns, Name: name}, nil
+}
+
+// validateZones checks that each zone is a label value a node's
+// topology.kubernetes.io/zone can hold, and not empty: an empty zone (a
+// trailing comma) names no zone a node could come up in.
+func validateZones(path *field.Path, zones []string) field.ErrorList {
+	var errs field.ErrorList
+	seen := map[string]bool{}
+	for i, z := range zones {
+		switch {
+		case z == "":
+			errs = append(errs, field.Invalid(path.Index(i), z, "must be a zone, not empty"))
+		case seen[z]:
+			errs = append(errs, field.Duplicate(path.Index(i), z))
+		}
+		seen[z] = true
+		for _, msg := range validation.IsValidLabelValue(z) {
+			errs = append(errs, field.Invalid(path.Index(i), z, msg))
+		}
+	}
 	return errs
 }
 
@@ -158,11 +226,15 @@ func (e *Engine) Config() engine.Config {
 // Templates says where the templates of the nodes an autoscaler can add
 // come from, given whether the cluster serves the NodeTemplate and the
 // NodePool APIs: the NodeTemplates when served; the NodePools when served
-// and AutoscalerKarpenter is not false; the node groups of NodeGroupLabel.
+// and AutoscalerKarpenter is not false; the node groups of NodeGroupLabel;
+// the zones of AutoscalerZones; cluster-autoscaler's status ConfigMap.
 // AutoscalerKarpenter true without the NodePool API is an error: the
 // setting says Karpenter runs, and it cannot be read.
 func (e *Engine) Templates(nodeTemplatesServed, nodePoolsServed bool) (lookup.TemplateOptions, error) {
-	o := lookup.TemplateOptions{NodeTemplates: nodeTemplatesServed, NodeGroupLabel: e.NodeGroupLabel}
+	// Validate has refused a key that does not parse.
+	status, _ := e.ClusterAutoscalerStatusKey()
+	o := lookup.TemplateOptions{NodeTemplates: nodeTemplatesServed, NodeGroupLabel: e.NodeGroupLabel, Zones: e.AutoscalerZones,
+		ClusterAutoscalerStatus: status}
 	switch e.AutoscalerKarpenter {
 	case ToggleTrue:
 		if !nodePoolsServed {

@@ -6,6 +6,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
@@ -56,9 +57,11 @@ func TestEngineFlagsBindStraightIntoTheFields(t *testing.T) {
 			name:  "every flag given -> every field set from its flag",
 			start: NewEngine(),
 			args: []string{"--default-action=Warn", "--excluded-namespaces=a,b", "--message-detail=nodes",
-				"--autoscaler-karpenter=false", "--node-group-label=eks.amazonaws.com/nodegroup"},
+				"--autoscaler-karpenter=false", "--node-group-label=eks.amazonaws.com/nodegroup", "--autoscaler-zones=us-east-1a,us-east-1b",
+				"--cluster-autoscaler-status=autoscaling/ca-status"},
 			want: Engine{DefaultAction: v1alpha1.ActionWarn, ExcludedNamespaces: []string{"a", "b"},
-				MessageDetail: spread.DetailNodes, AutoscalerKarpenter: ToggleFalse, NodeGroupLabel: "eks.amazonaws.com/nodegroup"},
+				MessageDetail: spread.DetailNodes, AutoscalerKarpenter: ToggleFalse, NodeGroupLabel: "eks.amazonaws.com/nodegroup",
+				AutoscalerZones: []string{"us-east-1a", "us-east-1b"}, ClusterAutoscalerStatus: "autoscaling/ca-status"},
 		},
 		{
 			name:  "--excluded-namespaces given twice -> both lists, the default replaced",
@@ -104,6 +107,18 @@ func TestEngineValidate(t *testing.T) {
 			want: field.ErrorList{field.NotSupported[string](field.NewPath("autoscalerKarpenter"), nil, nil)}},
 		{name: "node group label with a space -> nodeGroupLabel invalid", args: []string{"--node-group-label=node group"},
 			want: field.ErrorList{field.Invalid(field.NewPath("nodeGroupLabel"), nil, "")}},
+		{name: "zones eu-west-1a and eu-west-1b -> valid", args: []string{"--autoscaler-zones=eu-west-1a,eu-west-1b"}},
+		{name: "zones with a trailing comma -> autoscalerZones[1] invalid: an empty zone", args: []string{"--autoscaler-zones=eu-west-1a,"},
+			want: field.ErrorList{field.Invalid(field.NewPath("autoscalerZones").Index(1), nil, "")}},
+		{name: "zone with a space -> autoscalerZones[0] invalid: no label value", args: []string{"--autoscaler-zones=eu west 1a"},
+			want: field.ErrorList{field.Invalid(field.NewPath("autoscalerZones").Index(0), nil, "")}},
+		{name: "zone a listed twice -> autoscalerZones[2] duplicate", args: []string{"--autoscaler-zones=a,b,a"},
+			want: field.ErrorList{field.Duplicate(field.NewPath("autoscalerZones").Index(2), nil)}},
+		{name: "no cluster-autoscaler status -> valid", args: []string{"--cluster-autoscaler-status="}},
+		{name: "cluster-autoscaler status without its namespace -> clusterAutoscalerStatus invalid", args: []string{"--cluster-autoscaler-status=cluster-autoscaler-status"},
+			want: field.ErrorList{field.Invalid(field.NewPath("clusterAutoscalerStatus"), nil, "")}},
+		{name: "cluster-autoscaler status in namespace Kube_System -> clusterAutoscalerStatus invalid", args: []string{"--cluster-autoscaler-status=Kube_System/status"},
+			want: field.ErrorList{field.Invalid(field.NewPath("clusterAutoscalerStatus"), nil, "")}},
 		{name: "action and detail wrong -> two errors in field order", args: []string{"--message-detail=", "--default-action=Block"},
 			want: field.ErrorList{
 				field.NotSupported[string](field.NewPath("defaultAction"), nil, nil),
@@ -131,7 +146,8 @@ var ignoreDetail = cmpopts.IgnoreFields(field.Error{}, "Detail", "BadValue")
 
 func TestEngineOverrideLetsTheFlagsGivenWin(t *testing.T) {
 	release := Engine{DefaultAction: v1alpha1.ActionWarn, ExcludedNamespaces: []string{"spreadguard-system"},
-		MessageDetail: spread.DetailDomains, AutoscalerKarpenter: ToggleFalse, NodeGroupLabel: "eks.amazonaws.com/nodegroup"}
+		MessageDetail: spread.DetailDomains, AutoscalerKarpenter: ToggleFalse, NodeGroupLabel: "eks.amazonaws.com/nodegroup",
+		AutoscalerZones: []string{"a", "b", "c"}, ClusterAutoscalerStatus: "autoscaling/ca-status"}
 	cli := engineWith(func(e *Engine) { e.MessageDetail = spread.DetailNodes })
 	tests := []struct {
 		name string
@@ -152,6 +168,21 @@ func TestEngineOverrideLetsTheFlagsGivenWin(t *testing.T) {
 			name: "--default-action=Deny, the default's own value, given -> Deny: a flag given wins even when it repeats the default",
 			args: []string{"--default-action=Deny"},
 			want: func() Engine { e := release; e.DefaultAction = v1alpha1.ActionDeny; return e }(),
+		},
+		{
+			name: "--autoscaler-zones=x,y -> the release's zones replaced",
+			args: []string{"--autoscaler-zones=x,y"},
+			want: func() Engine { e := release; e.AutoscalerZones = []string{"x", "y"}; return e }(),
+		},
+		{
+			name: "--cluster-autoscaler-status= -> the release's status not read",
+			args: []string{"--cluster-autoscaler-status="},
+			want: func() Engine { e := release; e.ClusterAutoscalerStatus = ""; return e }(),
+		},
+		{
+			name: "--autoscaler-zones= -> the release's zones cleared",
+			args: []string{"--autoscaler-zones="},
+			want: func() Engine { e := release; e.AutoscalerZones = []string{}; return e }(),
 		},
 		{
 			name: "--excluded-namespaces=a --node-group-label= -> the list replaced and the label cleared",
@@ -201,27 +232,39 @@ func TestEngineConfigIsWhatTheEngineDecidesWith(t *testing.T) {
 }
 
 func TestEngineTemplates(t *testing.T) {
+	status := types.NamespacedName{Namespace: "kube-system", Name: "cluster-autoscaler-status"}
 	tests := []struct {
 		name                    string
 		karpenter               Toggle
 		nodeTemplates, nodePool bool
+		zones                   []string
+		noStatus                bool
 		want                    lookup.TemplateOptions
 		wantErr                 string
 	}{
 		{name: "auto, NodePools served -> NodePools read", karpenter: ToggleAuto, nodePool: true,
-			want: lookup.TemplateOptions{Karpenter: true, NodeGroupLabel: "pool"}},
+			want: lookup.TemplateOptions{Karpenter: true, NodeGroupLabel: "pool", ClusterAutoscalerStatus: status}},
 		{name: "auto, NodePools not served -> none read, no error", karpenter: ToggleAuto,
-			want: lookup.TemplateOptions{NodeGroupLabel: "pool"}},
+			want: lookup.TemplateOptions{NodeGroupLabel: "pool", ClusterAutoscalerStatus: status}},
 		{name: "false, NodePools and NodeTemplates served -> NodeTemplates only", karpenter: ToggleFalse, nodeTemplates: true, nodePool: true,
-			want: lookup.TemplateOptions{NodeTemplates: true, NodeGroupLabel: "pool"}},
+			want: lookup.TemplateOptions{NodeTemplates: true, NodeGroupLabel: "pool", ClusterAutoscalerStatus: status}},
 		{name: "true, NodePools served -> NodePools read", karpenter: ToggleTrue, nodePool: true,
-			want: lookup.TemplateOptions{Karpenter: true, NodeGroupLabel: "pool"}},
+			want: lookup.TemplateOptions{Karpenter: true, NodeGroupLabel: "pool", ClusterAutoscalerStatus: status}},
+		{name: "auto, NodePools served, zones a and b listed -> NodePools read, the zones passed on", karpenter: ToggleAuto, nodePool: true, zones: []string{"a", "b"},
+			want: lookup.TemplateOptions{Karpenter: true, NodeGroupLabel: "pool", ClusterAutoscalerStatus: status, Zones: []string{"a", "b"}}},
+		{name: "auto, no cluster-autoscaler status -> none read", karpenter: ToggleAuto, noStatus: true,
+			want: lookup.TemplateOptions{NodeGroupLabel: "pool"}},
 		{name: "true, NodePools not served -> an error naming the setting and the remedy", karpenter: ToggleTrue,
 			wantErr: "--autoscaler-karpenter is true, but the API server does not serve karpenter.sh/v1, Kind=NodePool: install Karpenter's CRDs or set it to auto"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := engineWith(func(e *Engine) { e.AutoscalerKarpenter, e.NodeGroupLabel = tt.karpenter, "pool" })
+			e := engineWith(func(e *Engine) {
+				e.AutoscalerKarpenter, e.NodeGroupLabel, e.AutoscalerZones = tt.karpenter, "pool", tt.zones
+				if tt.noStatus {
+					e.ClusterAutoscalerStatus = ""
+				}
+			})
 			got, err := e.Templates(tt.nodeTemplates, tt.nodePool)
 			if gotErr := errString(err); gotErr != tt.wantErr {
 				t.Fatalf("Templates() error = %q, want %q", gotErr, tt.wantErr)

@@ -41,6 +41,7 @@ defaultAction: Warn
 excludedNamespaces: [kube-system, spreadguard-system]
 messageDetail: domains
 autoscalerKarpenter: "false"
+clusterAutoscalerStatus: autoscaling/ca-status
 `
 
 func TestFromRelease(t *testing.T) {
@@ -48,7 +49,7 @@ func TestFromRelease(t *testing.T) {
 	// The chart's dashboard carries the same labels, and no configuration.
 	dashboard := releaseConfigMap("spreadguard-system", "sg-spreadguard-dashboard", "sg", map[string]string{"spreadguard.json": "{}"})
 	wantEngine := Engine{DefaultAction: v1alpha1.ActionWarn, ExcludedNamespaces: []string{"kube-system", "spreadguard-system"},
-		MessageDetail: spread.DetailDomains, AutoscalerKarpenter: ToggleFalse}
+		MessageDetail: spread.DetailDomains, AutoscalerKarpenter: ToggleFalse, ClusterAutoscalerStatus: "autoscaling/ca-status"}
 	tests := []struct {
 		name       string
 		objs       []client.Object

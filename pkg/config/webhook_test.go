@@ -34,13 +34,15 @@ func TestDecode(t *testing.T) {
 		{
 			name: "server and engine fields -> each read into its field, the others defaulted",
 			data: header + "port: 10250\nfailurePolicy: Fail\ndefaultAction: Warn\nexcludedNamespaces: [tools]\n" +
-				"messageDetail: nodes\nautoscalerKarpenter: \"false\"\nnodeGroupLabel: pool\nauditCoalesceDelay: 2s\nshutdownDelay: 5s\n",
+				"messageDetail: nodes\nautoscalerKarpenter: \"false\"\nnodeGroupLabel: pool\nautoscalerZones: [eu-west-1a, eu-west-1b]\nclusterAutoscalerStatus: \"\"\n" +
+				"auditCoalesceDelay: 2s\nshutdownDelay: 5s\n",
 			want: with(func(c *WebhookConfiguration) {
 				c.Port, c.FailurePolicy = 10250, admissionregistrationv1.Fail
 				c.AuditCoalesceDelay = metav1.Duration{Duration: 2 * time.Second}
 				c.ShutdownDelay = metav1.Duration{Duration: 5 * time.Second}
 				c.Engine = Engine{DefaultAction: v1alpha1.ActionWarn, ExcludedNamespaces: []string{"tools"},
-					MessageDetail: spread.DetailNodes, AutoscalerKarpenter: ToggleFalse, NodeGroupLabel: "pool"}
+					MessageDetail: spread.DetailNodes, AutoscalerKarpenter: ToggleFalse, NodeGroupLabel: "pool",
+					AutoscalerZones: []string{"eu-west-1a", "eu-west-1b"}, ClusterAutoscalerStatus: ""}
 			}),
 		},
 		{

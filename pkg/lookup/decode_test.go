@@ -209,7 +209,7 @@ func TestDecodeErrors(t *testing.T) {
 		{
 			name: "a DaemonSet in document 3 -> unknown kind with the list of kinds",
 			in:   node + "---\napiVersion: v1\nkind: Namespace\nmetadata: {name: shop}\n---\napiVersion: apps/v1\nkind: DaemonSet\nmetadata: {name: web}\n",
-			want: `cluster.yaml: document 3: unknown kind "DaemonSet" (want one of Node, Pod, Service, ReplicationController, ReplicaSet, StatefulSet, Namespace, SpreadPolicy, ClusterSpreadPolicy, NodeTemplate, NodePool, EC2NodeClass, NodeClass, Deployment, or a v1 List)`,
+			want: `cluster.yaml: document 3: unknown kind "DaemonSet" (want one of Node, Pod, Service, ReplicationController, ReplicaSet, StatefulSet, Namespace, SpreadPolicy, ClusterSpreadPolicy, NodeTemplate, NodePool, EC2NodeClass, NodeClass, ConfigMap, Deployment, or a v1 List)`,
 		},
 		{
 			name: "a missing colon on line 4 of document 2 -> the YAML error with its line",
@@ -275,7 +275,7 @@ func TestDecodeErrors(t *testing.T) {
 		{
 			name: "a DaemonSet as the second item of a List -> the item named",
 			in:   "apiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: Node, metadata: {name: n1}}\n- {apiVersion: apps/v1, kind: DaemonSet, metadata: {name: d}}\n",
-			want: `cluster.yaml: document 1: items[1]: unknown kind "DaemonSet" (want one of Node, Pod, Service, ReplicationController, ReplicaSet, StatefulSet, Namespace, SpreadPolicy, ClusterSpreadPolicy, NodeTemplate, NodePool, EC2NodeClass, NodeClass, Deployment, or a v1 List)`,
+			want: `cluster.yaml: document 1: items[1]: unknown kind "DaemonSet" (want one of Node, Pod, Service, ReplicationController, ReplicaSet, StatefulSet, Namespace, SpreadPolicy, ClusterSpreadPolicy, NodeTemplate, NodePool, EC2NodeClass, NodeClass, ConfigMap, Deployment, or a v1 List)`,
 		},
 		{
 			name: "a List inside a List -> refused",
@@ -440,7 +440,7 @@ func TestNew(t *testing.T) {
 	})
 	t.Run("a DaemonSet -> unsupported type", func(t *testing.T) {
 		_, err := lookup.NewStore(&appsv1.DaemonSet{})
-		want := "object 1: unsupported object type *v1.DaemonSet (want one of Node, Pod, Service, ReplicationController, ReplicaSet, StatefulSet, Namespace, SpreadPolicy, ClusterSpreadPolicy, NodeTemplate, NodePool, EC2NodeClass, NodeClass, Deployment, or a v1 List)"
+		want := "object 1: unsupported object type *v1.DaemonSet (want one of Node, Pod, Service, ReplicationController, ReplicaSet, StatefulSet, Namespace, SpreadPolicy, ClusterSpreadPolicy, NodeTemplate, NodePool, EC2NodeClass, NodeClass, ConfigMap, Deployment, or a v1 List)"
 		if err == nil || err.Error() != want {
 			t.Errorf("New() error = %v, want %q", err, want)
 		}

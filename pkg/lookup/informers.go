@@ -32,9 +32,9 @@ type InformerStores struct {
 }
 
 // inStores reports whether InformerStores holds kind k's store: every kind
-// the webhook always watches. (Optional kinds may have no informer, and
-// asking for one would start it.)
-func inStores(k cache.Kind) bool { return !k.Optional }
+// the webhook always watches. (Optional and Named kinds may have no
+// informer, and asking for one would start it.)
+func inStores(k cache.Kind) bool { return !k.Optional && !k.Named }
 
 // indexed is what controller-runtime's informers are: client-go shared
 // index informers, whose store (with its namespace index) they read.

@@ -9,6 +9,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -35,7 +36,11 @@ type TemplateOptions struct {
 	NodeGroupLabel string
 	// ClusterAutoscaler is cluster-autoscaler's status, parsed from its
 	// ConfigMap by autoscale.ParseClusterAutoscalerStatus; nil without it.
+	// When nil, Derive reads it from ClusterAutoscalerStatus.
 	ClusterAutoscaler *autoscale.ClusterAutoscalerStatus
+	// ClusterAutoscalerStatus names cluster-autoscaler's status ConfigMap,
+	// which Derive reads from the reader it is given; zero: not read.
+	ClusterAutoscalerStatus types.NamespacedName
 }
 
 // Templates returns Derive's templates.
@@ -47,30 +52,56 @@ func Templates(ctx context.Context, r client.Reader, o TemplateOptions) ([]sprea
 	return d.Templates, nil
 }
 
+// Derived is what Derive finds: autoscale.Derived, and why
+// cluster-autoscaler's status, when its ConfigMap is there, was not read.
+type Derived struct {
+	autoscale.Derived
+	// ClusterAutoscalerStatusErr says why the ConfigMap
+	// TemplateOptions.ClusterAutoscalerStatus names, found, was not read:
+	// autoscale.ErrLegacyClusterAutoscalerStatus, or what is wrong with it.
+	// The node groups are then judged as without it. Nil when it was read,
+	// or is not there.
+	ClusterAutoscalerStatusErr error
+}
+
 // Derive derives, from what r holds, the templates of the nodes an
 // autoscaler can add and what the operator must hear of them
 // (autoscale.Derived): the NodeTemplates (with o.NodeTemplates), the
 // NodePools and the node classes their zones come from (with
-// o.Karpenter) and the node groups (with o.NodeGroupLabel), with the
-// topology keys of every policy. A cluster without the NodeTemplate,
-// NodePool or node class APIs has none of them. The webhook asks only for
-// the kinds it watches: its cache refuses a list of any other.
-func Derive(ctx context.Context, r client.Reader, o TemplateOptions) (autoscale.Derived, error) {
+// o.Karpenter) and the node groups (with o.NodeGroupLabel, judged by
+// cluster-autoscaler's status when o names its ConfigMap and r holds it),
+// with the topology keys of every policy. A cluster without the
+// NodeTemplate, NodePool or node class APIs has none of them. The webhook
+// asks only for the kinds it watches: its cache refuses a list of any
+// other.
+func Derive(ctx context.Context, r client.Reader, o TemplateOptions) (Derived, error) {
 	var in autoscale.Inputs
 	in.NodeGroupLabel = o.NodeGroupLabel
 	in.Zones = o.Zones
 	in.ClusterAutoscaler = o.ClusterAutoscaler
+	var out Derived
+	if in.ClusterAutoscaler == nil && o.ClusterAutoscalerStatus.Name != "" {
+		status, err := clusterAutoscalerStatus(ctx, r, o.ClusterAutoscalerStatus)
+		var unread *unreadStatus
+		switch {
+		case errors.As(err, &unread):
+			out.ClusterAutoscalerStatusErr = err
+		case err != nil:
+			return Derived{}, err
+		}
+		in.ClusterAutoscaler = status
+	}
 
 	var nodes v1.NodeList
 	if err := r.List(ctx, &nodes); err != nil {
-		return autoscale.Derived{}, fmt.Errorf("listing the nodes: %w", err)
+		return Derived{}, fmt.Errorf("listing the nodes: %w", err)
 	}
 	in.Nodes = pointers(nodes.Items)
 
 	if o.NodeTemplates {
 		var declared v1alpha1.NodeTemplateList
 		if err := listOptional(ctx, r, &declared); err != nil {
-			return autoscale.Derived{}, fmt.Errorf("listing the NodeTemplates: %w", err)
+			return Derived{}, fmt.Errorf("listing the NodeTemplates: %w", err)
 		}
 		for _, t := range declared.Items {
 			in.Declared = append(in.Declared, autoscale.Declared{Name: t.Name, Labels: t.Spec.Labels, Taints: t.Spec.Taints})
@@ -80,22 +111,60 @@ func Derive(ctx context.Context, r client.Reader, o TemplateOptions) (autoscale.
 	if o.Karpenter {
 		var pools karpenterv1.NodePoolList
 		if err := listOptional(ctx, r, &pools); err != nil {
-			return autoscale.Derived{}, fmt.Errorf("listing Karpenter's NodePools: %w", err)
+			return Derived{}, fmt.Errorf("listing Karpenter's NodePools: %w", err)
 		}
 		in.NodePools = pointers(pools.Items)
 		classes, err := nodeClasses(ctx, r)
 		if err != nil {
-			return autoscale.Derived{}, err
+			return Derived{}, err
 		}
 		in.NodeClasses = classes
 	}
 
 	keys, err := policyKeys(ctx, r)
 	if err != nil {
-		return autoscale.Derived{}, err
+		return Derived{}, err
 	}
 	in.SpreadKeys = keys
-	return autoscale.Derive(in), nil
+	out.Derived = autoscale.Derive(in)
+	return out, nil
+}
+
+// unreadStatus is a status ConfigMap that is there but says nothing
+// spreadguard reads.
+type unreadStatus struct {
+	key types.NamespacedName
+	err error
+}
+
+func (e *unreadStatus) Error() string {
+	return fmt.Sprintf("ConfigMap %s not read: %v", e.key, e.err)
+}
+
+func (e *unreadStatus) Unwrap() error { return e.err }
+
+// clusterAutoscalerStatus reads cluster-autoscaler's status from the
+// ConfigMap key names: nil when it is not there, or where the webhook's
+// cache does not watch it (it could not, at start); an *unreadStatus when
+// it holds no status spreadguard reads.
+func clusterAutoscalerStatus(ctx context.Context, r client.Reader, key types.NamespacedName) (*autoscale.ClusterAutoscalerStatus, error) {
+	cm, err := ReadStatusConfigMap(ctx, r, key)
+	var notCached *crcache.ErrResourceNotCached
+	switch {
+	case errors.As(err, &notCached):
+		return nil, nil
+	case err != nil || cm == nil:
+		return nil, err
+	}
+	text, ok := cm.Data[autoscale.ClusterAutoscalerStatusKey]
+	if !ok {
+		return nil, &unreadStatus{key, fmt.Errorf("it has no key %s", autoscale.ClusterAutoscalerStatusKey)}
+	}
+	status, err := autoscale.ParseClusterAutoscalerStatus(text)
+	if err != nil {
+		return nil, &unreadStatus{key, err}
+	}
+	return status, nil
 }
 
 // nodeClasses lists the node classes whose status names zones. Their

@@ -2,11 +2,13 @@ package lookup_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -158,4 +160,139 @@ func TestDeriveReportsAZoneANodePoolRequiresAndItsNodeClassDoesNotServe(t *testi
 	if diff := cmp.Diff(want, d.UnservedZones); diff != "" {
 		t.Errorf("unserved zones (-want +got):\n%s", diff)
 	}
+}
+
+// nodeGroups is a cluster file with two nodes of EKS managed node groups,
+// web in zone a and batch in zone b, and, after it, cluster-autoscaler's
+// status ConfigMap as `kubectl get -o yaml` prints it, holding status.
+func nodeGroups(status string) string {
+	file := `
+apiVersion: v1
+kind: Node
+metadata: {name: web-a, labels: {topology.kubernetes.io/zone: a, eks.amazonaws.com/nodegroup: web}}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: batch-b, labels: {topology.kubernetes.io/zone: b, eks.amazonaws.com/nodegroup: batch}}
+`
+	if status == "" {
+		return file
+	}
+	indented := "    " + strings.ReplaceAll(strings.TrimSpace(status), "\n", "\n    ")
+	return file + `---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: cluster-autoscaler-status
+  namespace: kube-system
+  annotations: {cluster-autoscaler.kubernetes.io/last-updated: "2026-11-24 04:28:19.546750398 +0000 UTC"}
+data:
+  status: |
+` + indented + "\n"
+}
+
+// webFull is the status of cluster-autoscaler 1.30 and later with the
+// managed node group web at its maximum and batch with room.
+const webFull = `
+time: "2026-11-24 04:28:19.546750398 +0000 UTC"
+autoscalerStatus: "Running"
+nodeGroups:
+- name: "eks-web-7ec2a5b4-1d5e-4d5a-b3b0-2c6a1b4c9f70"
+  health: {status: "Healthy", cloudProviderTarget: 6, minSize: 2, maxSize: 6}
+- name: "eks-batch-0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0"
+  health: {status: "Healthy", cloudProviderTarget: 1, minSize: 0, maxSize: 10}
+`
+
+func TestDeriveReadsClusterAutoscalersStatusFromTheClusterFile(t *testing.T) {
+	status := types.NamespacedName{Namespace: "kube-system", Name: "cluster-autoscaler-status"}
+	both := []string{"nodegroup/batch/b", "nodegroup/web/a"}
+	tests := []struct {
+		name     string
+		file     string
+		key      types.NamespacedName
+		want     []string
+		wantFull []string
+		wantErr  error
+	}{
+		{
+			name: "web at its maximum in the status -> web yields no template, and is listed full",
+			file: nodeGroups(webFull), key: status,
+			want: []string{"nodegroup/batch/b"}, wantFull: []string{"eks-web-7ec2a5b4-1d5e-4d5a-b3b0-2c6a1b4c9f70"},
+		},
+		{
+			name: "no ConfigMap -> every group can grow, as before",
+			file: nodeGroups(""), key: status,
+			want: both,
+		},
+		{
+			name: "the status not asked for -> not read",
+			file: nodeGroups(webFull),
+			want: both,
+		},
+		{
+			name: "the status asked for under another name -> not read",
+			file: nodeGroups(webFull), key: types.NamespacedName{Namespace: "kube-system", Name: "ca-status"},
+			want: both,
+		},
+		{
+			name: "the plain text of cluster-autoscaler 1.29 -> every group can grow, and the legacy format said",
+			file: nodeGroups("Cluster-autoscaler status at 2023-09-14 08:13:52.118283426 +0000 UTC:\nCluster-wide:\n  Health: Healthy"), key: status,
+			want: both, wantErr: autoscale.ErrLegacyClusterAutoscalerStatus,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			store, err := lookup.Decode("cluster.yaml", strings.NewReader(tt.file))
+			if err != nil {
+				t.Fatalf("decoding: %v", err)
+			}
+			d, err := lookup.Derive(t.Context(), store, lookup.TemplateOptions{NodeGroupLabel: "eks.amazonaws.com/nodegroup", ClusterAutoscalerStatus: tt.key})
+			if err != nil {
+				t.Fatalf("Derive: %v", err)
+			}
+			var got, gotFull []string
+			for _, tm := range d.Templates {
+				got = append(got, tm.Name)
+			}
+			for _, g := range d.FullGroups {
+				gotFull = append(gotFull, g.Name)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("template names (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.wantFull, gotFull); diff != "" {
+				t.Errorf("full groups (-want +got):\n%s", diff)
+			}
+			if !errors.Is(d.ClusterAutoscalerStatusErr, tt.wantErr) || (tt.wantErr == nil) != (d.ClusterAutoscalerStatusErr == nil) {
+				t.Errorf("ClusterAutoscalerStatusErr = %v, want %v", d.ClusterAutoscalerStatusErr, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestDeriveSaysWhatIsWrongWithAStatusItCannotRead(t *testing.T) {
+	store, err := lookup.Decode("cluster.yaml", strings.NewReader(nodeGroups("autoscalerStatus: Running\nnodeGroups:\n- name: eks-web-7ec2a5b4-1d5e-4d5a-b3b0-2c6a1b4c9f70\n  health: {minSize: 2}")))
+	if err != nil {
+		t.Fatalf("decoding: %v", err)
+	}
+	d, err := lookup.Derive(t.Context(), store, lookup.TemplateOptions{NodeGroupLabel: "eks.amazonaws.com/nodegroup",
+		ClusterAutoscalerStatus: types.NamespacedName{Namespace: "kube-system", Name: "cluster-autoscaler-status"}})
+	if err != nil {
+		t.Fatalf("Derive: %v", err)
+	}
+	const want = "ConfigMap kube-system/cluster-autoscaler-status not read: parsing cluster-autoscaler's status: " +
+		"node group eks-web-7ec2a5b4-1d5e-4d5a-b3b0-2c6a1b4c9f70 lacks health.cloudProviderTarget, minSize or maxSize"
+	if got := errString(d.ClusterAutoscalerStatusErr); got != want {
+		t.Errorf("ClusterAutoscalerStatusErr = %q, want %q", got, want)
+	}
+	if len(d.Templates) != 2 {
+		t.Errorf("%d templates, want both node groups': an unreadable status is no status", len(d.Templates))
+	}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
 }

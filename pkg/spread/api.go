@@ -140,6 +140,13 @@ type ConstraintResult struct {
 	// DomainCount is the number of counted domains, those with 0 matching
 	// pods included; minDomains is compared with it.
 	DomainCount int `json:"domainCount"`
+	// AddedDomains are the values of TopologyKey, sorted, that a fresh
+	// node of a template the pod's taints, affinity and topology keys
+	// allow would add as new domains: the domains the autoscaler sources
+	// can add beside those the scheduler counts. A template without the
+	// key's value (a fresh hostname) adds none here. Filled only with
+	// Options.Explain.
+	AddedDomains []string `json:"addedDomains,omitempty"`
 	// Excluded lists nodes that took no part in this constraint's counting
 	// (inclusion policies, missing keys). Filled only with
 	// Options.Explain.

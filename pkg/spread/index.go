@@ -177,5 +177,14 @@ func (ix *Index) SetTemplates(ts []Template) {
 	ix.templates = sorted
 }
 
+// Templates returns the templates of the nodes an autoscaler can add,
+// sorted by name. SetTemplates replaces the slice, never its elements:
+// the caller may read it, not modify it.
+func (ix *Index) Templates() []Template {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	return ix.templates
+}
+
 // words is the length of a bitset that can hold every node ID.
 func (ix *Index) words() int { return (len(ix.slots) + 63) / 64 }

@@ -184,6 +184,9 @@ func assemble(ev *evaluation, opts Options) (*Result, error) {
 			Domains:            domains,
 			DomainCount:        ev.domainCount[i],
 		}
+		if opts.Explain {
+			res.Constraints[i].AddedDomains = ev.addedDomains(i)
+		}
 	}
 	if ev.detailed {
 		// Each node's verdict, derived from its facts, must reproduce the

@@ -277,6 +277,23 @@ func (ev *evaluation) reach(i int) (n int, bounded bool) {
 	return ev.domainCount[i] + len(added), true
 }
 
+// addedDomains returns the sorted values of constraint i's key that the
+// templates would add as new domains (reach counts them), nil when none.
+func (ev *evaluation) addedDomains(i int) []string {
+	key := ev.constraints[i].topologyKey
+	var out []string
+	for _, r := range ev.templates {
+		if r.newDomain == nil || !r.newDomain[i] {
+			continue
+		}
+		if v, ok := r.template.Labels[key]; ok && !slices.Contains(out, v) {
+			out = append(out, v)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // templateCandidates and feasibleTemplates count the templates' outcomes.
 func (ev *evaluation) templateCandidates() int {
 	n := 0

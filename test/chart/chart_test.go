@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	sigsyaml "sigs.k8s.io/yaml"
@@ -48,6 +49,8 @@ func TestRenderedObjects(t *testing.T) {
 		"ClusterRoleBinding/" + fullname + "-metrics-auth",
 		"Role/" + releaseNamespace + "/" + fullname + "-audit",
 		"RoleBinding/" + releaseNamespace + "/" + fullname + "-audit",
+		"Role/kube-system/" + fullname + "-cluster-autoscaler-status",
+		"RoleBinding/kube-system/" + fullname + "-cluster-autoscaler-status",
 		"CustomResourceDefinition/clusterspreadpolicies.spreadguard.io",
 		"CustomResourceDefinition/nodetemplates.spreadguard.io",
 		"CustomResourceDefinition/spreadpolicies.spreadguard.io",
@@ -554,17 +557,55 @@ func TestRBACReadsExactlyWhatTheServerReadsAndWritesOnlyEvents(t *testing.T) {
 	})
 	want := append(append(cache.ReadRules(nil), events), audit...)
 	wantLease := []rbacv1.PolicyRule{{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "create", "update"}}}
+	configMaps, _ := cache.KindFor(corev1.SchemeGroupVersion.WithKind("ConfigMap"))
+	wantStatus := []rbacv1.PolicyRule{cache.NamedReadRule(configMaps, types.NamespacedName{Namespace: "kube-system", Name: "cluster-autoscaler-status"})}
+	t.Run("autoscaler.clusterAutoscalerStatus elsewhere -> the Role there, on that name", func(t *testing.T) {
+		r := render(t, valuesYAML(t, "autoscaler: {clusterAutoscalerStatus: autoscaling/ca-status}"))
+		status := find[*rbacv1.Role](t, r.objects, fullname+"-cluster-autoscaler-status")
+		want := []rbacv1.PolicyRule{cache.NamedReadRule(configMaps, types.NamespacedName{Namespace: "autoscaling", Name: "ca-status"})}
+		if diff := cmp.Diff(want, status.Rules); diff != "" || status.Namespace != "autoscaling" {
+			t.Errorf("cluster-autoscaler's status Role in %q (-want +got):\n%s", status.Namespace, diff)
+		}
+		if got := find[*rbacv1.RoleBinding](t, r.objects, fullname+"-cluster-autoscaler-status").Namespace; got != "autoscaling" {
+			t.Errorf("its RoleBinding is in %q, want autoscaling", got)
+		}
+	})
+	t.Run("autoscaler.clusterAutoscalerStatus empty -> no Role outside the release namespace", func(t *testing.T) {
+		r := render(t, valuesYAML(t, "autoscaler: {clusterAutoscalerStatus: \"\"}"))
+		for _, role := range all[*rbacv1.Role](r.objects) {
+			if role.Namespace != releaseNamespace {
+				t.Errorf("Role %s/%s rendered with no status to read", role.Namespace, role.Name)
+			}
+		}
+		if got := serverConfig(t, r)["clusterAutoscalerStatus"]; got != "" {
+			t.Errorf("config.yaml clusterAutoscalerStatus = %q, want empty: not read", got)
+		}
+	})
 	for _, f := range ciFiles {
 		t.Run(f.name, func(t *testing.T) {
 			r := render(t, ciValues(t, f.file))
 			if diff := cmp.Diff(want, find[*clusterRole](t, r.objects, fullname).Rules); diff != "" {
 				t.Errorf("ClusterRole rules (-want +got):\n%s", diff)
 			}
-			if n := len(all[*rbacv1.Role](r.objects)) + len(all[*rbacv1.RoleBinding](r.objects)); n != 2 {
-				t.Errorf("%d namespaced Roles or RoleBindings rendered, want the audit's Lease Role and its binding", n)
+			if n := len(all[*rbacv1.Role](r.objects)) + len(all[*rbacv1.RoleBinding](r.objects)); n != 4 {
+				t.Errorf("%d namespaced Roles or RoleBindings rendered, want the audit's Lease Role, cluster-autoscaler's status Role and their bindings", n)
 			}
 			if diff := cmp.Diff(wantLease, find[*rbacv1.Role](t, r.objects, fullname+"-audit").Rules); diff != "" {
 				t.Errorf("the audit's Role (-want +got):\n%s", diff)
+			}
+			status := find[*rbacv1.Role](t, r.objects, fullname+"-cluster-autoscaler-status")
+			if diff := cmp.Diff(wantStatus, status.Rules); diff != "" {
+				t.Errorf("cluster-autoscaler's status Role (-want +got):\n%s", diff)
+			}
+			if status.Namespace != "kube-system" {
+				t.Errorf("cluster-autoscaler's status Role is in namespace %q, want kube-system", status.Namespace)
+			}
+			statusBinding := find[*rbacv1.RoleBinding](t, r.objects, fullname+"-cluster-autoscaler-status")
+			wantStatusRef := rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: status.Name}
+			wantStatusSubjects := []rbacv1.Subject{{Kind: "ServiceAccount", Name: fullname, Namespace: releaseNamespace}}
+			if statusBinding.Namespace != status.Namespace || !cmp.Equal(wantStatusRef, statusBinding.RoleRef) || !cmp.Equal(wantStatusSubjects, statusBinding.Subjects) {
+				t.Errorf("cluster-autoscaler's status RoleBinding in %q binds %+v to %+v, want %q, %+v, %+v",
+					statusBinding.Namespace, statusBinding.RoleRef, statusBinding.Subjects, status.Namespace, wantStatusRef, wantStatusSubjects)
 			}
 			b := find[*rbacv1.ClusterRoleBinding](t, r.objects, fullname)
 			wantRef := rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: fullname}
@@ -816,9 +857,10 @@ func TestServerConfigFile(t *testing.T) {
 			"metricsBindAddress": ":8080", "metricsSecure": true, "healthProbeBindAddress": ":8081",
 			"defaultAction": action, "excludedNamespaces": excluded,
 			"refuseUntilSynced": refuse, "failurePolicy": "Ignore", "messageDetail": "domains", "logLevel": logLevel,
-			"autoscalerKarpenter": "auto",
-			"audit":               true,
-			"shutdownDelay":       "5s",
+			"autoscalerKarpenter":     "auto",
+			"clusterAutoscalerStatus": "kube-system/cluster-autoscaler-status",
+			"audit":                   true,
+			"shutdownDelay":           "5s",
 		}
 	}
 	// failing sets the failurePolicy the server answers its own faults by.
@@ -858,6 +900,15 @@ func TestServerConfigFile(t *testing.T) {
 			}(),
 		},
 		{
+			name: "autoscaler.zones listed -> passed on as autoscalerZones, in order",
+			vals: valuesYAML(t, "autoscaler: {zones: [eu-west-1b, eu-west-1a, eu-west-1c]}"),
+			want: func() map[string]any {
+				c := cfg("Deny", system, false, "info")
+				c["autoscalerZones"] = []any{"eu-west-1b", "eu-west-1a", "eu-west-1c"}
+				return c
+			}(),
+		},
+		{
 			name: "kube-system listed again -> listed once",
 			vals: valuesYAML(t, "webhook: {excludedNamespaces: [kube-system, tools]}"),
 			want: cfg("Deny", []any{"kube-system", releaseNamespace, "tools"}, false, "info"),
@@ -886,6 +937,14 @@ func TestServerConfigFile(t *testing.T) {
 			}
 			if got, want := cfg.LogLevel, tc.want["logLevel"]; got != want {
 				t.Errorf("the server reads logLevel %q, want %q", got, want)
+			}
+			var wantZones []string
+			listed, _ := tc.want["autoscalerZones"].([]any)
+			for _, z := range listed {
+				wantZones = append(wantZones, z.(string))
+			}
+			if diff := cmp.Diff(wantZones, cfg.AutoscalerZones); diff != "" {
+				t.Errorf("the server reads autoscalerZones (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -17,6 +17,8 @@ import (
 // the labels it finds them by, exactly one holds config.yaml, and the
 // webhook's decoder takes it.
 func TestKubectlSpreadReadsTheRenderedConfiguration(t *testing.T) {
+	// The chart's default autoscaler.clusterAutoscalerStatus.
+	const caStatus = "kube-system/cluster-autoscaler-status"
 	tests := []struct {
 		name    string
 		release string
@@ -28,7 +30,7 @@ func TestKubectlSpreadReadsTheRenderedConfiguration(t *testing.T) {
 			release: releaseName,
 			vals:    ciValues(t, "default-values.yaml"),
 			want: config.Engine{DefaultAction: v1alpha1.ActionDeny, ExcludedNamespaces: []string{"kube-system", releaseNamespace},
-				MessageDetail: spread.DetailDomains, AutoscalerKarpenter: config.ToggleAuto},
+				MessageDetail: spread.DetailDomains, AutoscalerKarpenter: config.ToggleAuto, ClusterAutoscalerStatus: caStatus},
 		},
 		{
 			name:    "Warn, nodes, Karpenter off, a node group label and the dashboard beside it -> each read",
@@ -36,14 +38,15 @@ func TestKubectlSpreadReadsTheRenderedConfiguration(t *testing.T) {
 			vals: valuesYAML(t, "config: {defaultAction: Warn, messageDetail: nodes}\n"+
 				"autoscaler: {karpenter: false, nodeGroupLabel: eks.amazonaws.com/nodegroup}\ndashboards: {enabled: true}"),
 			want: config.Engine{DefaultAction: v1alpha1.ActionWarn, ExcludedNamespaces: []string{"kube-system", releaseNamespace},
-				MessageDetail: spread.DetailNodes, AutoscalerKarpenter: config.ToggleFalse, NodeGroupLabel: "eks.amazonaws.com/nodegroup"},
+				MessageDetail: spread.DetailNodes, AutoscalerKarpenter: config.ToggleFalse, NodeGroupLabel: "eks.amazonaws.com/nodegroup",
+				ClusterAutoscalerStatus: caStatus},
 		},
 		{
 			name:    "fullnameOverride -> found by its labels, whatever its name",
 			release: releaseName,
 			vals:    valuesYAML(t, "fullnameOverride: sg"),
 			want: config.Engine{DefaultAction: v1alpha1.ActionDeny, ExcludedNamespaces: []string{"kube-system", releaseNamespace},
-				MessageDetail: spread.DetailDomains, AutoscalerKarpenter: config.ToggleAuto},
+				MessageDetail: spread.DetailDomains, AutoscalerKarpenter: config.ToggleAuto, ClusterAutoscalerStatus: caStatus},
 		},
 	}
 	for _, tt := range tests {

@@ -29,6 +29,8 @@ func TestSchemaRefusesBadValues(t *testing.T) {
 		{name: "timeoutSeconds above the API server's 30 -> refused", file: "timeout-too-long.yaml", wantErr: []string{"/webhook/timeoutSeconds", "maximum"}},
 		{name: "a namespace name that cannot exist -> refused", file: "bad-namespace-name.yaml", wantErr: []string{"/policy/namespaces", "additional properties 'Team_A' not allowed"}},
 		{name: "a memory request that is not a quantity -> refused", file: "bad-quantity.yaml", wantErr: []string{"/resources/requests/memory"}},
+		{name: "an empty zone in autoscaler.zones -> refused, naming its index", file: "empty-zone.yaml", wantErr: []string{"/autoscaler/zones/1", "does not match pattern"}},
+		{name: "cluster-autoscaler's status without its namespace -> refused", file: "status-without-namespace.yaml", wantErr: []string{"/autoscaler/clusterAutoscalerStatus", "does not match pattern"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

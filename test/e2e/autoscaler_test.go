@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -41,6 +42,9 @@ const (
 
 	// karpenterFlag switches the webhook's reading of Karpenter NodePools.
 	karpenterFlag = "--autoscaler-karpenter"
+	// zonesFlag is the chart's autoscaler.zones: the zones new nodes may
+	// come up in, for a NodePool that leaves the zone open.
+	zonesFlag = "--autoscaler-zones"
 	// admittedForNewNode starts the warning of a pod that no current node
 	// can take and a new node can; the zone follows. Under the chart's
 	// messageDetail (domains) it does not name the NodePool.
@@ -75,6 +79,7 @@ const (
 	testZoneA = "test-zone-a"
 	testZoneB = "test-zone-b"
 	testZoneC = "test-zone-c"
+	testZoneD = "test-zone-d"
 )
 
 var (
@@ -90,7 +95,7 @@ var (
 // TestAutoscaler runs the scenarios of a cluster with a node autoscaler:
 // Karpenter's kwok provider launches a node for a pod the scheduler leaves
 // Pending, so spreadguard must not refuse a pod that a new node would take.
-// Each scenario has kwok nodes of its own for a Deployment whose third
+// Each scenario has kwok nodes of its own for a Deployment whose next
 // replica none of them can take, and a NodePool that can add the node it
 // needs. They run after one another, as they restart the webhook.
 func TestAutoscaler(t *testing.T) {
@@ -119,14 +124,35 @@ func TestAutoscaler(t *testing.T) {
 				MatchLabel("app", "web").Obj(),
 			launchZone: testZoneB,
 		},
+		{
+			// As the NodePools of Karpenter's getting-started guide: no
+			// zone requirement, the zones are the offerings' (here the
+			// kwok provider's four). The suite's other nodes are in zones
+			// no offering has; the replicas' affinity keeps them out, as
+			// in a cluster whose nodes are all Karpenter's.
+			name:      "a NodePool with no zone requirement, offerings in 4 zones, nodes in 3, minDomains 4: the fourth replica needs a node in the fourth zone",
+			nodePool:  "e2e-open-zone",
+			nodeZones: []string{testZoneA, testZoneB, testZoneC},
+			openZone:  true,
+			podZones:  []string{testZoneA, testZoneB, testZoneC, testZoneD},
+			constraint: spreadtest.Constraint(1, zoneKey).DoNotSchedule().MinDomains(4).
+				NodeAffinityPolicy(v1.NodeInclusionPolicyHonor).MatchLabel("app", "web").Obj(),
+			launchZone:   testZoneD,
+			control:      "with autoscaler.zones unset, the NodePool's zones are those seen on nodes",
+			controlFlags: []string{karpenterFlag + "=true"},
+			awareness:    "with autoscaler.zones naming the offerings' 4 zones",
+			awareFlags: []string{karpenterFlag + "=true",
+				zonesFlag + "=" + strings.Join([]string{testZoneA, testZoneB, testZoneC, testZoneD}, ",")},
+		},
 	}
 	for _, s := range scenarios {
 		t.Run(s.name, func(t *testing.T) { s.run(t, webhook) })
 	}
 }
 
-// autoscalerScenario is a Deployment "web" whose third replica no current
-// node can take and a node from the scenario's NodePool can.
+// autoscalerScenario is a Deployment "web" with one replica on each of
+// the scenario's schedulable nodes, whose next replica no current node can
+// take and a node from the scenario's NodePool can.
 type autoscalerScenario struct {
 	name     string
 	nodePool string
@@ -134,10 +160,35 @@ type autoscalerScenario struct {
 	nodeZones []string
 	// cordoned is the zone whose node is cordoned, if any.
 	cordoned string
+	// openZone leaves the zone out of the NodePool's requirements; else
+	// it requires test zones a, b and c.
+	openZone bool
+	// podZones, if set, are the zones the replicas' node affinity requires.
+	podZones []string
 	// constraint is the replicas' hard zone constraint.
 	constraint v1.TopologySpreadConstraint
-	// launchZone is where the third replica's node must be launched.
+	// launchZone is where the next replica's node must be launched.
 	launchZone string
+	// control and controlFlags are the webhook under which the next
+	// replica is refused; awareness and awareFlags the one under which it
+	// is admitted. Empty: without, then with, NodePool awareness.
+	control, awareness       string
+	controlFlags, awareFlags []string
+}
+
+// placed is how many replicas the scenario's nodes take: one per
+// schedulable node.
+func (s autoscalerScenario) placed() int32 {
+	n := int32(len(s.nodeZones))
+	if s.cordoned != "" {
+		n--
+	}
+	return n
+}
+
+// nth names the next replica.
+func (s autoscalerScenario) nth() string {
+	return [...]string{"first", "second", "third", "fourth", "fifth"}[s.placed()]
 }
 
 func (s autoscalerScenario) run(t *testing.T, webhook *webhookSwitch) {
@@ -151,17 +202,29 @@ func (s autoscalerScenario) run(t *testing.T, webhook *webhookSwitch) {
 	for _, zone := range s.nodeZones {
 		createPoolNode(t, zone, zone == s.cordoned)
 	}
-	if err := k8s.Create(t.Context(), makeNodePool(s.nodePool).Zones(testZoneA, testZoneB, testZoneC).Obj()); err != nil {
+	pool := makeNodePool(s.nodePool)
+	if !s.openZone {
+		pool = pool.Zones(testZoneA, testZoneB, testZoneC)
+	}
+	if err := k8s.Create(t.Context(), pool.Obj()); err != nil {
 		t.Fatalf("create NodePool %s: %v", s.nodePool, err)
 	}
+	control, controlFlags := cmp.Or(s.control, "without NodePool awareness"), s.controlFlags
+	if controlFlags == nil {
+		controlFlags = []string{karpenterFlag + "=false"}
+	}
+	awareness, awareFlags := cmp.Or(s.awareness, "with NodePool awareness"), s.awareFlags
+	if awareFlags == nil {
+		awareFlags = []string{karpenterFlag + "=true"}
+	}
 
-	t.Run("without NodePool awareness, the third replica is refused and Karpenter launches no node", func(t *testing.T) {
-		webhook.restart(t, karpenterFlag+"=false")
+	t.Run(fmt.Sprintf("%s, the %s replica is refused and Karpenter launches no node", control, s.nth()), func(t *testing.T) {
+		webhook.restart(t, controlFlags...)
 		s.refused(t)
 	})
-	t.Run(fmt.Sprintf("with spreadguard left out, Karpenter launches a node in %s for the third replica", s.launchZone), s.launchedWithoutSpreadguard)
-	t.Run(fmt.Sprintf("with NodePool awareness, the third replica is admitted with a warning, Karpenter launches its node in %s and every replica runs", s.launchZone), func(t *testing.T) {
-		webhook.restart(t, karpenterFlag+"=true")
+	t.Run(fmt.Sprintf("with spreadguard left out, Karpenter launches a node in %s for the %s replica", s.launchZone, s.nth()), s.launchedWithoutSpreadguard)
+	t.Run(fmt.Sprintf("%s, the %s replica is admitted with a warning, Karpenter launches its node in %s and every replica runs", awareness, s.nth(), s.launchZone), func(t *testing.T) {
+		webhook.restart(t, awareFlags...)
 		s.admitted(t)
 	})
 }
@@ -169,10 +232,14 @@ func (s autoscalerScenario) run(t *testing.T, webhook *webhookSwitch) {
 // replica is a pod of the Deployment, for its template and for dry runs of
 // one more replica.
 func (s autoscalerScenario) replica() *v1.Pod {
-	return pod(spreadtest.MakePod().Name("web-next").Label("app", "web").
+	p := spreadtest.MakePod().Name("web-next").Label("app", "web").
 		NodeSelector(poolKey, poolValue).
 		Toleration(poolKey, v1.TolerationOpEqual, poolValue, v1.TaintEffectNoSchedule).
-		SpreadConstraint(s.constraint))
+		SpreadConstraint(s.constraint)
+	if s.podZones != nil {
+		p = p.NodeAffinityIn(zoneKey, s.podZones...)
+	}
+	return pod(p)
 }
 
 func (s autoscalerScenario) deployment(replicas int32) *appsv1.Deployment {
@@ -197,31 +264,31 @@ func (s autoscalerScenario) placement(launched ...string) map[string]int {
 	return want
 }
 
-// placeTwo runs two replicas, one in each zone they may use, and returns
-// the Deployment's pod selector.
-func (s autoscalerScenario) placeTwo(f *framework) labels.Selector {
+// place runs s.placed() replicas, one in each zone they may use, and
+// returns the Deployment's pod selector.
+func (s autoscalerScenario) place(f *framework) labels.Selector {
 	f.t.Helper()
 	web := labels.SelectorFromSet(labels.Set{"app": "web"})
-	f.create(s.deployment(2))
-	f.expectZones(f.waitRunning(web, 2, placeTimeout), s.placement())
+	f.create(s.deployment(s.placed()))
+	f.expectZones(f.waitRunning(web, int(s.placed()), placeTimeout), s.placement())
 	return web
 }
 
 func (s autoscalerScenario) refused(t *testing.T) {
 	f := newFramework(t)
-	// Before the next part: its webhook would admit the third pod this
+	// Before the next part: its webhook would admit the pod this
 	// Deployment keeps trying to create.
 	t.Cleanup(f.removeLaunched)
-	web := s.placeTwo(f)
+	web := s.place(f)
 	next := s.replica()
-	f.eventually(policyChangeTimeout, "the webhook counts the 2 replicas and denies a third (dry run)", func(ctx context.Context) error {
+	f.eventually(policyChangeTimeout, fmt.Sprintf("the webhook counts the %d replicas and denies a %s (dry run)", s.placed(), s.nth()), func(ctx context.Context) error {
 		if _, err := f.dryRunCreate(ctx, k8s, next); !deniedByWebhook(err) {
 			return fmt.Errorf("want a denial, got %v", err)
 		}
 		return nil
 	})
-	f.scale("web", 3)
-	f.eventually(30*time.Second, "the ReplicaSet reports spreadguard's refusal of its third pod", func(ctx context.Context) error {
+	f.scale("web", s.placed()+1)
+	f.eventually(30*time.Second, "the ReplicaSet reports spreadguard's refusal of its "+s.nth()+" pod", func(ctx context.Context) error {
 		msgs, err := f.failedCreates(ctx)
 		if err != nil {
 			return err
@@ -232,7 +299,7 @@ func (s autoscalerScenario) refused(t *testing.T) {
 		return nil
 	})
 	// A refused pod never goes Pending, so Karpenter has nothing to act on.
-	f.consistently(noLaunchWait, "Karpenter launches no node and the Deployment keeps 2 pods", func(ctx context.Context) error {
+	f.consistently(noLaunchWait, fmt.Sprintf("Karpenter launches no node and the Deployment keeps %d pods", s.placed()), func(ctx context.Context) error {
 		claims, err := poolNodeClaims(ctx)
 		if err != nil {
 			return err
@@ -244,8 +311,8 @@ func (s autoscalerScenario) refused(t *testing.T) {
 		if err := k8s.List(ctx, &pods, client.InNamespace(f.ns), client.MatchingLabelsSelector{Selector: web}); err != nil {
 			return err
 		}
-		if len(pods.Items) != 2 {
-			return fmt.Errorf("%d pods, want the 2 placed before the refusal", len(pods.Items))
+		if len(pods.Items) != int(s.placed()) {
+			return fmt.Errorf("%d pods, want the %d placed before the refusal", len(pods.Items), s.placed())
 		}
 		return nil
 	})
@@ -253,25 +320,26 @@ func (s autoscalerScenario) refused(t *testing.T) {
 
 // launchedWithoutSpreadguard proves the autoscaler half alone: in a
 // namespace spreadguard's webhooks leave out, the scheduler leaves the
-// third replica Pending and Karpenter launches the node it needs.
+// next replica Pending and Karpenter launches the node it needs.
 func (s autoscalerScenario) launchedWithoutSpreadguard(t *testing.T) {
 	f := newFramework(t, func(ns *v1.Namespace) { ns.Labels[v1alpha1.LabelIgnoreNamespace] = "true" })
 	t.Cleanup(f.removeLaunched)
 	web := labels.SelectorFromSet(labels.Set{"app": "web"})
 	start := time.Now()
-	f.create(s.deployment(3))
+	all := s.placed() + 1
+	f.create(s.deployment(all))
 	node := f.waitLaunched(s.launchZone)
-	f.expectZones(f.waitRunning(web, 3, launchTimeout), s.placement(s.launchZone))
-	t.Logf("Karpenter launched node %s in %s; 3 replicas Running %v after the Deployment", node, s.launchZone, time.Since(start).Round(time.Millisecond))
+	f.expectZones(f.waitRunning(web, int(all), launchTimeout), s.placement(s.launchZone))
+	t.Logf("Karpenter launched node %s in %s; %d replicas Running %v after the Deployment", node, s.launchZone, all, time.Since(start).Round(time.Millisecond))
 }
 
 func (s autoscalerScenario) admitted(t *testing.T) {
 	f := newFramework(t)
 	t.Cleanup(f.removeLaunched)
-	web := s.placeTwo(f)
+	web := s.place(f)
 	c, warnings := warningClient(t)
 	next := s.replica()
-	f.eventually(policyChangeTimeout, "the webhook admits a third replica, warning that a new node in "+s.launchZone+" would take it, without naming NodePool "+s.nodePool+" (dry run)", func(ctx context.Context) error {
+	f.eventually(policyChangeTimeout, "the webhook admits a "+s.nth()+" replica, warning that a new node in "+s.launchZone+" would take it, without naming NodePool "+s.nodePool+" (dry run)", func(ctx context.Context) error {
 		warnings.take()
 		if _, err := f.dryRunCreate(ctx, c, next); err != nil {
 			return err
@@ -279,10 +347,11 @@ func (s autoscalerScenario) admitted(t *testing.T) {
 		return newNodeWarning(warnings.take(), s.nodePool, s.launchZone)
 	})
 	start := time.Now()
-	f.scale("web", 3)
+	all := s.placed() + 1
+	f.scale("web", all)
 	node := f.waitLaunched(s.launchZone)
-	f.expectZones(f.waitRunning(web, 3, launchTimeout), s.placement(s.launchZone))
-	t.Logf("Karpenter launched node %s in %s; 3 replicas Running %v after the scale-up", node, s.launchZone, time.Since(start).Round(time.Millisecond))
+	f.expectZones(f.waitRunning(web, int(all), launchTimeout), s.placement(s.launchZone))
+	t.Logf("Karpenter launched node %s in %s; %d replicas Running %v after the scale-up", node, s.launchZone, all, time.Since(start).Round(time.Millisecond))
 	msgs, err := f.failedCreates(t.Context())
 	if err != nil {
 		t.Fatal(err)
@@ -337,7 +406,8 @@ type NodePoolWrapper struct {
 
 func makeNodePool(name string) *NodePoolWrapper { return &NodePoolWrapper{name: name} }
 
-// Zones sets the zones the NodePool may launch nodes in.
+// Zones sets the zones the NodePool may launch nodes in; without, it has
+// no zone requirement, and Karpenter launches in its offerings' zones.
 func (p *NodePoolWrapper) Zones(zones ...string) *NodePoolWrapper {
 	p.zones = zones
 	return p
@@ -346,6 +416,10 @@ func (p *NodePoolWrapper) Zones(zones ...string) *NodePoolWrapper {
 // Obj returns the NodePool. It never consolidates: the scenarios decide
 // when its nodes go.
 func (p *NodePoolWrapper) Obj() *unstructured.Unstructured {
+	requirements := []map[string]any{{"key": "karpenter.sh/capacity-type", "operator": "In", "values": []string{"on-demand"}}}
+	if len(p.zones) > 0 {
+		requirements = append([]map[string]any{{"key": zoneKey, "operator": "In", "values": p.zones}}, requirements...)
+	}
 	pool := map[string]any{
 		"apiVersion": nodePoolKind.GroupVersion().String(),
 		"kind":       nodePoolKind.Kind,
@@ -357,10 +431,7 @@ func (p *NodePoolWrapper) Obj() *unstructured.Unstructured {
 				"spec": map[string]any{
 					"nodeClassRef": map[string]any{"group": kwokNodeClassKind.Group, "kind": kwokNodeClassKind.Kind, "name": kwokNodeClass},
 					"taints":       []v1.Taint{poolTaint()},
-					"requirements": []map[string]any{
-						{"key": zoneKey, "operator": "In", "values": p.zones},
-						{"key": "karpenter.sh/capacity-type", "operator": "In", "values": []string{"on-demand"}},
-					},
+					"requirements": requirements,
 				},
 			},
 		},

@@ -191,6 +191,9 @@ func runSuite(m *testing.M) int {
 	// Plain HTTP, so the tests read counters without a token;
 	// TestMetricsAreServedOnlyToAuthorizedCallers covers the secure mode.
 	cfg.MetricsSecure = false
+	// The node groups of TestANodeGroupAtItsMaximumTurnsAWarningIntoADenial;
+	// no other test's node carries the label.
+	cfg.NodeGroupLabel = nodeGroupLabel
 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

@@ -305,6 +305,9 @@ func startServer(ctx context.Context, c fixture.Cluster, dir string) (*server, e
 	cfg.CertDir = dir
 	cfg.MetricsBindAddress = "0"
 	cfg.HealthProbeBindAddress = "0"
+	// The memory source serves no ConfigMap, and no cluster-autoscaler
+	// runs here.
+	cfg.ClusterAutoscalerStatus = ""
 
 	reg := prometheus.NewRegistry()
 	src := newMemorySource(c)

@@ -15,10 +15,13 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap/zapcore"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -155,7 +158,7 @@ func Run(ctx context.Context, cfg *Config, opts ...Option) error {
 		return err
 	}
 	ix := spread.NewIndex()
-	caches, err := addCaches(ctx, cfg, mgr, mapper, ix, metrics)
+	caches, err := addCaches(ctx, cfg, mgr, mapper, ix, metrics, log)
 	if err != nil {
 		return err
 	}
@@ -180,7 +183,8 @@ func Run(ctx context.Context, cfg *Config, opts ...Option) error {
 	log.Info("starting spreadguard-webhook", "port", cfg.Port, "certDir", cfg.CertDir,
 		"defaultAction", cfg.DefaultAction, "excludedNamespaces", engineCfg.ExcludedNamespaces,
 		"refuseUntilSynced", cfg.RefuseUntilSynced, "metricsSecure", cfg.MetricsSecure, "failurePolicy", cfg.FailurePolicy, "messageDetail", cfg.MessageDetail,
-		"karpenterNodePools", caches.templateSources.Karpenter, "nodeGroupLabel", cfg.NodeGroupLabel, "shutdownDelay", cfg.ShutdownDelay.Duration)
+		"karpenterNodePools", caches.templateSources.Karpenter, "nodeGroupLabel", cfg.NodeGroupLabel, "autoscalerZones", cfg.AutoscalerZones,
+		"clusterAutoscalerStatus", caches.templateSources.ClusterAutoscalerStatus, "shutdownDelay", cfg.ShutdownDelay.Duration)
 	// Serve until ctx is done, then drain in-flight requests.
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("running the manager: %w", err)
@@ -239,6 +243,12 @@ func newManager(cfg *Config, o *options, log logr.Logger, restConfig *rest.Confi
 		return nil, nil, err
 	}
 	cacheOpts := cache.Options()
+	// Validate has refused a key that does not parse.
+	if status, _ := cfg.ClusterAutoscalerStatusKey(); status.Name != "" {
+		// Registered only: the informer starts if the template watcher
+		// watches the ConfigMap (watchStatus).
+		cache.WatchNamed(&cacheOpts, &corev1.ConfigMap{}, status)
+	}
 	for _, fn := range o.cacheOptions {
 		fn(&cacheOpts)
 	}
@@ -286,7 +296,7 @@ func (c *caches) synced() bool { return c.tracker.Synced() && c.templates.Loaded
 // addCaches adds the informers of every kind the webhook watches, the
 // tracker that feeds ix and the Service index from them, and the template
 // watcher. spreadguard_cache_synced is 1 once both halves are complete.
-func addCaches(ctx context.Context, cfg *Config, mgr manager.Manager, mapper meta.RESTMapper, ix *spread.Index, metrics *admission.Metrics) (*caches, error) {
+func addCaches(ctx context.Context, cfg *Config, mgr manager.Manager, mapper meta.RESTMapper, ix *spread.Index, metrics *admission.Metrics, log logr.Logger) (*caches, error) {
 	watched, templateSources, err := watchedKinds(cfg, mapper)
 	if err != nil {
 		return nil, err
@@ -305,11 +315,41 @@ func addCaches(ctx context.Context, cfg *Config, mgr manager.Manager, mapper met
 	if err := mgr.Add(tracker); err != nil {
 		return nil, fmt.Errorf("adding the cache tracker: %w", err)
 	}
-	tw := templates.New(mgr.GetCache(), templateSources, watched, ix.SetTemplates, halfSynced)
+	templateWatched := watched
+	if status, err := watchStatus(ctx, mgr.GetAPIReader(), templateSources.ClusterAutoscalerStatus, log); err != nil {
+		return nil, err
+	} else if status {
+		templateWatched = append(slices.Clone(watched), &corev1.ConfigMap{})
+	} else {
+		templateSources.ClusterAutoscalerStatus = types.NamespacedName{}
+	}
+	tw := templates.New(mgr.GetCache(), templateSources, templateWatched, ix.SetTemplates, halfSynced)
 	if err := mgr.Add(tw); err != nil {
 		return nil, fmt.Errorf("adding the template watcher: %w", err)
 	}
 	return &caches{tracker: tracker, services: services, templates: tw, templateSources: templateSources}, nil
+}
+
+// watchStatus reports whether the webhook may watch cluster-autoscaler's
+// status ConfigMap key names, found or not: it lists it as its informer
+// would, by a field selector on its name. Where that is forbidden (RBAC
+// without the chart's Role), an informer would never sync and the webhook
+// never be ready: the status is then not read, and that is logged.
+func watchStatus(ctx context.Context, r client.Reader, key types.NamespacedName, log logr.Logger) (bool, error) {
+	if key.Name == "" {
+		return false, nil
+	}
+	err := r.List(ctx, &corev1.ConfigMapList{}, client.InNamespace(key.Namespace),
+		client.MatchingFieldsSelector{Selector: cache.NameSelector(key.Name)}, client.Limit(1))
+	switch {
+	case apierrors.IsForbidden(err):
+		log.Error(err, "cluster-autoscaler's status is not read: grant get, list and watch on that ConfigMap "+
+			"(the chart's Role does), or set --cluster-autoscaler-status to empty; every node group is taken to be able to grow", "configMap", key)
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("listing cluster-autoscaler's status ConfigMap %s: %w", key, err)
+	}
+	return true, nil
 }
 
 // addPolicyWatcher adds the controller that judges every stored policy once

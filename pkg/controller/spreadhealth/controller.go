@@ -293,9 +293,10 @@ func (c *Controller) run(ctx context.Context, p *Pass) error {
 	results := health.Run(c.cfg.Index, c.cfg.Sources, c.cfg.Engine, health.Workloads(owners, c.cfg.Index))
 	p.Workloads = len(results)
 	c.noteFailures(results)
-	conds, statusErr := c.writeStatus(ctx, health.Tally(results), p)
+	reports := health.Reports(results, c.cfg.Engine.MessageDetail)
+	conds, statusErr := c.writeStatus(ctx, health.Tally(results), reports, p)
 	c.metrics.publish(results, conds)
-	reportErr := c.reports.write(ctx, health.Reports(results, c.cfg.Engine.MessageDetail), c.terminating, c.writes.Wait, p, c.metrics)
+	reportErr := c.reports.write(ctx, reports, c.terminating, c.writes.Wait, p, c.metrics)
 	return errors.Join(statusErr, reportErr)
 }
 

@@ -1,10 +1,10 @@
 // Package templates is the controller that keeps an index's templates of
 // the nodes an autoscaler can add in step with what they are derived from:
 // NodeTemplates, Karpenter's NodePools and node classes, the nodes' labels
-// and taints (node groups, the zones a NodePool may use) and the policies'
-// topology keys.
+// and taints (node groups, the zones a NodePool may use), the policies'
+// topology keys and cluster-autoscaler's status ConfigMap.
 // Events only mark the templates stale; one goroutine derives them again
-// (lookup.Templates, over the informer cache), at most once per interval,
+// (lookup.Derive, over the informer cache), at most once per interval,
 // so that a burst of node changes costs one derivation.
 package templates
 
@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/go-logr/logr"
 	v1 "k8s.io/api/core/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
@@ -26,6 +27,7 @@ import (
 	karpenterv1 "github.com/spreadguard/spreadguard/pkg/apis/karpenter/v1"
 	nodeclassv1 "github.com/spreadguard/spreadguard/pkg/apis/nodeclass/v1"
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
+	"github.com/spreadguard/spreadguard/pkg/autoscale"
 	"github.com/spreadguard/spreadguard/pkg/cache"
 	"github.com/spreadguard/spreadguard/pkg/lookup"
 	"github.com/spreadguard/spreadguard/pkg/spread"
@@ -45,23 +47,32 @@ var (
 type Watcher struct {
 	cache    crcache.Cache
 	watched  []client.Object
-	load     func(ctx context.Context) ([]spread.Template, error)
+	load     func(ctx context.Context) (lookup.Derived, error)
 	set      func([]spread.Template)
 	interval time.Duration
 	stale    chan struct{}
 	loaded   atomic.Bool
 	onLoaded func()
+	// statusErr is why cluster-autoscaler's status was last not read, as
+	// logged: a status cluster-autoscaler rewrites every 10 seconds is
+	// logged about once, not at every derivation.
+	statusErr string
+	// findings are what of the autoscalers the last derivation found
+	// leaves pods Pending or refused, as logged: logged when they change.
+	findings []string
 }
 
 // New returns a watcher that derives the templates from c as opts says
 // and hands them to set (the index's SetTemplates). watched are the kinds
 // the cache watches: a change to any of them that templates are derived
-// from marks the templates stale. onLoaded, if not nil, runs once, after
-// the first templates were set.
+// from marks the templates stale; a ConfigMap among them is
+// cluster-autoscaler's status, which the cache watches alone
+// (cache.WatchNamed). onLoaded, if not nil, runs once, after the first
+// templates were set.
 func New(c crcache.Cache, opts lookup.TemplateOptions, watched []client.Object, set func([]spread.Template), onLoaded func()) *Watcher {
 	return &Watcher{
 		cache: c, watched: watched,
-		load:     func(ctx context.Context) ([]spread.Template, error) { return lookup.Templates(ctx, c, opts) },
+		load:     func(ctx context.Context) (lookup.Derived, error) { return lookup.Derive(ctx, c, opts) },
 		set:      set,
 		interval: Interval,
 		stale:    make(chan struct{}, 1),
@@ -72,7 +83,8 @@ func New(c crcache.Cache, opts lookup.TemplateOptions, watched []client.Object, 
 // Handler marks the templates stale on any change of an object they are
 // derived from. A node update counts only when its labels, taints or
 // cordon change: status heartbeats do not; a node class update only when
-// its zones change.
+// its zones change; cluster-autoscaler's status, rewritten every loop
+// with the time, only when the sizes of its node groups change.
 func (w *Watcher) Handler() toolscache.ResourceEventHandler {
 	return toolscache.ResourceEventHandlerFuncs{
 		AddFunc: func(any) { w.markStale() },
@@ -99,8 +111,30 @@ func sameTemplates(old, cur any) bool {
 	case *nodeclassv1.NodeClass:
 		n, ok := cur.(*nodeclassv1.NodeClass)
 		return ok && slices.Equal(o.Status.Zones(), n.Status.Zones())
+	case *v1.ConfigMap:
+		n, ok := cur.(*v1.ConfigMap)
+		return ok && sameStatus(o, n)
 	}
 	return false
+}
+
+// sameStatus reports whether two versions of cluster-autoscaler's status
+// ConfigMap say the same of its node groups, or fail to be read alike.
+func sameStatus(a, b *v1.ConfigMap) bool {
+	ta, oka := a.Data[autoscale.ClusterAutoscalerStatusKey]
+	tb, okb := b.Data[autoscale.ClusterAutoscalerStatusKey]
+	if oka != okb {
+		return false
+	}
+	if ta == tb {
+		return true
+	}
+	sa, erra := autoscale.ParseClusterAutoscalerStatus(ta)
+	sb, errb := autoscale.ParseClusterAutoscalerStatus(tb)
+	if erra != nil || errb != nil {
+		return erra != nil && errb != nil && erra.Error() == errb.Error()
+	}
+	return slices.Equal(sa.NodeGroups, sb.NodeGroups)
 }
 
 // sameShape reports whether two versions of a node give the same
@@ -124,7 +158,7 @@ func (w *Watcher) markStale() {
 func derivedFrom(obj client.Object) bool {
 	switch obj.(type) {
 	case *v1.Node, *v1alpha1.NodeTemplate, *karpenterv1.NodePool, *nodeclassv1.EC2NodeClass, *nodeclassv1.NodeClass,
-		*v1alpha1.SpreadPolicy, *v1alpha1.ClusterSpreadPolicy:
+		*v1alpha1.SpreadPolicy, *v1alpha1.ClusterSpreadPolicy, *v1.ConfigMap:
 		return true
 	}
 	return false
@@ -162,11 +196,14 @@ func (w *Watcher) Start(ctx context.Context) (err error) {
 			return nil
 		case <-w.stale:
 		}
-		ts, err := w.load(ctx)
+		d, err := w.load(ctx)
 		if err != nil {
 			log.Error(err, "deriving the templates of the nodes an autoscaler can add; keeping the previous ones")
 			w.markStale()
 		} else {
+			ts := d.Templates
+			w.logStatus(log, d.ClusterAutoscalerStatusErr)
+			w.logFindings(log, d.Findings())
 			w.set(ts)
 			if !w.loaded.Swap(true) {
 				log.Info("templates of the nodes an autoscaler can add derived", "count", len(ts))
@@ -182,6 +219,42 @@ func (w *Watcher) Start(ctx context.Context) (err error) {
 		case <-time.After(w.interval):
 		}
 	}
+}
+
+// logStatus logs why cluster-autoscaler's status was not read when that
+// changes: once for a status in the plain-text format of versions before
+// 1.30, once again for each other reason, and once when it is read again.
+func (w *Watcher) logStatus(log logr.Logger, err error) {
+	msg := ""
+	if err != nil {
+		msg = err.Error()
+	}
+	if msg == w.statusErr {
+		return
+	}
+	switch {
+	case errors.Is(err, autoscale.ErrLegacyClusterAutoscalerStatus):
+		log.Info("cluster-autoscaler's status is not read: every node group is taken to be able to grow; cluster-autoscaler 1.30 and later write the YAML status spreadguard reads", "reason", msg)
+	case err != nil:
+		log.Error(err, "cluster-autoscaler's status is not read: every node group is taken to be able to grow")
+	default:
+		log.Info("cluster-autoscaler's status is read again")
+	}
+	w.statusErr = msg
+}
+
+// logFindings logs each of findings (autoscale.Derived.Findings) when
+// they differ from the last ones logged: a NodePool whose zone its node
+// class does not serve, a node group at its maximum or scaled to zero
+// stays so across many derivations.
+func (w *Watcher) logFindings(log logr.Logger, findings []string) {
+	if slices.Equal(findings, w.findings) {
+		return
+	}
+	for _, f := range findings {
+		log.Info("the nodes an autoscaler can add: " + f)
+	}
+	w.findings = findings
 }
 
 // Loaded reports whether the templates have been derived once.

@@ -2,19 +2,24 @@ package templates
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr/funcr"
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/cache/informertest"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllertest"
 
 	karpenterv1 "github.com/spreadguard/spreadguard/pkg/apis/karpenter/v1"
 	nodeclassv1 "github.com/spreadguard/spreadguard/pkg/apis/nodeclass/v1"
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
+	"github.com/spreadguard/spreadguard/pkg/autoscale"
 	"github.com/spreadguard/spreadguard/pkg/cache"
 	"github.com/spreadguard/spreadguard/pkg/lookup"
 	"github.com/spreadguard/spreadguard/pkg/spread"
@@ -29,11 +34,11 @@ type loads struct {
 	got chan []spread.Template
 }
 
-func (l *loads) load(context.Context) ([]spread.Template, error) {
+func (l *loads) load(context.Context) (lookup.Derived, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.n++
-	return []spread.Template{{Name: "load-" + string(rune('0'+l.n))}}, nil
+	return lookup.Derived{Derived: autoscale.Derived{Templates: []spread.Template{{Name: "load-" + string(rune('0'+l.n))}}}}, nil
 }
 
 func (l *loads) set(ts []spread.Template) { l.got <- ts }
@@ -112,6 +117,16 @@ func TestWatcherDerivesOnceSyncedThenOnChangesOnly(t *testing.T) {
 	h.OnUpdate(amiRolled, subnetAdded)
 	next("after an EC2NodeClass got a subnet in another zone")
 
+	status := caStatus("04:28:19", 3, 6)
+	h.OnUpdate(status, caStatus("04:28:29", 3, 6))
+	select {
+	case ts := <-l.got:
+		t.Fatalf("cluster-autoscaler's status rewritten with a new time only derived the templates again: %v", ts)
+	case <-time.After(50 * time.Millisecond):
+	}
+	h.OnUpdate(status, caStatus("04:28:39", 6, 6))
+	next("after cluster-autoscaler's status said a node group reached its maximum")
+
 	cancel()
 	if err := <-done; err != nil {
 		t.Errorf("Start() = %v", err)
@@ -127,7 +142,7 @@ func TestWatcherHearsOfTheKindsTheTemplatesAreDerivedFrom(t *testing.T) {
 	l := &loads{got: make(chan []spread.Template, 10)}
 	w := newWatcher(l, nil)
 	w.cache = informers
-	w.watched = cache.Watched(func(cache.Kind) bool { return true })
+	w.watched = append(cache.Watched(func(cache.Kind) bool { return true }), &v1.ConfigMap{})
 	fake := map[string]*controllertest.FakeInformer{}
 	for _, obj := range w.watched {
 		inf, err := informers.FakeInformerFor(t.Context(), obj)
@@ -150,6 +165,7 @@ func TestWatcherHearsOfTheKindsTheTemplatesAreDerivedFrom(t *testing.T) {
 		{"a ClusterSpreadPolicy added -> stale: its topology keys are the templates'", func() {
 			fake["*v1alpha1.ClusterSpreadPolicy"].Add(&v1alpha1.ClusterSpreadPolicy{})
 		}, true},
+		{"cluster-autoscaler's status ConfigMap added -> stale", func() { fake["*v1.ConfigMap"].Add(caStatus("04:28:19", 3, 6)) }, true},
 		{"a pod added -> not stale", func() { fake["*v1.Pod"].Add(st.MakePod().Name("p").Obj()) }, false},
 		{"a Service added -> not stale", func() { fake["*v1.Service"].Add(&v1.Service{}) }, false},
 	}
@@ -166,5 +182,56 @@ func TestWatcherHearsOfTheKindsTheTemplatesAreDerivedFrom(t *testing.T) {
 				t.Errorf("templates stale = %v, want %v", stale, tt.wantStale)
 			}
 		})
+	}
+}
+
+// caStatus is cluster-autoscaler's status ConfigMap written at the time of
+// day at, with node group web at target size of max.
+func caStatus(at string, target, max int) *v1.ConfigMap {
+	return &v1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "cluster-autoscaler-status"},
+		Data: map[string]string{"status": fmt.Sprintf("time: \"2026-11-24 %s +0000 UTC\"\nautoscalerStatus: Running\nnodeGroups:\n"+
+			"- name: web\n  health: {status: Healthy, cloudProviderTarget: %d, minSize: 1, maxSize: %d, lastProbeTime: \"2026-11-24T%sZ\"}\n",
+			at, target, max, at)},
+	}
+}
+
+func TestWatcherLogsAStatusItCannotReadOnce(t *testing.T) {
+	var logged []string
+	log := funcr.New(func(prefix, args string) { logged = append(logged, args) }, funcr.Options{})
+	w := &Watcher{}
+	legacy := fmt.Errorf("ConfigMap kube-system/cluster-autoscaler-status not read: %w", autoscale.ErrLegacyClusterAutoscalerStatus)
+	broken := errors.New("ConfigMap kube-system/cluster-autoscaler-status not read: it has no key status")
+	for _, err := range []error{nil, legacy, legacy, legacy, broken, broken, nil, nil} {
+		w.logStatus(log, err)
+	}
+	want := []string{"plain-text format", "no key status", "read again"}
+	if len(logged) != len(want) {
+		t.Fatalf("logged %d lines, want %d (one per change): %q", len(logged), len(want), logged)
+	}
+	for i, line := range logged {
+		if !strings.Contains(line, want[i]) {
+			t.Errorf("log line %d = %q, want it to say %q", i, line, want[i])
+		}
+	}
+}
+
+func TestWatcherLogsTheFindingsWhenTheyChange(t *testing.T) {
+	var logged []string
+	log := funcr.New(func(prefix, args string) { logged = append(logged, args) }, funcr.Options{})
+	w := &Watcher{}
+	full := "cluster-autoscaler's node group web is at its maximum size (4 of max 4)"
+	zero := "cluster-autoscaler's node group gpu is scaled to 0 (min 0, max 4)"
+	for _, findings := range [][]string{nil, {full}, {full}, {full, zero}, {full, zero}, nil, {zero}} {
+		w.logFindings(log, findings)
+	}
+	want := []string{full, full, zero, zero}
+	if len(logged) != len(want) {
+		t.Fatalf("logged %d lines, want %d (each finding once per change): %q", len(logged), len(want), logged)
+	}
+	for i, line := range logged {
+		if !strings.Contains(line, want[i]) {
+			t.Errorf("log line %d = %q, want it to say %q", i, line, want[i])
+		}
 	}
 }

@@ -232,6 +232,10 @@ const (
 	// older CRD, a selector that does not parse); the webhook passes over
 	// the policy.
 	ReasonInvalid = "Invalid"
+	// ReasonMinDomainsOutOfReach: a hard constraint's minDomains exceeds
+	// the domains the nodes and every node an autoscaler can add reach, so
+	// the pods beyond stay Pending.
+	ReasonMinDomainsOutOfReach = "MinDomainsOutOfReach"
 )
 
 // SpreadPolicy gives the pods of its namespace default topology spread
