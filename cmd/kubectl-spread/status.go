@@ -130,9 +130,10 @@ func (o *statusOptions) run(cmd *cobra.Command, connect connectFunc) (status, en
 }
 
 // auditObjects runs the audit on a cluster's objects, for namespace, or
-// every namespace when it is empty: the leader's audit, with every pod at
-// hand to tell which constraints the pods carry, and the reach of each
-// policy's constraints with the templates derived as topts says.
+// every namespace when it is empty: the leader's audit, which reads the
+// constraints the pods carry from the index, as the leader does, and the
+// reach of each policy's constraints with the templates derived as topts
+// says.
 func auditObjects(ctx context.Context, objs []runtime.Object, namespace string, cfg engine.Config, topts lookup.TemplateOptions, notes io.Writer) (status, error) {
 	store, err := lookup.NewStore(objs...)
 	if err != nil {
@@ -143,7 +144,6 @@ func auditObjects(ctx context.Context, objs []runtime.Object, namespace string, 
 	if err != nil {
 		return status{}, err
 	}
-	pods := ofType[*v1.Pod](objs)
 	var ws []health.Workload
 	for _, w := range health.Workloads(health.Owners{
 		ReplicaSets:            ofType[*appsv1.ReplicaSet](objs),
@@ -154,15 +154,9 @@ func auditObjects(ctx context.Context, objs []runtime.Object, namespace string, 
 		if namespace != "" && w.Namespace != namespace {
 			continue
 		}
-		if len(w.Pod.Spec.TopologySpreadConstraints) == 0 {
-			w = w.Carrying(health.Carried(&w, pods))
-		}
 		ws = append(ws, w)
 	}
-	results, err := health.Run(index, lookup.NewSources(store), cfg, ws)
-	if err != nil {
-		return status{}, err
-	}
+	results := health.Run(index, lookup.NewSources(store), cfg, ws)
 	return status{results: results, unreachable: policiesOutOfReach(objs, namespace, templates, cfg.MessageDetail)}, nil
 }
 
@@ -190,7 +184,8 @@ func policiesOutOfReach(objs []runtime.Object, namespace string, templates []spr
 	return out
 }
 
-// writeStatus prints one row per workload and constraint; the domains of a
+// writeStatus prints one row per workload and constraint, and one with
+// the error for a workload that could not be audited; the domains of a
 // constraint that detail does not name (hostnames) as how many nodes hold
 // each count, as the Reports do.
 // The policies no node can reach the minDomains of follow, one line each.
@@ -214,6 +209,9 @@ func writeResults(out io.Writer, results []health.Result, detail spread.MessageD
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "NAMESPACE\tWORKLOAD\tPOLICY\tPODS\tTOPOLOGY KEY\tDOMAINS\tSKEW/MAX\tSTATE")
 	for _, r := range results {
+		if r.State == health.StateError {
+			fmt.Fprintf(w, "%s\t%s/%s\t%s\t\t\t%s\t\t%s\n", r.Namespace, r.Kind, r.Name, r.Policy, r.Error, r.State)
+		}
 		for _, s := range r.Constraints {
 			key := s.TopologyKey
 			if s.WhenUnsatisfiable != v1.DoNotSchedule {

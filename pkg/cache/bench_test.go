@@ -147,11 +147,11 @@ func eventClusterOf(b *testing.B, nodes int) *eventCluster {
 	}
 	for w := range c.Workloads() {
 		for r := range c.Replicas {
-			ec.pods.OnAdd(transformed(b, StripPod, c.Pod(w, r)), true)
+			ec.pods.OnAdd(transformed(b, StripPod, injectedPod(c, w, r)), true)
 		}
 	}
 	w := c.Workloads() / 2
-	ec.pod = c.Pod(w, c.Replicas/2)
+	ec.pod = injectedPod(c, w, c.Replicas/2)
 	ec.incoming = c.IncomingPod(w)
 	ec.incoming.Spec.TopologySpreadConstraints = []v1.TopologySpreadConstraint{{
 		MaxSkew: 1, TopologyKey: v1.LabelTopologyZone, WhenUnsatisfiable: v1.DoNotSchedule,
@@ -160,6 +160,21 @@ func eventClusterOf(b *testing.B, nodes int) *eventCluster {
 	ec.checkCounts(b)
 	eventClusters[nodes] = ec
 	return ec
+}
+
+// injectedPod is replica r of workload w carrying the constraint the
+// webhook injects at its creation: the policy's zone constraint, over the
+// selector of the pod's Service and ReplicaSet, leaving tainted nodes out.
+func injectedPod(c fixture.Cluster, w, r int) *v1.Pod {
+	p := c.Pod(w, r)
+	honor := v1.NodeInclusionPolicyHonor
+	p.Spec.TopologySpreadConstraints = []v1.TopologySpreadConstraint{{
+		MaxSkew: 1, TopologyKey: v1.LabelTopologyZone, WhenUnsatisfiable: v1.DoNotSchedule,
+		LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{
+			"app": c.App(w), appsv1.DefaultDeploymentUniqueLabelKey: c.TemplateHash(w)}},
+		NodeTaintsPolicy: &honor,
+	}}
+	return p
 }
 
 func transformed(b *testing.B, transform toolscache.TransformFunc, obj any) any {

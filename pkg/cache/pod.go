@@ -1,7 +1,9 @@
 package cache
 
 import (
+	"hash/maphash"
 	"slices"
+	"sync"
 	"unique"
 
 	v1 "k8s.io/api/core/v1"
@@ -12,11 +14,13 @@ import (
 	"github.com/spreadguard/spreadguard/pkg/spread"
 )
 
-// Pod is a pod as the webhook's pod informer keeps it: what counting reads
-// and nothing else. Even stripped of every other field a *v1.Pod is a
-// 1.2 KiB struct, which at 150,000 pods is most of the server's heap; a Pod
-// is under 100 bytes plus its name, and the replicas of one workload share
-// their namespace, node name and label set.
+// Pod is a pod as the webhook's pod informer keeps it: what counting reads,
+// and the topology spread constraints the pod carries, which the audit
+// reads (pkg/health), and nothing else. Even stripped of every other field
+// a *v1.Pod is a 1.2 KiB struct, which at 150,000 pods is most of the
+// server's heap; a Pod is under 100 bytes plus its name, and the replicas
+// of one workload share their namespace, node name, label set and
+// constraints.
 //
 // Only the informer stores Pods: nothing reads pods back from the cache
 // (spread.Index keeps the counts), and the event handlers hand
@@ -28,6 +32,7 @@ type Pod struct {
 	phase           v1.PodPhase
 	nodeName        unique.Handle[string]
 	labels          spread.LabelSet
+	constraints     spread.ConstraintSet
 	deleting        bool
 }
 
@@ -40,15 +45,52 @@ var knownPhases = []v1.PodPhase{v1.PodPending, v1.PodRunning, v1.PodSucceeded, v
 
 // CompactPod returns the cached form of p.
 func CompactPod(p *v1.Pod) *Pod {
+	labels := spread.LabelSetOf(p.Labels)
 	return &Pod{
 		namespace:       unique.Make(p.Namespace).Value(),
 		name:            p.Name,
 		resourceVersion: p.ResourceVersion,
 		phase:           canonicalPhase(p.Status.Phase),
 		nodeName:        unique.Make(p.Spec.NodeName),
-		labels:          spread.LabelSetOf(p.Labels),
+		labels:          labels,
+		constraints:     constraintSetOf(labels, p.Spec.TopologySpreadConstraints),
 		deleting:        p.DeletionTimestamp != nil,
 	}
+}
+
+// carried remembers, for each of 1,024 slots a label set hashes to, the
+// constraint set a pod with those labels last carried. The replicas of a
+// workload share their labels and carry the same constraints, so an event's
+// pod is recognized by comparison (ConstraintSet.Matches), which costs
+// less than interning the constraints again; a pod the slot does not match
+// interns its own set and takes the slot. Every pod event goes through
+// here: the budget is a microsecond for the whole event.
+var carried struct {
+	seed maphash.Seed
+	mu   sync.Mutex
+	sets [1024]spread.ConstraintSet
+}
+
+func init() { carried.seed = maphash.MakeSeed() }
+
+// constraintSetOf returns spread.ConstraintSetOf(cs) for a pod labelled
+// labels.
+func constraintSetOf(labels spread.LabelSet, cs []v1.TopologySpreadConstraint) spread.ConstraintSet {
+	if len(cs) == 0 {
+		return spread.ConstraintSet{}
+	}
+	slot := maphash.Comparable(carried.seed, labels) % uint64(len(carried.sets))
+	carried.mu.Lock()
+	set := carried.sets[slot]
+	carried.mu.Unlock()
+	if set.Matches(cs) {
+		return set
+	}
+	set = spread.ConstraintSetOf(cs)
+	carried.mu.Lock()
+	carried.sets[slot] = set
+	carried.mu.Unlock()
+	return set
 }
 
 // canonicalPhase returns the package constant for a known phase, so that
@@ -69,6 +111,7 @@ func (p *Pod) Record() spread.PodRecord {
 		Labels:      p.labels,
 		Phase:       p.phase,
 		Terminating: p.deleting,
+		Constraints: p.constraints,
 	}
 	if p.nodeName != (unique.Handle[string]{}) {
 		r.NodeName = p.nodeName.Value()

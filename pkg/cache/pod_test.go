@@ -25,6 +25,7 @@ var compactPodEqual = cmp.Options{
 	cmp.AllowUnexported(Pod{}),
 	cmp.Comparer(func(a, b unique.Handle[string]) bool { return a == b }),
 	cmp.Comparer(func(a, b spread.LabelSet) bool { return a == b }),
+	cmp.Comparer(func(a, b spread.ConstraintSet) bool { return a == b }),
 }
 
 func TestCompactPodKeepsWhatCountingReads(t *testing.T) {
@@ -41,6 +42,16 @@ func TestCompactPodKeepsWhatCountingReads(t *testing.T) {
 			want: spread.PodRecord{
 				Namespace: "shop", Name: "web-1", NodeName: "n1", Phase: v1.PodRunning,
 				Labels: spread.LabelSetOf(map[string]string{"app": "web", "tier": "fe"}),
+			},
+		},
+		{
+			name: "pod carrying the zone constraint the webhook injected -> its constraints, interned",
+			in: spreadtest.MakePod().Namespace("shop").Name("web-3").Label("app", "web").Node("n1").
+				SpreadConstraint(spreadtest.Constraint(1, v1.LabelTopologyZone).MatchLabel("app", "web").Obj()).Obj(),
+			want: spread.PodRecord{
+				Namespace: "shop", Name: "web-3", NodeName: "n1", Labels: spread.LabelSetOf(map[string]string{"app": "web"}),
+				Constraints: spread.ConstraintSetOf([]v1.TopologySpreadConstraint{
+					spreadtest.Constraint(1, v1.LabelTopologyZone).MatchLabel("app", "web").Obj()}),
 			},
 		},
 		{
@@ -80,6 +91,59 @@ func TestReplicasShareTheirLabelSetAndNode(t *testing.T) {
 	}
 	if a.labels == c.labels || a.nodeName == c.nodeName {
 		t.Error("pods with different labels or nodes share a label set or node name")
+	}
+}
+
+func TestReplicasShareTheirConstraintSet(t *testing.T) {
+	zone := spreadtest.Constraint(1, v1.LabelTopologyZone).MatchLabel("app", "web")
+	pod := func(name string, cs ...v1.TopologySpreadConstraint) *v1.Pod {
+		p := spreadtest.MakePod().Namespace("shop").Name(name).Label("app", "web").Node("n1")
+		for _, c := range cs {
+			p.SpreadConstraint(c)
+		}
+		return p.Obj()
+	}
+	tests := []struct {
+		name string
+		pods []*v1.Pod
+		// same says which pods share the first's set.
+		same []bool
+	}{
+		{
+			name: "three replicas carrying the injected constraint -> one set",
+			pods: []*v1.Pod{pod("a", zone.Obj()), pod("b", zone.Obj()), pod("c", zone.Obj())},
+			same: []bool{true, true, true},
+		},
+		{
+			name: "the same labels with another maxSkew, then none, then the first again -> each its own",
+			pods: []*v1.Pod{pod("a", zone.Obj()), pod("b", spreadtest.Constraint(2, v1.LabelTopologyZone).MatchLabel("app", "web").Obj()),
+				pod("c"), pod("d", zone.Obj())},
+			same: []bool{true, false, false, true},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			first := CompactPod(tt.pods[0]).constraints
+			for i, p := range tt.pods {
+				got := CompactPod(p).constraints
+				if want := spread.ConstraintSetOf(p.Spec.TopologySpreadConstraints); got != want {
+					t.Errorf("pod %s: the compact pod's set is not ConstraintSetOf its constraints", p.Name)
+				}
+				if (got == first) != tt.same[i] {
+					t.Errorf("pod %s shares the first pod's set: %v, want %v", p.Name, got == first, tt.same[i])
+				}
+			}
+		})
+	}
+}
+
+func TestCompactPodOfAKnownWorkloadAllocatesOnlyThePod(t *testing.T) {
+	p := spreadtest.MakePod().Namespace("shop").Name("web-1").Label("app", "web").Label("pod-template-hash", "h1").Node("n1").
+		SpreadConstraint(spreadtest.Constraint(1, v1.LabelTopologyZone).MatchLabel("app", "web").MatchLabel("pod-template-hash", "h1").
+			NodeTaintsPolicy(v1.NodeInclusionPolicyHonor).Obj()).Obj()
+	CompactPod(p)
+	if got := testing.AllocsPerRun(100, func() { CompactPod(p) }); got != 1 {
+		t.Errorf("CompactPod of a replica whose labels and constraints are known: %v allocations, want 1 (the Pod)", got)
 	}
 }
 

@@ -24,7 +24,8 @@ func meta(m *metav1.ObjectMeta) metav1.ObjectMeta {
 }
 
 // StripPod turns a pod into the Pod the cache keeps: what counting reads
-// (namespace, name, labels, node, phase, whether it is terminating). A Pod
+// (namespace, name, labels, node, phase, whether it is terminating) and
+// the constraints it carries, interned. A Pod
 // passes unchanged, as anything else does (a tombstone): client-go may
 // transform an object twice.
 var StripPod toolscache.TransformFunc = func(obj any) (any, error) {
@@ -213,7 +214,9 @@ var StripDeployment toolscache.TransformFunc = func(obj any) (any, error) {
 	}}, nil
 }
 
-// StripNamespace keeps the labels, which namespaceSelectors match.
+// StripNamespace keeps the labels, which namespaceSelectors match, and
+// the deletion timestamp: the leader writes no Report into a namespace
+// being deleted.
 var StripNamespace toolscache.TransformFunc = func(obj any) (any, error) {
 	ns, ok := obj.(*v1.Namespace)
 	if !ok {
@@ -221,5 +224,6 @@ var StripNamespace toolscache.TransformFunc = func(obj any) (any, error) {
 	}
 	m := meta(&ns.ObjectMeta)
 	m.Labels = ns.Labels
+	m.DeletionTimestamp = ns.DeletionTimestamp
 	return &v1.Namespace{ObjectMeta: m}, nil
 }

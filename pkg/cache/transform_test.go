@@ -149,6 +149,20 @@ func TestStripKeepsOnlyWhatTheAlgorithmReads(t *testing.T) {
 			},
 		},
 		{
+			name:      "namespace being deleted -> identity, labels and its deletion timestamp",
+			transform: StripNamespace,
+			in: func() *v1.Namespace {
+				ns := &v1.Namespace{ObjectMeta: full("", "shop"), Status: v1.NamespaceStatus{Phase: v1.NamespaceTerminating}}
+				ns.DeletionTimestamp = &spreadtest.DeletionTime
+				return ns
+			}(),
+			want: func() *v1.Namespace {
+				ns := &v1.Namespace{ObjectMeta: withLabels(kept("", "shop"), map[string]string{"app": "web"})}
+				ns.DeletionTimestamp = &spreadtest.DeletionTime
+				return ns
+			}(),
+		},
+		{
 			name:      "EC2NodeClass with subnets in b, a and b again -> identity and one subnet per zone, sorted",
 			transform: StripNodeClass,
 			in: &nodeclassv1.EC2NodeClass{ObjectMeta: full("", "default"), Status: nodeclassv1.NodeClassStatus{

@@ -60,6 +60,8 @@ type workloadBuilder struct {
 	// deployment is set for a Deployment, whose revisions Rollout adds.
 	deployment *appsv1.Deployment
 	revision   int
+	// carried is what the pods added next carry beside the template.
+	carried []v1.TopologySpreadConstraint
 }
 
 // ReplicaSet adds a ReplicaSet without owner whose pods carry app=name.
@@ -129,6 +131,37 @@ func (w *workloadBuilder) Constraint(c *st.ConstraintWrapper) *workloadBuilder {
 	return w
 }
 
+// Label adds k=v to the labels of the workload's pods, and so to a
+// ReplicaSet's selector and template, which share the map.
+func (w *workloadBuilder) Label(k, v string) *workloadBuilder {
+	w.labels[k] = v
+	return w
+}
+
+// Injected makes the pods added next carry c, selecting the pods by their
+// app label, while the template declares nothing: the webhook injected it
+// when they were created. None makes them carry nothing again.
+func (w *workloadBuilder) Injected(c *st.ConstraintWrapper) *workloadBuilder {
+	c.MatchLabel("app", w.labels["app"])
+	w.carried = append(w.carried, c.Obj())
+	return w
+}
+
+// None makes the pods added next carry no constraint: created before
+// spreadguard was installed.
+func (w *workloadBuilder) None() *workloadBuilder {
+	w.carried = nil
+	return w
+}
+
+// Selector replaces the ReplicaSet's selector with sel, which the API
+// server may have stored before it validated selectors.
+func (w *workloadBuilder) Selector(sel *metav1.LabelSelector) *workloadBuilder {
+	rs := w.c.owners.ReplicaSets[len(w.c.owners.ReplicaSets)-1]
+	rs.Spec.Selector = sel
+	return w
+}
+
 // Pods binds n pods of the workload to node.
 func (w *workloadBuilder) Pods(node string, n int) *workloadBuilder {
 	return w.pods(node, n, func(*st.PodWrapper) {})
@@ -143,6 +176,9 @@ func (w *workloadBuilder) pods(node string, n int, opt func(*st.PodWrapper)) *wo
 	for range n {
 		w.c.pods++
 		p := st.MakePod().Namespace(ns).Name(fmt.Sprintf("pod-%d", w.c.pods)).Labels(w.labels).Node(node)
+		for _, c := range w.carried {
+			p.SpreadConstraint(c)
+		}
 		opt(p)
 		w.c.objects = append(w.c.objects, p.Obj())
 	}
@@ -160,11 +196,7 @@ func (c *clusterBuilder) run(t *testing.T) []health.Result {
 		t.Fatalf("building the store: %v", err)
 	}
 	ix := spread.IndexFromSnapshot(store.Snapshot())
-	rs, err := health.Run(ix, lookup.NewSources(store), engine.Config{}, health.Workloads(c.owners, ix))
-	if err != nil {
-		t.Fatalf("auditing: %v", err)
-	}
-	return rs
+	return health.Run(ix, lookup.NewSources(store), engine.Config{}, health.Workloads(c.owners, ix))
 }
 
 func threeZoneNodes() []*v1.Node {

@@ -7,13 +7,12 @@
 // as it is, after zone outages, node-group replacements and pods that
 // predate spreadguard. It is pure, like pkg/spread: it reads counts from a
 // spread.Index, policies and owners through engine.Sources, and objects the
-// caller lists. The controller in cmd/webhook/app runs it on the leader and
-// writes what it finds into policy status.
+// caller lists. The controller in pkg/controller/spreadhealth runs it on the
+// leader and writes what it finds into policy status and Reports.
 package health
 
 import (
 	"cmp"
-	"fmt"
 	"slices"
 	"strings"
 
@@ -40,6 +39,9 @@ const (
 	// predate spreadguard, or were skipped); the counts are those of the
 	// constraints its policy would inject.
 	StateUncovered State = "uncovered"
+	// StateError: the workload could not be audited (its selector or a
+	// constraint of its pods does not parse); Result.Error says why.
+	StateError State = "error"
 )
 
 // Counter is the read-only side of spread.Index the audit needs.
@@ -66,6 +68,8 @@ type Result struct {
 	// Constraints holds one entry per constraint the pods carry or, for an
 	// uncovered workload, per constraint its policy would inject.
 	Constraints []spread.Spread `json:"constraints"`
+	// Error is why a workload in StateError could not be audited.
+	Error string `json:"error,omitempty"`
 }
 
 // Skewed reports whether s exceeds what its constraint allows: maxSkew for
@@ -79,14 +83,21 @@ func Skewed(s spread.Spread) bool {
 
 // Run audits ws. A workload no policy selects is left out; so is one whose
 // policy would inject nothing (no selector can be derived for its pods).
-// cfg's excluded namespaces are left out as the webhook leaves them.
-// Results are sorted by namespace, kind and name.
-func Run(c Counter, src engine.Sources, cfg engine.Config, ws []Workload) ([]Result, error) {
+// cfg's excluded namespaces are left out as the webhook leaves them. A
+// workload that cannot be audited is in StateError, with the error, and
+// the others are audited all the same: one object the engine cannot read
+// degrades its own result only. Results are sorted by namespace, kind and
+// name.
+func Run(c Counter, src engine.Sources, cfg engine.Config, ws []Workload) []Result {
 	out := make([]Result, 0, len(ws))
 	for i := range ws {
-		r, ok, err := auditOne(c, src, cfg, &ws[i])
+		w := &ws[i]
+		if slices.Contains(cfg.ExcludedNamespaces, w.Namespace) {
+			continue
+		}
+		r, ok, err := auditOne(c, src, cfg, w)
 		if err != nil {
-			return nil, fmt.Errorf("auditing %s %s/%s: %w", ws[i].Kind, ws[i].Namespace, ws[i].Name, err)
+			r, ok = failed(src, w, err)
 		}
 		if ok {
 			out = append(out, r)
@@ -95,13 +106,31 @@ func Run(c Counter, src engine.Sources, cfg engine.Config, ws []Workload) ([]Res
 	slices.SortFunc(out, func(a, b Result) int {
 		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Kind, b.Kind), strings.Compare(a.Name, b.Name))
 	})
-	return out, nil
+	return out
+}
+
+// failed is the result of a workload whose audit failed with err: in
+// StateError, under the policy its template's labels select, if one can be
+// found. A workload no policy selects is left out, as Run leaves it out
+// when it can be audited.
+func failed(src engine.Sources, w *Workload, err error) (Result, bool) {
+	r := Result{Kind: w.Kind, Namespace: w.Namespace, Name: w.Name, State: StateError, Error: err.Error()}
+	applied, perr := policy.Resolve(w.Pod, src)
+	switch {
+	case perr != nil:
+		r.Error += "; finding its policy: " + perr.Error()
+	case applied == nil:
+		return r, false
+	default:
+		r.Policy, r.PolicyKind = applied.Name, applied.Kind
+	}
+	return r, true
 }
 
 func auditOne(c Counter, src engine.Sources, cfg engine.Config, w *Workload) (Result, bool, error) {
 	r := Result{Kind: w.Kind, Namespace: w.Namespace, Name: w.Name}
-	if slices.Contains(cfg.ExcludedNamespaces, w.Namespace) {
-		return r, false, nil
+	if w.Err != nil {
+		return r, false, w.Err
 	}
 	pod := w.Pod
 	if len(pod.Spec.TopologySpreadConstraints) > 0 {

@@ -27,9 +27,10 @@ const (
 
 // The results of a Report.
 const (
-	ResultPass = "pass"
-	ResultFail = "fail"
-	ResultWarn = "warn"
+	ResultPass  = "pass"
+	ResultFail  = "fail"
+	ResultWarn  = "warn"
+	ResultError = "error"
 )
 
 // Report is the content of one namespace's Report: what the audit owns in
@@ -42,9 +43,10 @@ type Report struct {
 
 // ReportSummary counts a Report's results.
 type ReportSummary struct {
-	Pass int `json:"pass"`
-	Fail int `json:"fail"`
-	Warn int `json:"warn"`
+	Pass  int `json:"pass"`
+	Fail  int `json:"fail"`
+	Warn  int `json:"warn"`
+	Error int `json:"error,omitempty"`
 }
 
 // ReportResult is one workload's one constraint.
@@ -57,7 +59,8 @@ type ReportResult struct {
 	Result  string `json:"result"`
 	Message string `json:"message"`
 	// Properties hold the counts per domain ("domains": "a=3,b=0"), the
-	// skew, maxSkew and the workload's state.
+	// skew, maxSkew and the workload's state; the message does not repeat
+	// the counts, which are most of a result's size.
 	Properties map[string]string    `json:"properties"`
 	Resources  []v1.ObjectReference `json:"resources"`
 }
@@ -67,8 +70,8 @@ type ReportResult struct {
 // when within what the constraint allows, fail when a hard constraint is
 // skewed, warn when a soft one is and for every constraint of an
 // uncovered workload (its pods carry none: the counts are what the policy
-// would ask). Results are sorted, so that an unchanged cluster gives an
-// equal Report.
+// would ask); a workload that could not be audited has one error result.
+// Results are sorted, so that an unchanged cluster gives an equal Report.
 //
 // With detail spread.DetailDomains (the webhook's default on a shared
 // cluster) a constraint over kubernetes.io/hostname, whose domains are
@@ -83,17 +86,11 @@ func Reports(rs []Result, detail spread.MessageDetail) map[string]*Report {
 			rep = &Report{Source: ReportSource}
 			out[r.Namespace] = rep
 		}
+		if r.State == StateError {
+			rep.add(errorResult(&r))
+		}
 		for _, s := range r.Constraints {
-			res := resultOf(&r, s, detail)
-			switch res.Result {
-			case ResultPass:
-				rep.Summary.Pass++
-			case ResultFail:
-				rep.Summary.Fail++
-			case ResultWarn:
-				rep.Summary.Warn++
-			}
-			rep.Results = append(rep.Results, res)
+			rep.add(resultOf(&r, s, detail))
 		}
 	}
 	for _, rep := range out {
@@ -105,42 +102,74 @@ func Reports(rs []Result, detail spread.MessageDetail) map[string]*Report {
 	return out
 }
 
+// add appends res to rep and counts it in the summary.
+func (rep *Report) add(res ReportResult) {
+	switch res.Result {
+	case ResultPass:
+		rep.Summary.Pass++
+	case ResultFail:
+		rep.Summary.Fail++
+	case ResultWarn:
+		rep.Summary.Warn++
+	case ResultError:
+		rep.Summary.Error++
+	}
+	rep.Results = append(rep.Results, res)
+}
+
+// resource is the reference to r's workload a result names.
+func resource(r *Result) []v1.ObjectReference {
+	apiVersion := "apps/v1"
+	if r.Kind == KindReplicationController || r.Kind == KindService {
+		apiVersion = "v1"
+	}
+	return []v1.ObjectReference{{APIVersion: apiVersion, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name}}
+}
+
+// errorResult is the one result of a workload that could not be audited.
+func errorResult(r *Result) ReportResult {
+	return ReportResult{
+		Policy: r.Policy,
+		Result: ResultError,
+		Message: fmt.Sprintf("spreadguard cannot audit this workload: %s. "+
+			"Correct the value it names in the selector or the topology spread constraints, or recreate the object.", r.Error),
+		Properties: map[string]string{"state": string(r.State)},
+		Resources:  resource(r),
+	}
+}
+
 func resultOf(r *Result, s spread.Spread, detail spread.MessageDetail) ReportResult {
 	domains := DomainsText(s.Domains)
 	if !detail.NamesDomainsOf(s.TopologyKey) {
 		domains = spread.NodesPerCount(s.Domains, s.DomainCount)
-	}
-	apiVersion := "apps/v1"
-	if r.Kind == KindReplicationController || r.Kind == KindService {
-		apiVersion = "v1"
 	}
 	res := ReportResult{
 		Policy: r.Policy,
 		Rule:   s.TopologyKey + " " + string(s.WhenUnsatisfiable),
 		Result: ResultPass,
 		Properties: map[string]string{
-			"domains": domains,
+			"domains": boundedDomains(domains),
 			"skew":    strconv.Itoa(s.Skew),
 			"maxSkew": strconv.Itoa(int(s.MaxSkew)),
 			"state":   string(r.State),
 		},
-		Resources: []v1.ObjectReference{{APIVersion: apiVersion, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name}},
+		Resources: resource(r),
 	}
 	skewed := Skewed(s)
 	switch {
 	case r.State == StateUncovered:
 		res.Result = ResultWarn
-		res.Message = fmt.Sprintf("the pods carry no topology spread constraint; the policy's constraint over %s sees a skew of %d (maxSkew %d, pods per domain: %s). "+
-			"Recreate them (kubectl rollout restart) so that spreadguard gives them the policy's constraints.", s.TopologyKey, s.Skew, s.MaxSkew, res.Properties["domains"])
+		res.Message = fmt.Sprintf("the pods carry no topology spread constraint; the policy's constraint over %s sees a skew of %d (maxSkew %d). "+
+			"Recreate them (kubectl rollout restart) so that spreadguard gives them the policy's constraints.", s.TopologyKey, s.Skew, s.MaxSkew)
 	case skewed && s.WhenUnsatisfiable == v1.DoNotSchedule:
 		res.Result = ResultFail
-		res.Message = fmt.Sprintf("skew %d over %s exceeds maxSkew %d (pods per domain: %s). "+
+		res.Message = fmt.Sprintf("skew %d over %s exceeds maxSkew %d. "+
 			"Restore the missing domains' capacity, or recreate pods from the fullest domains (kubectl rollout restart) so the scheduler spreads them again.",
-			s.Skew, s.TopologyKey, s.MaxSkew, res.Properties["domains"])
+			s.Skew, s.TopologyKey, s.MaxSkew)
 	case skewed:
 		res.Result = ResultWarn
-		res.Message = fmt.Sprintf("skew %d over %s exceeds the preferred maxSkew %d by more than %d (pods per domain: %s).",
-			s.Skew, s.TopologyKey, s.MaxSkew, s.MaxSkew, res.Properties["domains"])
+		res.Message = fmt.Sprintf("skew %d over %s exceeds the preferred maxSkew %d by more than %d.",
+			s.Skew, s.TopologyKey, s.MaxSkew, s.MaxSkew)
 	default:
 		res.Message = fmt.Sprintf("skew %d over %s is within maxSkew %d.", s.Skew, s.TopologyKey, s.MaxSkew)
 	}

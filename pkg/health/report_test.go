@@ -33,14 +33,14 @@ func TestReports(t *testing.T) {
 				Message:    "skew 0 over topology.kubernetes.io/zone is within maxSkew 1.",
 				Properties: props("a=1,b=1,c=1", "0", "spread")},
 			{Policy: policy, Rule: "topology.kubernetes.io/zone ScheduleAnyway", Result: "warn", Resources: rs("leaning"),
-				Message:    "skew 4 over topology.kubernetes.io/zone exceeds the preferred maxSkew 1 by more than 1 (pods per domain: a=4,b=1,c=0).",
+				Message:    "skew 4 over topology.kubernetes.io/zone exceeds the preferred maxSkew 1 by more than 1.",
 				Properties: props("a=4,b=1,c=0", "4", "skewed")},
 			{Policy: policy, Rule: "topology.kubernetes.io/zone DoNotSchedule", Result: "warn", Resources: rs("old"),
 				Message: "the pods carry no topology spread constraint; the policy's constraint over topology.kubernetes.io/zone sees a skew of 2 " +
-					"(maxSkew 1, pods per domain: a=0,b=2,c=0). Recreate them (kubectl rollout restart) so that spreadguard gives them the policy's constraints.",
+					"(maxSkew 1). Recreate them (kubectl rollout restart) so that spreadguard gives them the policy's constraints.",
 				Properties: props("a=0,b=2,c=0", "2", "uncovered")},
 			{Policy: policy, Rule: "topology.kubernetes.io/zone DoNotSchedule", Result: "fail", Resources: rs("piled"),
-				Message: "skew 3 over topology.kubernetes.io/zone exceeds maxSkew 1 (pods per domain: a=3,b=0,c=0). " +
+				Message: "skew 3 over topology.kubernetes.io/zone exceeds maxSkew 1. " +
 					"Restore the missing domains' capacity, or recreate pods from the fullest domains (kubectl rollout restart) so the scheduler spreads them again.",
 				Properties: props("a=3,b=0,c=0", "3", "skewed")},
 		},
@@ -74,5 +74,26 @@ func TestReportsCountNodesUnderDomainDetail(t *testing.T) {
 				t.Errorf("domains (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+func TestReportsGiveAWorkloadThatCannotBeAuditedOneErrorResult(t *testing.T) {
+	results := []health.Result{
+		{Kind: "ReplicaSet", Namespace: ns, Name: "old", Policy: ns + "/zones", PolicyKind: "SpreadPolicy", State: health.StateError,
+			Error: `spec.selector: values[1][app]: Invalid value: "front end"`},
+	}
+	want := map[string]*health.Report{ns: {
+		Source:  "spreadguard",
+		Summary: health.ReportSummary{Error: 1},
+		Results: []health.ReportResult{{
+			Policy: ns + "/zones", Result: "error",
+			Message: `spreadguard cannot audit this workload: spec.selector: values[1][app]: Invalid value: "front end". ` +
+				"Correct the value it names in the selector or the topology spread constraints, or recreate the object.",
+			Properties: map[string]string{"state": "error"},
+			Resources:  []v1.ObjectReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Namespace: ns, Name: "old"}},
+		}},
+	}}
+	if diff := cmp.Diff(want, health.Reports(results, spread.DetailDomains)); diff != "" {
+		t.Errorf("Reports() (-want +got):\n%s", diff)
 	}
 }

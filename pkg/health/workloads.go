@@ -1,6 +1,7 @@
 package health
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"strconv"
@@ -10,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/spreadguard/spreadguard/pkg/spread"
 )
 
 // The workload kinds, as Result.Kind names them.
@@ -38,6 +41,10 @@ type Workload struct {
 	// that owns them (a Deployment's current ReplicaSet), from which the
 	// policy's selector is derived when they carry none.
 	Pod *v1.Pod
+	// Err is why the workload's pods cannot be found: its selector does
+	// not parse (stored before the API server validated label values in
+	// selectors). Run records it as the workload's result.
+	Err error
 }
 
 // Owners are the objects that own pods, of any namespaces. Deployments are
@@ -50,26 +57,40 @@ type Owners struct {
 }
 
 // PodView is the read-only side of spread.Index that finds which owners
-// have pods.
+// have pods, and which constraints they carry.
 type PodView interface {
 	PodsMatching(namespace string, sel labels.Selector) int
 	LabelSets(namespace string, f func(labels map[string]string, pods int))
+	Carried(namespace string, sel labels.Selector, except []labels.Selector) spread.ConstraintSet
 }
 
 // Workloads returns the workloads of o that have a counted pod: each
 // Deployment through its current ReplicaSet (the highest revision), each
 // StatefulSet, ReplicaSet without a controller and ReplicationController,
 // and each Service whose selected pods no controller selects. A workload's
-// Pod is built from its pod template, so it carries the constraints the
-// template declares; the caller replaces them with those the pods carry
-// when the webhook injected them (see Workload.Pod).
+// Pod is built from its pod template, with the constraints the template
+// declares or, when it declares none, those its pods carry (the webhook
+// injected them at creation; pods counts them, see spread.Index.Carried).
+// A workload whose selector does not parse is returned with Err set,
+// unless it is scaled to zero with no pod left (its template is not kept).
 func Workloads(o Owners, pods PodView) []Workload {
 	var out []Workload
 	add := func(kind string, meta *metav1.ObjectMeta, sel labels.Selector, tmpl *v1.PodTemplateSpec, owner metav1.OwnerReference) {
 		if pods.PodsMatching(meta.Namespace, sel) == 0 {
 			return
 		}
-		out = append(out, Workload{Kind: kind, Namespace: meta.Namespace, Name: meta.Name, Selector: sel, Pod: podOf(meta.Namespace, tmpl, owner)})
+		w := Workload{Kind: kind, Namespace: meta.Namespace, Name: meta.Name, Selector: sel, Pod: podOf(meta.Namespace, tmpl, owner)}
+		if len(tmpl.Spec.TopologySpreadConstraints) == 0 {
+			w = w.carrying(pods.Carried(meta.Namespace, sel, nil))
+		}
+		out = append(out, w)
+	}
+	broken := func(kind string, meta *metav1.ObjectMeta, tmpl *v1.PodTemplateSpec, owner metav1.OwnerReference, err error) {
+		if len(tmpl.Labels) == 0 {
+			return
+		}
+		out = append(out, Workload{Kind: kind, Namespace: meta.Namespace, Name: meta.Name, Pod: podOf(meta.Namespace, tmpl, owner),
+			Err: fmt.Errorf("spec.selector: %w", err)})
 	}
 	// controllers holds every controller selector per namespace, to find
 	// the pods that only a Service stands for.
@@ -82,12 +103,13 @@ func Workloads(o Owners, pods PodView) []Workload {
 	var deployments []types.UID
 	for _, rs := range o.ReplicaSets {
 		sel, err := metav1.LabelSelectorAsSelector(rs.Spec.Selector)
-		if err != nil {
-			continue
+		if err == nil {
+			controllers[rs.Namespace] = append(controllers[rs.Namespace], sel)
 		}
-		controllers[rs.Namespace] = append(controllers[rs.Namespace], sel)
 		ref := metav1.GetControllerOf(rs)
 		switch {
+		case ref == nil && err != nil:
+			broken(KindReplicaSet, &rs.ObjectMeta, &rs.Spec.Template, controllerRef(KindReplicaSet, "apps/v1", rs.Name), err)
 		case ref == nil:
 			add(KindReplicaSet, &rs.ObjectMeta, sel, &rs.Spec.Template, controllerRef(KindReplicaSet, "apps/v1", rs.Name))
 		case ref.Kind == KindDeployment:
@@ -102,14 +124,17 @@ func Workloads(o Owners, pods PodView) []Workload {
 	}
 	for _, uid := range deployments {
 		rs := current[uid]
+		d := metav1.ObjectMeta{Namespace: rs.Namespace, Name: metav1.GetControllerOf(rs).Name}
 		if sel, err := metav1.LabelSelectorAsSelector(rs.Spec.Selector); err == nil {
-			d := metav1.ObjectMeta{Namespace: rs.Namespace, Name: metav1.GetControllerOf(rs).Name}
 			add(KindDeployment, &d, sel, &rs.Spec.Template, controllerRef(KindReplicaSet, "apps/v1", rs.Name))
+		} else {
+			broken(KindDeployment, &d, &rs.Spec.Template, controllerRef(KindReplicaSet, "apps/v1", rs.Name), err)
 		}
 	}
 	for _, ss := range o.StatefulSets {
 		sel, err := metav1.LabelSelectorAsSelector(ss.Spec.Selector)
 		if err != nil {
+			broken(KindStatefulSet, &ss.ObjectMeta, &ss.Spec.Template, controllerRef(KindStatefulSet, "apps/v1", ss.Name), err)
 			continue
 		}
 		controllers[ss.Namespace] = append(controllers[ss.Namespace], sel)
@@ -137,7 +162,8 @@ func Workloads(o Owners, pods PodView) []Workload {
 
 // serviceWorkload is the workload of the pods svc selects that no
 // controller selects, if there are any. Its Pod carries the labels of one
-// of them (the smallest label set, so that the choice is stable).
+// of them (the smallest label set, so that the choice is stable) and the
+// constraints they carry.
 func serviceWorkload(svc *v1.Service, controllers []labels.Selector, pods PodView) (Workload, bool) {
 	if len(svc.Spec.Selector) == 0 {
 		// An empty selector selects nothing for a Service's endpoints.
@@ -158,7 +184,8 @@ func serviceWorkload(svc *v1.Service, controllers []labels.Selector, pods PodVie
 		return Workload{}, false
 	}
 	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: svc.Namespace, Labels: chosen}}
-	return Workload{Kind: KindService, Namespace: svc.Namespace, Name: svc.Name, Selector: sel, Pod: pod}, true
+	w := Workload{Kind: KindService, Namespace: svc.Namespace, Name: svc.Name, Selector: sel, Pod: pod}
+	return w.carrying(pods.Carried(svc.Namespace, sel, controllers)), true
 }
 
 func revision(rs *appsv1.ReplicaSet) int64 {
@@ -185,29 +212,11 @@ func podOf(namespace string, tmpl *v1.PodTemplateSpec, owner metav1.OwnerReferen
 	}
 }
 
-// Carried returns the topology spread constraints the pods of w carry, as
-// the first of pods that is one of w's pods shows them (nil when none is):
-// the webhook injects constraints at creation, so a template without any
-// says nothing of its pods. One pod stands for all; the pods of one
-// template revision were created alike. A Service's pod must have no
-// controller: the others are their controller's workload.
-func Carried(w *Workload, pods []*v1.Pod) []v1.TopologySpreadConstraint {
-	for _, p := range pods {
-		if p.Namespace != w.Namespace || !w.Selector.Matches(labels.Set(p.Labels)) {
-			continue
-		}
-		if w.Kind == KindService && metav1.GetControllerOf(p) != nil {
-			continue
-		}
-		return p.Spec.TopologySpreadConstraints
-	}
-	return nil
-}
-
-// Carrying returns w with its Pod carrying cs, its template left as it is.
-func (w Workload) Carrying(cs []v1.TopologySpreadConstraint) Workload {
+// carrying returns w with its Pod carrying the constraints of cs, its
+// template left as it is.
+func (w Workload) carrying(cs spread.ConstraintSet) Workload {
 	p := *w.Pod
-	p.Spec.TopologySpreadConstraints = cs
+	p.Spec.TopologySpreadConstraints = cs.Constraints()
 	w.Pod = &p
 	return w
 }

@@ -14,6 +14,7 @@ package spread
 //	func (ix *Index) AddPodRecord(r PodRecord) / UpdatePodRecord(old, new PodRecord) / DeletePodRecord(r PodRecord)
 //	func PodRecordOf(p *v1.Pod) PodRecord
 //	func LabelSetOf(ls map[string]string) LabelSet
+//	func ConstraintSetOf(cs []v1.TopologySpreadConstraint) ConstraintSet
 //	func (ix *Index) Check(pod *v1.Pod, opts Options) (*Result, error)
 //	func (ix *Index) Layout(pod *v1.Pod, detail MessageDetail) (*Layout, error)
 

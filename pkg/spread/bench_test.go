@@ -9,6 +9,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/spreadguard/spreadguard/pkg/spread"
 	st "github.com/spreadguard/spreadguard/pkg/spread/spreadtest"
@@ -343,6 +344,42 @@ func BenchmarkIndexNodeEvent(b *testing.B) {
 				n++
 			}
 			cpu.report(b, n)
+		})
+	}
+}
+
+// BenchmarkInterning measures what the pod cache's transform pays per pod
+// event to intern what the pod carries, once the set is interned (another
+// replica carries it): its constraints, one as the webhook injects them
+// or two, and the check that they are a set already known (Matches),
+// against the baseline, its 7 labels.
+func BenchmarkInterning(b *testing.B) {
+	labels := map[string]string{
+		"app": "svc-00042", "app.kubernetes.io/name": "svc-00042", "app.kubernetes.io/part-of": "product-02",
+		"app.kubernetes.io/managed-by": "argocd", "team": "t2", "version": "v1.8.3", "pod-template-hash": "7c9d5b8f4q",
+	}
+	honor := v1.NodeInclusionPolicyHonor
+	zone := v1.TopologySpreadConstraint{MaxSkew: 1, TopologyKey: v1.LabelTopologyZone, WhenUnsatisfiable: v1.DoNotSchedule,
+		LabelSelector:    &metav1.LabelSelector{MatchLabels: map[string]string{"app": "svc-00042", "pod-template-hash": "7c9d5b8f4q"}},
+		NodeTaintsPolicy: &honor}
+	host := zone
+	host.TopologyKey, host.WhenUnsatisfiable = v1.LabelHostname, v1.ScheduleAnyway
+	known := spread.ConstraintSetOf([]v1.TopologySpreadConstraint{zone, host})
+	for _, bench := range []struct {
+		name string
+		run  func()
+	}{
+		{"set=labels", func() { _ = spread.LabelSetOf(labels) }},
+		{"set=constraints,n=1", func() { _ = spread.ConstraintSetOf([]v1.TopologySpreadConstraint{zone}) }},
+		{"set=constraints,n=2", func() { _ = spread.ConstraintSetOf([]v1.TopologySpreadConstraint{zone, host}) }},
+		{"set=constraints,n=2,known", func() { _ = known.Matches([]v1.TopologySpreadConstraint{zone, host}) }},
+	} {
+		b.Run(bench.name, func(b *testing.B) {
+			bench.run()
+			b.ReportAllocs()
+			for b.Loop() {
+				bench.run()
+			}
 		})
 	}
 }

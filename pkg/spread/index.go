@@ -99,10 +99,11 @@ type taintIndex struct {
 
 type podKey struct{ namespace, name string }
 
-// counted is where a counted pod is counted.
+// counted is where a counted pod is counted, and what it carries.
 type counted struct {
-	group *group
-	node  *nodeEntry
+	group       *group
+	node        *nodeEntry
+	constraints ConstraintSet
 }
 
 // groupKey names a group: a namespace and a label set.
@@ -120,6 +121,15 @@ type group struct {
 	labels map[string]string
 	pods   int
 	nodes  map[*nodeEntry]int32
+	// carried tallies the constraint sets the group's pods carry.
+	carried []carriedSet
+}
+
+// carriedSet is a constraint set and the number of a group's pods that
+// carry it.
+type carriedSet struct {
+	set  ConstraintSet
+	pods int32
 }
 
 type labelPair struct{ key, value string }

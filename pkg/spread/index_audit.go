@@ -139,3 +139,48 @@ func (ix *Index) LabelSets(namespace string, f func(labels map[string]string, po
 		}
 	}
 }
+
+// Carried returns the topology spread constraints that the counted pods of
+// namespace that sel selects carry, leaving out the pods whose labels one
+// of except selects (the pods a Service stands for are those no controller
+// selects). When they differ, it is the set most of them carry: pods of
+// one template revision were created alike, except those created before
+// spreadguard was installed next to ones created after. A tie goes to the
+// set with no constraint, then to the first set in the encodings' order,
+// so that every pass answers alike. The zero set when no pod is selected.
+func (ix *Index) Carried(namespace string, sel labels.Selector, except []labels.Selector) ConstraintSet {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	ns := ix.namespaces[namespace]
+	if ns == nil {
+		return ConstraintSet{}
+	}
+	tally := map[ConstraintSet]int{}
+	for _, g := range ns.matching(sel) {
+		if slices.ContainsFunc(except, func(s labels.Selector) bool { return s.Matches(labels.Set(g.labels)) }) {
+			continue
+		}
+		for _, c := range g.carried {
+			tally[c.set] += int(c.pods)
+		}
+	}
+	var best ConstraintSet
+	most := 0
+	for set, n := range tally {
+		if n > most || n == most && before(set, best) {
+			best, most = set, n
+		}
+	}
+	return best
+}
+
+// before orders constraint sets: the zero set first, then by encoding.
+func before(a, b ConstraintSet) bool {
+	switch {
+	case a == b || a == (ConstraintSet{}):
+		return a != b
+	case b == (ConstraintSet{}):
+		return false
+	}
+	return a.enc.Value() < b.enc.Value()
+}

@@ -20,10 +20,13 @@ type PodRecord struct {
 	Phase    v1.PodPhase
 	// Terminating is whether the pod has a deletion timestamp.
 	Terminating bool
+	// Constraints are the topology spread constraints the pod carries;
+	// they are not counted, only tallied for Carried.
+	Constraints ConstraintSet
 }
 
-// PodRecordOf returns the record of p. Once p's label set is interned (a
-// pod of the index carries it), it allocates nothing.
+// PodRecordOf returns the record of p. Once p's label set and constraints
+// are interned (a pod of the index carries them), it allocates nothing.
 func PodRecordOf(p *v1.Pod) PodRecord {
 	return PodRecord{
 		Namespace:   p.Namespace,
@@ -32,6 +35,7 @@ func PodRecordOf(p *v1.Pod) PodRecord {
 		Labels:      LabelSetOf(p.Labels),
 		Phase:       p.Status.Phase,
 		Terminating: p.DeletionTimestamp != nil,
+		Constraints: ConstraintSetOf(p.Spec.TopologySpreadConstraints),
 	}
 }
 
@@ -113,13 +117,14 @@ func (ix *Index) setPod(p *PodRecord) {
 	var g *group
 	if known {
 		if rec.group.key.labels == p.Labels {
-			if rec.node.name == p.NodeName {
+			if rec.node.name == p.NodeName && rec.constraints == p.Constraints {
 				return
 			}
 			// A move: the pod stays in its group, which must not be
 			// dropped on the way even if this is its only pod.
 			g = rec.group
 			ix.unbind(g, rec.node)
+			g.uncarry(rec.constraints)
 		} else {
 			ix.uncount(rec)
 		}
@@ -135,7 +140,8 @@ func (ix *Index) setPod(p *PodRecord) {
 	}
 	g.nodes[e]++
 	e.pods++
-	ix.pods[k] = counted{group: g, node: e}
+	g.carry(p.Constraints)
+	ix.pods[k] = counted{group: g, node: e, constraints: p.Constraints}
 }
 
 func (ix *Index) dropPod(k podKey) {
@@ -148,6 +154,7 @@ func (ix *Index) dropPod(k podKey) {
 func (ix *Index) uncount(rec counted) {
 	g := rec.group
 	ix.unbind(g, rec.node)
+	g.uncarry(rec.constraints)
 	if g.pods--; g.pods == 0 {
 		ix.removeGroup(g)
 	}
@@ -160,6 +167,34 @@ func (ix *Index) unbind(g *group, e *nodeEntry) {
 	}
 	if e.pods--; e.pods == 0 && e.id < 0 {
 		delete(ix.nodes, e.name)
+	}
+}
+
+// carry tallies one more pod of g carrying cs. A group's pods were
+// created alike, so the list holds one set, rarely two: a slice beats a
+// map, and a set already there costs no allocation.
+func (g *group) carry(cs ConstraintSet) {
+	for i := range g.carried {
+		if g.carried[i].set == cs {
+			g.carried[i].pods++
+			return
+		}
+	}
+	g.carried = append(g.carried, carriedSet{set: cs, pods: 1})
+}
+
+// uncarry takes back one pod of g carrying cs.
+func (g *group) uncarry(cs ConstraintSet) {
+	for i := range g.carried {
+		if g.carried[i].set != cs {
+			continue
+		}
+		if g.carried[i].pods--; g.carried[i].pods == 0 {
+			last := len(g.carried) - 1
+			g.carried[i] = g.carried[last]
+			g.carried = g.carried[:last]
+		}
+		return
 	}
 }
 

@@ -3,12 +3,15 @@ package spread_test
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/spreadguard/spreadguard/pkg/spread"
 	st "github.com/spreadguard/spreadguard/pkg/spread/spreadtest"
@@ -115,7 +118,25 @@ func (w *world) randomPod(name, namespace string) *v1.Pod {
 	if c.intn(8) == 0 {
 		p.Terminating()
 	}
-	return p.Obj()
+	pod := p.Obj()
+	pod.Spec.TopologySpreadConstraints = w.carriedConstraints()
+	return pod
+}
+
+// carriedConstraints draws what a pod carries: nothing (it predates
+// spreadguard), one of two injected lists that many pods share, or a list
+// of its own.
+func (w *world) carriedConstraints() []v1.TopologySpreadConstraint {
+	switch w.c.intn(4) {
+	case 0:
+		return nil
+	case 1:
+		return []v1.TopologySpreadConstraint{st.Constraint(1, v1.LabelTopologyZone).MatchLabel("app", "a").Obj()}
+	case 2:
+		return []v1.TopologySpreadConstraint{st.Constraint(1, v1.LabelTopologyZone).MatchLabel("app", "a").Obj(),
+			st.Constraint(1, v1.LabelHostname).ScheduleAnyway().MatchLabel("app", "a").Obj()}
+	}
+	return []v1.TopologySpreadConstraint{w.randomConstraint()}
 }
 
 // randomTemplates draws the nodes an autoscaler could add: in zones that
@@ -176,7 +197,7 @@ func (w *world) step() {
 		if old != nil && c.intn(2) == 0 {
 			// A small change of a known pod: the informer's usual update.
 			p = old.DeepCopy()
-			switch c.intn(4) {
+			switch c.intn(5) {
 			case 0:
 				p.Spec.NodeName = fmt.Sprintf("n%d", c.intn(10))
 			case 1:
@@ -185,6 +206,10 @@ func (w *world) step() {
 				p.Status.Phase = pick(c, v1.PodSucceeded, v1.PodRunning)
 			case 3:
 				p.DeletionTimestamp = &st.DeletionTime
+			case 4:
+				// The API server never changes a pod's constraints; the
+				// index must tally them right if it did.
+				p.Spec.TopologySpreadConstraints = w.carriedConstraints()
 			}
 		}
 		w.updatePod(old, p)
@@ -375,7 +400,44 @@ func checkWorld(t *testing.T, w *world, pods int, seed string) (verdicts []sprea
 			}
 		}
 	}
+	checkCarried(t, w, rebuilt, seed)
 	return verdicts
+}
+
+// checkCarried fails unless the event-fed and the rebuilt index answer
+// Carried alike, with a set that as many of the selected pods carry as any
+// other (the zero set on a tie with it), counted from the final state.
+func checkCarried(t *testing.T, w *world, rebuilt *spread.Index, seed string) {
+	t.Helper()
+	sels := []labels.Selector{labels.Everything(), labels.SelectorFromSet(labels.Set{"app": "a"}),
+		labels.SelectorFromSet(labels.Set{"app": "b", "tier": "web"})}
+	except := [][]labels.Selector{nil, {labels.SelectorFromSet(labels.Set{"pod-template-hash": "h1"})}}
+	for _, ns := range []string{"default", "other"} {
+		for i, sel := range sels {
+			for j, ex := range except {
+				got := w.ix.Carried(ns, sel, ex)
+				if again := rebuilt.Carried(ns, sel, ex); again != got {
+					t.Fatalf("%s: Carried(%s, %s, except %d): event-fed index %v, rebuilt index %v", seed, ns, sel, j, got.Constraints(), again.Constraints())
+				}
+				tally := map[spread.ConstraintSet]int{}
+				for _, p := range w.pods {
+					counted := p.Spec.NodeName != "" && p.DeletionTimestamp == nil &&
+						p.Status.Phase != v1.PodSucceeded && p.Status.Phase != v1.PodFailed
+					set := labels.Set(p.Labels)
+					if p.Namespace != ns || !counted || !sel.Matches(set) ||
+						slices.ContainsFunc(ex, func(s labels.Selector) bool { return s.Matches(set) }) {
+						continue
+					}
+					tally[spread.ConstraintSetOf(p.Spec.TopologySpreadConstraints)]++
+				}
+				most := slices.Max(append(slices.Collect(maps.Values(tally)), 0))
+				if tally[got] != most || tally[spread.ConstraintSet{}] == most && got != (spread.ConstraintSet{}) {
+					t.Fatalf("%s: Carried(%s, selector %d, except %d) = %v, carried by %d pods; the pods carry %d sets, the most common by %d (none by %d)",
+						seed, ns, i, j, got.Constraints(), tally[got], len(tally), most, tally[spread.ConstraintSet{}])
+				}
+			}
+		}
+	}
 }
 
 // namedLayout is a Layout with its positions replaced by the domains they

@@ -76,9 +76,23 @@ func (s LabelSet) Map() map[string]string {
 // LabelSetOf makes encodings, so a truncated one cannot occur; if it did,
 // Map would return the pairs before the damage.
 func cut(s string) (field, rest string, ok bool) {
-	n, w := binary.Uvarint([]byte(s[:min(len(s), binary.MaxVarintLen64)]))
-	if w <= 0 || uint64(len(s)-w) < n {
+	n, w := uvarint(s)
+	if w == 0 || uint64(len(s)-w) < n {
 		return "", "", false
 	}
 	return s[w : w+int(n)], s[w+int(n):], true
+}
+
+// uvarint decodes the unsigned varint binary.AppendUvarint wrote at the
+// front of s, and returns it with its width: 0 when s starts with none.
+func uvarint(s string) (uint64, int) {
+	var x uint64
+	for i := 0; i < len(s) && i < binary.MaxVarintLen64; i++ {
+		c := s[i]
+		if c < 0x80 {
+			return x | uint64(c)<<(7*i), i + 1
+		}
+		x |= uint64(c&0x7f) << (7 * i)
+	}
+	return 0, 0
 }

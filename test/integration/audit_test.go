@@ -27,6 +27,7 @@ import (
 
 	"github.com/spreadguard/spreadguard/cmd/webhook/app"
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
+	"github.com/spreadguard/spreadguard/pkg/controller/spreadhealth"
 	"github.com/spreadguard/spreadguard/pkg/health"
 	"github.com/spreadguard/spreadguard/pkg/spread/spreadtest"
 )
@@ -36,20 +37,20 @@ import (
 type auditor struct {
 	name   string
 	mu     sync.Mutex
-	passes []app.AuditPass
+	passes []spreadhealth.Pass
 	done   chan error
 	// stop stops the replica, as a rollout stops a pod.
 	stop func()
 }
 
-func (a *auditor) observe(p app.AuditPass) {
+func (a *auditor) observe(p spreadhealth.Pass) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.passes = append(a.passes, p)
 }
 
 // record returns the passes so far.
-func (a *auditor) record() []app.AuditPass {
+func (a *auditor) record() []spreadhealth.Pass {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return slices.Clone(a.passes)
@@ -58,6 +59,12 @@ func (a *auditor) record() []app.AuditPass {
 // startAuditors runs n replicas competing for the Lease in leaseNS, with
 // short audit periods, until the test ends.
 func startAuditors(t *testing.T, leaseNS string, n int) []*auditor {
+	t.Helper()
+	return startAuditorsWith(t, leaseNS, n)
+}
+
+// startAuditorsWith is startAuditors with opts after the replicas' own.
+func startAuditorsWith(t *testing.T, leaseNS string, n int, opts ...app.Option) []*auditor {
 	t.Helper()
 	var out []*auditor
 	for i := range n {
@@ -74,14 +81,14 @@ func startAuditors(t *testing.T, leaseNS string, n int) []*auditor {
 		cfg.MetricsBindAddress = "0"
 		cfg.LeaderElectionNamespace = leaseNS
 		go func() {
-			a.done <- app.Run(ctx, cfg,
+			a.done <- app.Run(ctx, cfg, append([]app.Option{
 				app.WithRESTConfig(suite.restConfig),
 				app.WithHost("127.0.0.1"),
 				app.WithLogger(ctrl.Log.WithName(a.name)),
 				app.WithMetricsRegistry(prometheus.NewRegistry()),
 				app.WithAuditPeriods(time.Minute, 200*time.Millisecond),
 				app.WithAuditObserver(a.observe),
-			)
+			}, opts...)...)
 		}()
 		out = append(out, a)
 	}
@@ -192,7 +199,7 @@ func TestAuditWritesPolicyStatusAndReportsOnTheLeaderOnly(t *testing.T) {
 
 	t.Run("only the replica holding the Lease audits and writes", func(t *testing.T) {
 		lease := &coordinationv1.Lease{}
-		if err := suite.client.Get(t.Context(), client.ObjectKey{Namespace: leases, Name: app.LeaderElectionID}, lease); err != nil {
+		if err := suite.client.Get(t.Context(), client.ObjectKey{Namespace: leases, Name: spreadhealth.LeaseName}, lease); err != nil {
 			t.Fatalf("reading the Lease: %v", err)
 		}
 		if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "" {
@@ -204,7 +211,7 @@ func TestAuditWritesPolicyStatusAndReportsOnTheLeaderOnly(t *testing.T) {
 			if len(passes) > 0 {
 				leaders = append(leaders, a.name)
 			}
-			if slices.ContainsFunc(passes, func(p app.AuditPass) bool { return len(p.Writes) > 0 }) {
+			if slices.ContainsFunc(passes, func(p spreadhealth.Pass) bool { return len(p.Writes) > 0 }) {
 				writers = append(writers, a.name)
 			}
 		}
@@ -296,7 +303,7 @@ func TestAuditWritesPolicyStatusAndReportsOnTheLeaderOnly(t *testing.T) {
 		}
 		waitForStatus(t, ns, readyStatus(1, 0))
 		waitForReport(t, ns, []reportResult{{"web", "pass"}}, health.ReportSummary{Pass: 1})
-		if !slices.ContainsFunc(next.record(), func(p app.AuditPass) bool { return len(p.Writes) > 0 && len(p.Reports) > 0 }) {
+		if !slices.ContainsFunc(next.record(), func(p spreadhealth.Pass) bool { return len(p.Writes) > 0 && len(p.Reports) > 0 }) {
 			t.Errorf("the new leader's passes %+v wrote no status and no Report", next.record())
 		}
 	})

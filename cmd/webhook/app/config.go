@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/spreadguard/spreadguard/pkg/config"
+	"github.com/spreadguard/spreadguard/pkg/controller/spreadhealth"
 )
 
 // KubeSystem is excluded whatever the configuration says (config.KubeSystem).
@@ -59,7 +60,7 @@ var settings = []config.Flag[Config]{
 		Field: func(c *Config) any { return &c.FailurePolicy }},
 	{Name: "log-level", Usage: "Log level: error, info, debug, or a verbosity number (4 and above log per-node detail).",
 		Field: func(c *Config) any { return &c.LogLevel }},
-	{Name: "audit", Usage: "Audit the spread of the workloads policies select on the replica holding the Lease " + LeaderElectionID + ", and write policy status.",
+	{Name: "audit", Usage: "Audit the spread of the workloads policies select on the replica holding the Lease " + spreadhealth.LeaseName + ", and write policy status.",
 		Field: func(c *Config) any { return &c.Audit }},
 	{Name: "leader-election-namespace", Usage: "Namespace of the audit's Lease; empty: the pod's own namespace.",
 		Field: func(c *Config) any { return &c.LeaderElectionNamespace }},

@@ -46,6 +46,7 @@ import (
 	"github.com/spreadguard/spreadguard/pkg/cache"
 	"github.com/spreadguard/spreadguard/pkg/config"
 	"github.com/spreadguard/spreadguard/pkg/controller/policies"
+	"github.com/spreadguard/spreadguard/pkg/controller/spreadhealth"
 	"github.com/spreadguard/spreadguard/pkg/controller/templates"
 	"github.com/spreadguard/spreadguard/pkg/engine"
 	"github.com/spreadguard/spreadguard/pkg/lookup"
@@ -76,9 +77,9 @@ type options struct {
 	registry     prometheus.Registerer
 	cacheOptions []func(*crcache.Options)
 	wrapSources  func(engine.Sources) engine.Sources
-	// The audit's (audit.go).
-	auditObserver                func(AuditPass)
-	auditFullPass, auditCoalesce time.Duration
+	// The controller of spread health's (health.go).
+	healthObserver                 func(spreadhealth.Pass)
+	healthFullPass, healthCoalesce time.Duration
 }
 
 // WithRESTConfig makes the server talk to the API server of cfg instead of
@@ -148,7 +149,6 @@ func Run(ctx context.Context, cfg *Config, opts ...Option) error {
 	if err != nil {
 		return err
 	}
-	audit := auditOn(cfg, log)
 	mgr, mapper, err := newManager(cfg, &o, log, restConfig, tlsOpts)
 	if err != nil {
 		return err
@@ -162,7 +162,6 @@ func Run(ctx context.Context, cfg *Config, opts ...Option) error {
 	if err != nil {
 		return err
 	}
-	tracker := caches.tracker
 	recorder := mgr.GetEventRecorder("spreadguard-webhook")
 	policyWatcher, err := addPolicyWatcher(mgr, log, recorder, o.registry)
 	if err != nil {
@@ -173,10 +172,8 @@ func Run(ctx context.Context, cfg *Config, opts ...Option) error {
 		return err
 	}
 	engineCfg := cfg.Engine.Config()
-	if audit {
-		if err := addAudit(mgr, &o, cfg.LeaderElectionNamespace, cfg.AuditCoalesceDelay.Duration, ix, sources, engineCfg, tracker.Synced, log.WithName("audit")); err != nil {
-			return err
-		}
+	if err := addSpreadHealth(mgr, &o, cfg, ix, sources, engineCfg, caches.tracker.Synced, log.WithName("spreadhealth")); err != nil {
+		return err
 	}
 	addEndpoints(mgr, cfg, log, stop, endpointInputs{sources: o.sourcesFunc(sources), engine: engineCfg, index: ix,
 		synced: caches.synced, recorder: recorder, metrics: metrics})

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package health_test
+package healthtest
 
 import "time"
 

@@ -1,0 +1,357 @@
+// Package spreadhealth is the controller of spread health: on the replica
+// that holds its Lease it runs the audit of pkg/health over the webhook's
+// own cache and index, and writes what it finds into the status of the
+// policies and into openreports Reports, and exports it as gauges.
+//
+// It reads no pod from the API server: the counts come from the index the
+// webhook keeps for validation, the constraints the pods carry from the
+// same index (spread.Index.Carried), and the owners, Services, namespaces
+// and policies from the webhook's informers. A pass that finds what the
+// last one found sends no request at all; one that finds a change writes
+// the statuses and Reports it changes.
+package spreadhealth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/time/rate"
+	appsv1 "k8s.io/api/apps/v1"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
+	"github.com/spreadguard/spreadguard/pkg/cache"
+	"github.com/spreadguard/spreadguard/pkg/controller/leader"
+	"github.com/spreadguard/spreadguard/pkg/engine"
+	"github.com/spreadguard/spreadguard/pkg/health"
+	"github.com/spreadguard/spreadguard/pkg/spread"
+)
+
+// LeaseName names the Lease the replicas compete for: every replica serves
+// admission requests, the holder alone audits and writes. It keeps the
+// name it had when the audit lived in the server's command, so that during
+// a rolling upgrade the old replicas and the new compete for one Lease,
+// and never two of them write at once.
+const LeaseName = "spreadguard-audit"
+
+// The controller's timing. A change starts a pass after the coalesce
+// delay, so that a rollout of a hundred pods costs one pass, not a
+// hundred; a full pass runs every full pass period whatever happens.
+const (
+	DefaultFullPassPeriod = 5 * time.Minute
+	DefaultCoalesceDelay  = 10 * time.Second
+	// writesPerSecond bounds the leader's writes (status patches and
+	// Reports), so that a pass over thousands of policies and namespaces
+	// does not crowd the API server.
+	writesPerSecond = 10
+)
+
+// Pass is what one pass did.
+type Pass struct {
+	// Workloads is the number of workloads audited, those that failed
+	// included.
+	Workloads int
+	// Writes names the policies whose status the pass patched.
+	Writes []string
+	// Reports names the Reports (namespace/name) the pass wrote or
+	// deleted.
+	Reports []string
+}
+
+// Config is what the controller reads, writes and how often.
+type Config struct {
+	// Cache is the webhook's informer cache: the owners, Services and
+	// policies are listed from it, and its informers start passes.
+	Cache crcache.Cache
+	// Client writes policy status and Reports, and lists the Reports once
+	// per leadership (unstructured objects, read past the cache).
+	Client client.Client
+	// Mapper answers whether the API server serves the Report kind.
+	Mapper meta.RESTMapper
+	// RESTConfig reaches the API server for the Lease.
+	RESTConfig *rest.Config
+	// LeaseNamespace holds the Lease.
+	LeaseNamespace string
+	Index          *spread.Index
+	Sources        engine.Sources
+	Engine         engine.Config
+	// Synced reports whether the cache and the index are complete: the
+	// leader waits for it before its first pass.
+	Synced func() bool
+	// Registry registers the controller's metrics.
+	Registry prometheus.Registerer
+	Log      logr.Logger
+	// FullPass and Coalesce default to DefaultFullPassPeriod and
+	// DefaultCoalesceDelay; tests shorten them.
+	FullPass, Coalesce time.Duration
+	// Observe, when set, is called after every pass.
+	Observe func(Pass)
+}
+
+// Controller is the controller of spread health, a manager.Runnable.
+type Controller struct {
+	cfg Config
+	// reader lists owners and policies: the cache, or a store in tests.
+	reader  client.Reader
+	writes  *rate.Limiter
+	trigger chan struct{}
+	reports *reportWriter
+	metrics *Metrics
+	// failing holds the error last logged per failed workload, so that a
+	// workload failing pass after pass is logged once per error.
+	failing map[string]string
+}
+
+var _ manager.LeaderElectionRunnable = (*Controller)(nil)
+
+// New returns the controller of cfg and registers its metrics.
+func New(cfg Config) (*Controller, error) {
+	if cfg.FullPass <= 0 {
+		cfg.FullPass = DefaultFullPassPeriod
+	}
+	if cfg.Coalesce <= 0 {
+		cfg.Coalesce = DefaultCoalesceDelay
+	}
+	metrics, err := NewMetrics(cfg.Registry)
+	if err != nil {
+		return nil, err
+	}
+	return &Controller{
+		cfg:     cfg,
+		reader:  cfg.Cache,
+		writes:  rate.NewLimiter(writesPerSecond, writesPerSecond),
+		trigger: make(chan struct{}, 1),
+		reports: &reportWriter{client: cfg.Client, mapper: cfg.Mapper},
+		metrics: metrics,
+		failing: map[string]string{},
+	}, nil
+}
+
+// NeedLeaderElection is false: the manager starts the controller on every
+// replica, and the controller elects its leader itself on its own Lease
+// (pkg/controller/leader). The manager's election would stop the whole
+// process, admission included, when the Lease cannot be renewed (an API
+// server restarting): losing the Lease must stop the audit, never
+// admission.
+func (c *Controller) NeedLeaderElection() bool { return false }
+
+// Start competes for the Lease until ctx is done, and audits while it
+// holds it.
+func (c *Controller) Start(ctx context.Context) error {
+	return leader.Run(ctx, c.cfg.RESTConfig, leader.Lease{Namespace: c.cfg.LeaseNamespace, Name: LeaseName}, c.cfg.Log, c.lead)
+}
+
+// lead runs passes until ctx is done (the Lease is lost, or the server
+// stops): one at once, one after each burst of changes, one every full
+// pass period.
+func (c *Controller) lead(ctx context.Context) error {
+	log := c.cfg.Log
+	log.Info("leading: auditing the workloads the policies select")
+	// Another replica may have led in between: nothing known is kept, and
+	// a replica that no longer leads exports no gauges.
+	c.reports.written = nil
+	clear(c.failing)
+	defer c.metrics.publish(nil, nil)
+	for !c.cfg.Synced() {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(time.Second):
+		}
+	}
+	// Pods, nodes, owners, Services, namespaces and policies changing can
+	// all change a count or a condition.
+	remove, err := cache.AddHandler(ctx, c.cfg.Cache, toolscache.ResourceEventHandlerFuncs{
+		AddFunc: func(any) { c.poke() },
+		UpdateFunc: func(old, obj any) {
+			if mayChangeThePass(old, obj) {
+				c.poke()
+			}
+		},
+		DeleteFunc: func(any) { c.poke() },
+	}, &v1.Pod{}, &v1.Node{}, &v1alpha1.SpreadPolicy{}, &v1alpha1.ClusterSpreadPolicy{},
+		&appsv1.ReplicaSet{}, &appsv1.StatefulSet{}, &v1.ReplicationController{}, &v1.Service{}, &v1.Namespace{})
+	if err != nil {
+		return fmt.Errorf("watching for spread health: %w", err)
+	}
+	defer func() { _ = remove() }()
+
+	full := time.NewTicker(c.cfg.FullPass)
+	defer full.Stop()
+	c.pass(ctx)
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-full.C:
+			c.pass(ctx)
+		case <-c.trigger:
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(c.cfg.Coalesce):
+			}
+			// The events of the delay are in this pass.
+			select {
+			case <-c.trigger:
+			default:
+			}
+			c.pass(ctx)
+		}
+	}
+}
+
+// mayChangeThePass reports whether an update may change what a pass
+// finds. Most updates cannot: a pod's status conditions, a node's
+// heartbeat, a policy's status (the controller's own write), a
+// ReplicaSet's status (each pod turning Ready writes one); passing over
+// them keeps a quiet cluster from being audited every few seconds. The
+// objects are the cache's, which keep only what spreadguard reads.
+func mayChangeThePass(old, obj any) bool {
+	switch o := old.(type) {
+	case *cache.Pod:
+		n, ok := obj.(*cache.Pod)
+		return !ok || o.Record() != n.Record()
+	case *v1.Node:
+		n, ok := obj.(*v1.Node)
+		return !ok || o.Spec.Unschedulable != n.Spec.Unschedulable || !maps.Equal(o.Labels, n.Labels) ||
+			!equality.Semantic.DeepEqual(o.Spec.Taints, n.Spec.Taints)
+	case *v1alpha1.SpreadPolicy:
+		n, ok := obj.(*v1alpha1.SpreadPolicy)
+		return !ok || o.Generation != n.Generation
+	case *v1alpha1.ClusterSpreadPolicy:
+		n, ok := obj.(*v1alpha1.ClusterSpreadPolicy)
+		return !ok || o.Generation != n.Generation
+	case *appsv1.ReplicaSet:
+		n, ok := obj.(*appsv1.ReplicaSet)
+		return !ok || !sameMeta(&o.ObjectMeta, &n.ObjectMeta) || !equality.Semantic.DeepEqual(o.Spec, n.Spec)
+	case *appsv1.StatefulSet:
+		n, ok := obj.(*appsv1.StatefulSet)
+		return !ok || !sameMeta(&o.ObjectMeta, &n.ObjectMeta) || !equality.Semantic.DeepEqual(o.Spec, n.Spec)
+	case *v1.ReplicationController:
+		n, ok := obj.(*v1.ReplicationController)
+		return !ok || !sameMeta(&o.ObjectMeta, &n.ObjectMeta) || !equality.Semantic.DeepEqual(o.Spec, n.Spec)
+	case *v1.Service:
+		n, ok := obj.(*v1.Service)
+		return !ok || !maps.Equal(o.Spec.Selector, n.Spec.Selector)
+	case *v1.Namespace:
+		n, ok := obj.(*v1.Namespace)
+		return !ok || !sameMeta(&o.ObjectMeta, &n.ObjectMeta)
+	}
+	return true
+}
+
+// sameMeta reports whether a and b agree on what the audit reads of an
+// object's metadata: labels, annotations (a Deployment's revision), the
+// controller reference and whether it is being deleted.
+func sameMeta(a, b *metav1.ObjectMeta) bool {
+	return maps.Equal(a.Labels, b.Labels) && maps.Equal(a.Annotations, b.Annotations) &&
+		equality.Semantic.DeepEqual(a.OwnerReferences, b.OwnerReferences) &&
+		(a.DeletionTimestamp == nil) == (b.DeletionTimestamp == nil)
+}
+
+// poke asks for a pass; requests made while one is pending are one.
+func (c *Controller) poke() {
+	select {
+	case c.trigger <- struct{}{}:
+	default:
+	}
+}
+
+func (c *Controller) pass(ctx context.Context) {
+	p := Pass{}
+	if err := c.run(ctx, &p); err != nil && ctx.Err() == nil {
+		c.cfg.Log.Error(err, "the pass did not write everything; the next one tries again")
+	}
+	if c.cfg.Observe != nil {
+		c.cfg.Observe(p)
+	}
+}
+
+// run audits every workload and writes what changed. A workload that
+// cannot be audited, a status or a Report that cannot be written is
+// counted and logged, and the pass goes on: the errors are returned
+// together.
+func (c *Controller) run(ctx context.Context, p *Pass) error {
+	owners, err := c.owners(ctx)
+	if err != nil {
+		return err
+	}
+	results := health.Run(c.cfg.Index, c.cfg.Sources, c.cfg.Engine, health.Workloads(owners, c.cfg.Index))
+	p.Workloads = len(results)
+	c.noteFailures(results)
+	reports := health.Reports(results, c.cfg.Engine.MessageDetail)
+	conds, statusErr := c.writeStatus(ctx, health.Tally(results), reports, p)
+	c.metrics.publish(results, conds)
+	reportErr := c.reports.write(ctx, reports, c.terminating, c.writes.Wait, p, c.metrics)
+	return errors.Join(statusErr, reportErr)
+}
+
+// owners lists the objects that own pods from the cache.
+func (c *Controller) owners(ctx context.Context) (health.Owners, error) {
+	var (
+		replicaSets  appsv1.ReplicaSetList
+		statefulSets appsv1.StatefulSetList
+		rcs          v1.ReplicationControllerList
+		services     v1.ServiceList
+	)
+	for _, list := range []client.ObjectList{&replicaSets, &statefulSets, &rcs, &services} {
+		if err := c.reader.List(ctx, list); err != nil {
+			return health.Owners{}, fmt.Errorf("listing %T: %w", list, err)
+		}
+	}
+	return health.Owners{
+		ReplicaSets:            pointers(replicaSets.Items),
+		StatefulSets:           pointers(statefulSets.Items),
+		ReplicationControllers: pointers(rcs.Items),
+		Services:               pointers(services.Items),
+	}, nil
+}
+
+// noteFailures counts the workloads that could not be audited, and logs
+// each once per error it fails with.
+func (c *Controller) noteFailures(results []health.Result) {
+	seen := map[string]bool{}
+	for _, r := range results {
+		if r.State != health.StateError {
+			continue
+		}
+		c.metrics.failed(objectWorkload)
+		key := r.Kind + " " + r.Namespace + "/" + r.Name
+		seen[key] = true
+		if c.failing[key] != r.Error {
+			c.failing[key] = r.Error
+			c.cfg.Log.Error(errors.New(r.Error), "cannot audit a workload; its Report says so, and the others are audited",
+				"kind", r.Kind, "namespace", r.Namespace, "name", r.Name)
+		}
+	}
+	maps.DeleteFunc(c.failing, func(key, _ string) bool { return !seen[key] })
+}
+
+// terminating reports whether namespace is being deleted: nothing can be
+// created in it.
+func (c *Controller) terminating(namespace string) bool {
+	ns, err := c.cfg.Sources.Namespace(namespace)
+	return err == nil && ns != nil && ns.DeletionTimestamp != nil
+}
+
+func pointers[T any](items []T) []*T {
+	out := make([]*T, len(items))
+	for i := range items {
+		out[i] = &items[i]
+	}
+	return out
+}
