@@ -171,23 +171,35 @@ func (q *query) layoutDomains(i int, ev *evaluation, d *LayoutDomains) {
 	q.position[i] = q.position[i][:len(q.ix.slots)]
 	at := q.valuePosition
 	clear(at)
-	// The domains holding a matching pod, the few among thousands of
-	// hostnames, are told by their counts.
-	counts := ev.domains[i]
 	q.eachDomain(i, func(id int32, v *valueIndex) {
-		p, ok := at[v]
+		// A value of one node needs no lookup: its node is its only
+		// visit.
+		p, ok := int32(0), false
+		if v.count > 1 {
+			p, ok = at[v]
+		}
 		if !ok {
 			p = int32(len(d.Names))
 			d.Names = append(d.Names, v.value)
-			d.Counts = append(d.Counts, counts[v.value])
+			d.Counts = append(d.Counts, 0)
 			if v.count > 1 {
-				// A value of one node needs no lookup: its node is its
-				// only visit.
 				at[v] = p
 			}
 		}
 		q.position[i][id] = p
 	})
+	// The domains holding a matching pod, the few among thousands of
+	// hostnames, are told by their counts, found by position rather than
+	// by name: every one is a domain of a counted node.
+	for _, vc := range q.counts[i] {
+		p, v := int32(0), vc.value
+		if v.count == 1 {
+			p = q.position[i][v.only]
+		} else {
+			p = at[v]
+		}
+		d.Counts[p] = vc.n
+	}
 }
 
 // eachDomain visits each node counted for constraint i with its domain.
