@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -71,17 +72,28 @@ func (w *Workload) departing() ([]string, string) {
 				top = max(top, int32(o)+1)
 			}
 		}
-		// One string holds every name, so that a scale-down of thousands
-		// of ordinals allocates a few times, not once per pod.
-		var buf []byte
-		var ends []int
-		for o := top - 1; o >= w.ordinalStart+w.Replicas; o-- {
-			buf = append(append(buf, w.Name...), '-')
-			buf = strconv.AppendInt(buf, int64(o), 10)
-			ends = append(ends, len(buf))
+		// One string holds every name, built at its size, so that a
+		// scale-down of thousands of ordinals allocates twice, not once
+		// per pod nor once per doubling.
+		low := w.ordinalStart + w.Replicas
+		if top <= low {
+			return nil, OrdinalOrder
 		}
-		all, names, from := string(buf), make([]string, len(ends)), 0
-		for k, end := range ends {
+		size := 0
+		for o := top - 1; o >= low; o-- {
+			size += len(w.Name) + 1 + digits(o)
+		}
+		var b strings.Builder
+		b.Grow(size)
+		for o := top - 1; o >= low; o-- {
+			b.WriteString(w.Name)
+			b.WriteByte('-')
+			var num [11]byte
+			b.Write(strconv.AppendInt(num[:0], int64(o), 10))
+		}
+		all, names, from := b.String(), make([]string, top-low), 0
+		for k := range names {
+			end := from + len(w.Name) + 1 + digits(top-1-int32(k))
 			names[k], from = all[from:end], end
 		}
 		return names, OrdinalOrder
@@ -118,6 +130,18 @@ func (w *Workload) departing() ([]string, string) {
 		return names, order.String() + "; no pod carries a pod-deletion-cost"
 	}
 	return names, fmt.Sprintf("%s; %d of %d pods carry a pod-deletion-cost", order, costed, len(w.Pods))
+}
+
+// digits is the length of o in decimal.
+func digits(o int32) int {
+	n := 1
+	for ; o <= -10 || o >= 10; o /= 10 {
+		n++
+	}
+	if o < 0 {
+		n++
+	}
+	return n
 }
 
 // scaleDown takes the departing pods, counted where d says, off the counts
