@@ -121,7 +121,7 @@ func (ix *Index) PodsMatching(namespace string, sel labels.Selector) int {
 		return 0
 	}
 	n := 0
-	for _, g := range ns.matching(sel) {
+	for _, g := range ns.matching(sel, nil) {
 		n += g.pods
 	}
 	return n

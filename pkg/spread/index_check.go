@@ -82,8 +82,14 @@ type query struct {
 	// least one, as (value, count) pairs sorted by value serial: a slice
 	// sorted and merged is cheaper than a map for the few dozen domains a
 	// Deployment's pods occupy.
-	counts  [][]valueCount
-	matched map[string][]*group
+	counts [][]valueCount
+	// matched holds, per selector, the nodes of the groups it matches
+	// with their pods, one entry per group and node: the constraints of
+	// one selector (a zone's and a hostname's) walk a group's nodes once.
+	// groupBuf and nodeBuf are their scratch.
+	matched  map[string][]nodePods
+	groupBuf []*group
+	nodeBuf  []nodePods
 	// position holds, per constraint and by node ID, the position of the
 	// node's domain in a Layout; valuePosition is the scratch map that
 	// assigns them.
@@ -93,7 +99,7 @@ type query struct {
 }
 
 func newQuery() any {
-	return &query{matched: map[string][]*group{}, valuePosition: map[*valueIndex]int32{}}
+	return &query{matched: map[string][]nodePods{}, valuePosition: map[*valueIndex]int32{}}
 }
 
 // finish drops what q points into, so that a pooled query keeps no pod or
@@ -101,6 +107,9 @@ func newQuery() any {
 func (q *query) finish() {
 	q.ix, q.pod, q.cs, q.feasible = nil, nil, nil, nil
 	clear(q.matched)
+	clear(q.groupBuf[:cap(q.groupBuf)])
+	clear(q.nodeBuf[:cap(q.nodeBuf)])
+	q.groupBuf, q.nodeBuf = q.groupBuf[:0], q.nodeBuf[:0]
 	clear(q.valuePosition)
 	clear(q.groups[:cap(q.groups)])
 	for i := range q.counts {
@@ -199,16 +208,14 @@ func (q *query) countConstraint(i int, ns *nsIndex) (domainCount, smallest, glob
 	counts := q.counts[i]
 	if ns != nil && c.countsPods() && ki != nil {
 		sel := c.selector.String()
-		groups, ok := q.matched[sel]
+		nodes, ok := q.matched[sel]
 		if !ok {
-			groups = ns.matching(c.selector)
-			q.matched[sel] = groups
+			nodes = q.matchedNodes(ns, c.selector)
+			q.matched[sel] = nodes
 		}
-		for _, g := range groups {
-			for e, n := range g.nodes {
-				if e.id >= 0 && q.eligible[i].has(e.id) {
-					counts = append(counts, valueCount{ki.valueOf[e.id], int(n)})
-				}
+		for _, np := range nodes {
+			if q.eligible[i].has(np.node.id) {
+				counts = append(counts, valueCount{ki.valueOf[np.node.id], int(np.n)})
 			}
 		}
 		counts = mergeCounts(counts)
@@ -224,6 +231,28 @@ func (q *query) countConstraint(i int, ns *nsIndex) (domainCount, smallest, glob
 		smallest = 0
 	}
 	return domainCount, smallest, globalMinimum(c, domainCount, smallest)
+}
+
+// nodePods is a node and the pods of one group on it.
+type nodePods struct {
+	node *nodeEntry
+	n    int32
+}
+
+// matchedNodes lists the nodes holding pods of the groups of ns that sel
+// matches, one entry per group and node, in q's scratch.
+func (q *query) matchedNodes(ns *nsIndex, sel labels.Selector) []nodePods {
+	from := len(q.groupBuf)
+	q.groupBuf = ns.matching(sel, q.groupBuf)
+	start := len(q.nodeBuf)
+	for _, g := range q.groupBuf[from:] {
+		for e, n := range g.nodes {
+			if e.id >= 0 {
+				q.nodeBuf = append(q.nodeBuf, nodePods{e, n})
+			}
+		}
+	}
+	return slices.Clip(q.nodeBuf[start:])
 }
 
 // counted is templateCounts over the index: whether a node counted for
@@ -301,13 +330,13 @@ func (q *query) domainCount(ki *keyIndex, nodes bitset) int {
 	return len(seen)
 }
 
-// matching returns the groups of the namespace that sel selects. It starts
+// matching appends to out the groups of the namespace that sel selects. It starts
 // from the requirement that narrows the groups most through the inverted
 // index, then checks the whole selector once per group.
-func (ns *nsIndex) matching(sel labels.Selector) []*group {
+func (ns *nsIndex) matching(sel labels.Selector, out []*group) []*group {
 	reqs, ok := sel.Requirements()
 	if !ok {
-		return nil
+		return out
 	}
 	var from []map[*group]struct{}
 	best := len(ns.groups) + 1
@@ -341,7 +370,6 @@ func (ns *nsIndex) matching(sel labels.Selector) []*group {
 	if best > len(ns.groups) {
 		from = []map[*group]struct{}{ns.groups}
 	}
-	var out []*group
 	// A group carries one value per key, so the sets of an In requirement's
 	// distinct values are disjoint and no group is seen twice.
 	for _, s := range from {
