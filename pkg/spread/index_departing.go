@@ -61,6 +61,21 @@ func (ix *Index) LayoutDeparting(pod *v1.Pod, detail MessageDetail, departing []
 // has recorded the positions of the counted nodes' domains.
 func (q *query) departures(names []string, d *Departures) {
 	n := len(q.cs)
+	// A selector is matched once per group, not per pod and constraint:
+	// a ReplicaSet's pods share one group, and a zone's and a hostname's
+	// constraint share one selector.
+	sameAs := make([]int, n)
+	for i := range q.cs {
+		sameAs[i] = i
+		for j := range i {
+			if q.cs[j].selector.String() == q.cs[i].selector.String() {
+				sameAs[i] = j
+				break
+			}
+		}
+	}
+	var last *group
+	matches := make([]bool, n)
 	d.Names = append(d.Names, names...)
 	for k, name := range names {
 		d.Nodes = append(d.Nodes, "")
@@ -71,13 +86,22 @@ func (q *query) departures(names []string, d *Departures) {
 		if !ok || rec.node.id < 0 {
 			continue
 		}
+		if rec.group != last {
+			last = rec.group
+			for i := range q.cs {
+				if j := sameAs[i]; j < i {
+					matches[i] = matches[j]
+				} else {
+					matches[i] = q.cs[i].selector.Matches(labels.Set(rec.group.labels))
+				}
+			}
+		}
 		d.Nodes[k] = rec.node.name
 		domains := d.DomainsOf(k)
 		for i := range q.cs {
-			c := &q.cs[i]
 			// As evaluate counts: a node that takes part, a group the
 			// selector matches.
-			if q.eligible[i].has(rec.node.id) && c.countsPods() && c.selector.Matches(labels.Set(rec.group.labels)) {
+			if q.eligible[i].has(rec.node.id) && q.cs[i].countsPods() && matches[i] {
 				domains[i] = q.position[i][rec.node.id]
 			}
 		}
