@@ -90,6 +90,12 @@ type query struct {
 	matched  map[string][]nodePods
 	groupBuf []*group
 	nodeBuf  []nodePods
+	// matchedGroups holds, per selector, the groups it matches, as
+	// positions in groupBuf; selected is the scratch set a scale-down's
+	// departing pods are looked up in.
+	matchedGroups map[string][2]int
+	selected      map[*group]struct{}
+	selectedSpan  [2]int
 	// position holds, per constraint and by node ID, the position of the
 	// node's domain in a Layout; valuePosition is the scratch map that
 	// assigns them.
@@ -99,7 +105,10 @@ type query struct {
 }
 
 func newQuery() any {
-	return &query{matched: map[string][]nodePods{}, valuePosition: map[*valueIndex]int32{}}
+	return &query{
+		matched: map[string][]nodePods{}, matchedGroups: map[string][2]int{},
+		selected: map[*group]struct{}{}, valuePosition: map[*valueIndex]int32{},
+	}
 }
 
 // finish drops what q points into, so that a pooled query keeps no pod or
@@ -107,6 +116,9 @@ func newQuery() any {
 func (q *query) finish() {
 	q.ix, q.pod, q.cs, q.feasible = nil, nil, nil, nil
 	clear(q.matched)
+	clear(q.matchedGroups)
+	clear(q.selected)
+	q.selectedSpan = [2]int{}
 	clear(q.groupBuf[:cap(q.groupBuf)])
 	clear(q.nodeBuf[:cap(q.nodeBuf)])
 	q.groupBuf, q.nodeBuf = q.groupBuf[:0], q.nodeBuf[:0]
@@ -122,6 +134,7 @@ func (q *query) start(ix *Index, pod *v1.Pod, cs []constraint) {
 	q.ix, q.pod, q.cs = ix, pod, cs
 	q.arena.reset(ix.words(), 7+2*len(cs))
 	clear(q.matched)
+	clear(q.matchedGroups)
 	q.eligible = q.eligible[:0]
 	for len(q.counts) < len(cs) {
 		q.counts = append(q.counts, nil)
@@ -210,7 +223,7 @@ func (q *query) countConstraint(i int, ns *nsIndex) (domainCount, smallest, glob
 		sel := c.selector.String()
 		nodes, ok := q.matched[sel]
 		if !ok {
-			nodes = q.matchedNodes(ns, c.selector)
+			nodes = q.matchedNodes(ns, c.selector, sel)
 			q.matched[sel] = nodes
 		}
 		for _, np := range nodes {
@@ -239,11 +252,12 @@ type nodePods struct {
 	n    int32
 }
 
-// matchedNodes lists the nodes holding pods of the groups of ns that sel
-// matches, one entry per group and node, in q's scratch.
-func (q *query) matchedNodes(ns *nsIndex, sel labels.Selector) []nodePods {
+// matchedNodes lists the nodes holding pods of the groups of ns that sel,
+// written key, matches, one entry per group and node, in q's scratch.
+func (q *query) matchedNodes(ns *nsIndex, sel labels.Selector, key string) []nodePods {
 	from := len(q.groupBuf)
 	q.groupBuf = ns.matching(sel, q.groupBuf)
+	q.matchedGroups[key] = [2]int{from, len(q.groupBuf)}
 	start := len(q.nodeBuf)
 	for _, g := range q.groupBuf[from:] {
 		for e, n := range g.nodes {
