@@ -381,6 +381,9 @@ func (ns *nsIndex) matching(sel labels.Selector, out []*group) []*group {
 			}
 		}
 	}
+	// The groups of the one requirement a selector has are those it
+	// matches: a StatefulSet's pods, a group each, are not matched again.
+	exact := len(reqs) == 1 && best <= len(ns.groups)
 	if best > len(ns.groups) {
 		from = []map[*group]struct{}{ns.groups}
 	}
@@ -388,7 +391,7 @@ func (ns *nsIndex) matching(sel labels.Selector, out []*group) []*group {
 	// distinct values are disjoint and no group is seen twice.
 	for _, s := range from {
 		for g := range s {
-			if sel.Matches(labels.Set(g.labels)) {
+			if exact || sel.Matches(labels.Set(g.labels)) {
 				out = append(out, g)
 			}
 		}
