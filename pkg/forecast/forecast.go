@@ -171,6 +171,9 @@ func Run(w *Workload, src engine.Sources, c Cluster, cfg engine.Config, opts ...
 	var departing []string
 	if w.Replicas < w.Existing {
 		departing, f.Order = w.departing()
+		// The layout copies the names; what the forecast keeps are the
+		// strings.
+		defer releaseNames(departing)
 	}
 	if w.Replicas <= w.Existing && len(departing) == 0 {
 		return f, nil

@@ -208,6 +208,16 @@ func TestScaleDownForecast(t *testing.T) {
 					"zone: zone-a=2 zone-b=2 zone-c=0 (policy shop/zones)"},
 		},
 		{
+			name:     "ordinals from 7, db-7 to db-12 two per zone, scaled to 2 -> db-12 to db-9 go across the tens, zones b and c emptied",
+			world:    withPods(zones(), dbPods(7, "zone-a-1", "zone-a-1", "zone-b-1", "zone-b-1", "zone-c-1", "zone-c-1")).policy(zonesPolicy().Obj()),
+			workload: statefulSet(2, 7),
+			existing: 6,
+			want: scaledDown{Order: OrdinalOrder, Departed: []string{"db-12 in zone-c", "db-11 in zone-c", "db-10 in zone-b", "db-9 in zone-b"},
+				Warning: "spreadguard: scaling StatefulSet shop/db from 6 to 2 deletes db-12, db-11 and 2 more, leaving zone zone-b " +
+					"with 0 matching pods and zone zone-a with 2: skew 2 above maxSkew 1 (scale to 5 instead); " +
+					"zone: zone-a=2 zone-b=0 zone-c=0 (policy shop/zones)"},
+		},
+		{
 			name:     "db-5 already gone, 5 pods a=2 b=2 c=1, scaled from 6 to 4 -> db-5 not counted, db-4 empties zone-c: warned",
 			world:    withPods(zones(), twoPerZone[:5]).policy(zonesPolicy().Obj()),
 			workload: statefulSet(4, 0),

@@ -28,9 +28,13 @@ type Index struct {
 
 	// nodes holds every node name that is known as a node or that a
 	// counted pod is bound to; only entries with an ID are nodes.
-	nodes    map[string]*nodeEntry
-	slots    []*nodeEntry // by ID; nil when free
-	free     []int32
+	nodes map[string]*nodeEntry
+	slots []*nodeEntry // by ID; nil when free
+	free  []int32
+	// byName holds the IDs of the nodes, ordered by name, so that a
+	// Layout lists thousands of nodes in name order without sorting them
+	// on every forecast: a node's name never changes under its ID.
+	byName   []int32
 	live     bitset
 	keys     map[string]*keyIndex
 	taints   map[taintKey]*taintIndex

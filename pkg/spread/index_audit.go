@@ -121,7 +121,7 @@ func (ix *Index) PodsMatching(namespace string, sel labels.Selector) int {
 		return 0
 	}
 	n := 0
-	for _, g := range ns.matching(sel) {
+	for _, g := range ns.matching(sel, nil) {
 		n += g.pods
 	}
 	return n
@@ -156,7 +156,7 @@ func (ix *Index) Carried(namespace string, sel labels.Selector, except []labels.
 		return ConstraintSet{}
 	}
 	tally := map[ConstraintSet]int{}
-	for _, g := range ns.matching(sel) {
+	for _, g := range ns.matching(sel, nil) {
 		if slices.ContainsFunc(except, func(s labels.Selector) bool { return s.Matches(labels.Set(g.labels)) }) {
 			continue
 		}

@@ -82,8 +82,20 @@ type query struct {
 	// least one, as (value, count) pairs sorted by value serial: a slice
 	// sorted and merged is cheaper than a map for the few dozen domains a
 	// Deployment's pods occupy.
-	counts  [][]valueCount
-	matched map[string][]*group
+	counts [][]valueCount
+	// matched holds, per selector, the nodes of the groups it matches
+	// with their pods, one entry per group and node: the constraints of
+	// one selector (a zone's and a hostname's) walk a group's nodes once.
+	// groupBuf and nodeBuf are their scratch.
+	matched  map[string][]nodePods
+	groupBuf []*group
+	nodeBuf  []nodePods
+	// matchedGroups holds, per selector, the groups it matches, as
+	// positions in groupBuf; selected is the scratch set a scale-down's
+	// departing pods are looked up in.
+	matchedGroups map[string][2]int
+	selected      map[*group]struct{}
+	selectedSpan  [2]int
 	// position holds, per constraint and by node ID, the position of the
 	// node's domain in a Layout; valuePosition is the scratch map that
 	// assigns them.
@@ -93,7 +105,10 @@ type query struct {
 }
 
 func newQuery() any {
-	return &query{matched: map[string][]*group{}, valuePosition: map[*valueIndex]int32{}}
+	return &query{
+		matched: map[string][]nodePods{}, matchedGroups: map[string][2]int{},
+		selected: map[*group]struct{}{}, valuePosition: map[*valueIndex]int32{},
+	}
 }
 
 // finish drops what q points into, so that a pooled query keeps no pod or
@@ -101,6 +116,12 @@ func newQuery() any {
 func (q *query) finish() {
 	q.ix, q.pod, q.cs, q.feasible = nil, nil, nil, nil
 	clear(q.matched)
+	clear(q.matchedGroups)
+	clear(q.selected)
+	q.selectedSpan = [2]int{}
+	clear(q.groupBuf[:cap(q.groupBuf)])
+	clear(q.nodeBuf[:cap(q.nodeBuf)])
+	q.groupBuf, q.nodeBuf = q.groupBuf[:0], q.nodeBuf[:0]
 	clear(q.valuePosition)
 	clear(q.groups[:cap(q.groups)])
 	for i := range q.counts {
@@ -113,6 +134,7 @@ func (q *query) start(ix *Index, pod *v1.Pod, cs []constraint) {
 	q.ix, q.pod, q.cs = ix, pod, cs
 	q.arena.reset(ix.words(), 7+2*len(cs))
 	clear(q.matched)
+	clear(q.matchedGroups)
 	q.eligible = q.eligible[:0]
 	for len(q.counts) < len(cs) {
 		q.counts = append(q.counts, nil)
@@ -199,16 +221,14 @@ func (q *query) countConstraint(i int, ns *nsIndex) (domainCount, smallest, glob
 	counts := q.counts[i]
 	if ns != nil && c.countsPods() && ki != nil {
 		sel := c.selector.String()
-		groups, ok := q.matched[sel]
+		nodes, ok := q.matched[sel]
 		if !ok {
-			groups = ns.matching(c.selector)
-			q.matched[sel] = groups
+			nodes = q.matchedNodes(ns, c.selector, sel)
+			q.matched[sel] = nodes
 		}
-		for _, g := range groups {
-			for e, n := range g.nodes {
-				if e.id >= 0 && q.eligible[i].has(e.id) {
-					counts = append(counts, valueCount{ki.valueOf[e.id], int(n)})
-				}
+		for _, np := range nodes {
+			if q.eligible[i].has(np.node.id) {
+				counts = append(counts, valueCount{ki.valueOf[np.node.id], int(np.n)})
 			}
 		}
 		counts = mergeCounts(counts)
@@ -224,6 +244,29 @@ func (q *query) countConstraint(i int, ns *nsIndex) (domainCount, smallest, glob
 		smallest = 0
 	}
 	return domainCount, smallest, globalMinimum(c, domainCount, smallest)
+}
+
+// nodePods is a node and the pods of one group on it.
+type nodePods struct {
+	node *nodeEntry
+	n    int32
+}
+
+// matchedNodes lists the nodes holding pods of the groups of ns that sel,
+// written key, matches, one entry per group and node, in q's scratch.
+func (q *query) matchedNodes(ns *nsIndex, sel labels.Selector, key string) []nodePods {
+	from := len(q.groupBuf)
+	q.groupBuf = ns.matching(sel, q.groupBuf)
+	q.matchedGroups[key] = [2]int{from, len(q.groupBuf)}
+	start := len(q.nodeBuf)
+	for _, g := range q.groupBuf[from:] {
+		for e, n := range g.nodes {
+			if e.id >= 0 {
+				q.nodeBuf = append(q.nodeBuf, nodePods{e, n})
+			}
+		}
+	}
+	return slices.Clip(q.nodeBuf[start:])
 }
 
 // counted is templateCounts over the index: whether a node counted for
@@ -301,13 +344,13 @@ func (q *query) domainCount(ki *keyIndex, nodes bitset) int {
 	return len(seen)
 }
 
-// matching returns the groups of the namespace that sel selects. It starts
+// matching appends to out the groups of the namespace that sel selects. It starts
 // from the requirement that narrows the groups most through the inverted
 // index, then checks the whole selector once per group.
-func (ns *nsIndex) matching(sel labels.Selector) []*group {
+func (ns *nsIndex) matching(sel labels.Selector, out []*group) []*group {
 	reqs, ok := sel.Requirements()
 	if !ok {
-		return nil
+		return out
 	}
 	var from []map[*group]struct{}
 	best := len(ns.groups) + 1
@@ -338,15 +381,17 @@ func (ns *nsIndex) matching(sel labels.Selector) []*group {
 			}
 		}
 	}
+	// The groups of the one requirement a selector has are those it
+	// matches: a StatefulSet's pods, a group each, are not matched again.
+	exact := len(reqs) == 1 && best <= len(ns.groups)
 	if best > len(ns.groups) {
 		from = []map[*group]struct{}{ns.groups}
 	}
-	var out []*group
 	// A group carries one value per key, so the sets of an In requirement's
 	// distinct values are disjoint and no group is seen twice.
 	for _, s := range from {
 		for g := range s {
-			if sel.Matches(labels.Set(g.labels)) {
+			if exact || sel.Matches(labels.Set(g.labels)) {
 				out = append(out, g)
 			}
 		}

@@ -2,7 +2,6 @@ package spread
 
 import (
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
 )
 
 // This file answers, for a scale-down, where the pods a controller is about
@@ -41,8 +40,8 @@ func (d *Departures) DomainsOf(k int) []int32 {
 // named departing (of the pod's namespace), with where each of them is
 // counted (Layout.Departing), read under the same lock as the counts, so
 // that taking the departing pods off the layout's counts leaves the counts
-// the scale-down leaves. It costs a Layout plus a map lookup and a
-// selector match per departing pod.
+// the scale-down leaves. It costs a Layout plus a map lookup per departing
+// pod and, once, a set of the groups its constraints' selectors matched.
 func (ix *Index) LayoutDeparting(pod *v1.Pod, detail MessageDetail, departing []string) (*Layout, error) {
 	cs, err := hardConstraints(pod)
 	if err != nil {
@@ -57,10 +56,38 @@ func (ix *Index) LayoutDeparting(pod *v1.Pod, detail MessageDetail, departing []
 	return l, err
 }
 
+// selects reports whether the groups at span of q.groupBuf, those a
+// selector matched when counting, hold g.
+func (q *query) selects(span [2]int, g *group) bool {
+	if len(q.selected) == 0 || q.selectedSpan != span {
+		clear(q.selected)
+		for _, g := range q.groupBuf[span[0]:span[1]] {
+			q.selected[g] = struct{}{}
+		}
+		q.selectedSpan = span
+	}
+	_, ok := q.selected[g]
+	return ok
+}
+
 // departures reads into d where the pods named are counted, after q.layout
 // has recorded the positions of the counted nodes' domains.
 func (q *query) departures(names []string, d *Departures) {
 	n := len(q.cs)
+	// Whether a pod's group is counted is read from the groups its
+	// constraint's selector matched when counting (the same groups: those
+	// of the pod's namespace that the selector matches), not matched
+	// again per pod: a StatefulSet's thousand pods are a thousand groups.
+	// A ReplicaSet's pods share one, whose answer is kept from the pod
+	// before.
+	spans, counted := make([][2]int, n), make([]bool, n)
+	for i := range q.cs {
+		// Not there when no node carries the key or the constraint
+		// counts no pod: then it counts none of them.
+		spans[i], counted[i] = q.matchedGroups[q.cs[i].selector.String()]
+	}
+	var last *group
+	matches := make([]bool, n)
 	d.Names = append(d.Names, names...)
 	for k, name := range names {
 		d.Nodes = append(d.Nodes, "")
@@ -71,13 +98,18 @@ func (q *query) departures(names []string, d *Departures) {
 		if !ok || rec.node.id < 0 {
 			continue
 		}
+		if rec.group != last {
+			last = rec.group
+			for i := range q.cs {
+				matches[i] = counted[i] && q.selects(spans[i], rec.group)
+			}
+		}
 		d.Nodes[k] = rec.node.name
 		domains := d.DomainsOf(k)
 		for i := range q.cs {
-			c := &q.cs[i]
 			// As evaluate counts: a node that takes part, a group the
 			// selector matches.
-			if q.eligible[i].has(rec.node.id) && c.countsPods() && c.selector.Matches(labels.Set(rec.group.labels)) {
+			if q.eligible[i].has(rec.node.id) && q.cs[i].countsPods() && matches[i] {
 				domains[i] = q.position[i][rec.node.id]
 			}
 		}

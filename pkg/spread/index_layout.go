@@ -1,7 +1,6 @@
 package spread
 
 import (
-	"cmp"
 	"encoding/binary"
 	"maps"
 	"slices"
@@ -172,23 +171,35 @@ func (q *query) layoutDomains(i int, ev *evaluation, d *LayoutDomains) {
 	q.position[i] = q.position[i][:len(q.ix.slots)]
 	at := q.valuePosition
 	clear(at)
-	// The domains holding a matching pod, the few among thousands of
-	// hostnames, are told by their counts.
-	counts := ev.domains[i]
 	q.eachDomain(i, func(id int32, v *valueIndex) {
-		p, ok := at[v]
+		// A value of one node needs no lookup: its node is its only
+		// visit.
+		p, ok := int32(0), false
+		if v.count > 1 {
+			p, ok = at[v]
+		}
 		if !ok {
 			p = int32(len(d.Names))
 			d.Names = append(d.Names, v.value)
-			d.Counts = append(d.Counts, counts[v.value])
+			d.Counts = append(d.Counts, 0)
 			if v.count > 1 {
-				// A value of one node needs no lookup: its node is its
-				// only visit.
 				at[v] = p
 			}
 		}
 		q.position[i][id] = p
 	})
+	// The domains holding a matching pod, the few among thousands of
+	// hostnames, are told by their counts, found by position rather than
+	// by name: every one is a domain of a counted node.
+	for _, vc := range q.counts[i] {
+		p, v := int32(0), vc.value
+		if v.count == 1 {
+			p = q.position[i][v.only]
+		} else {
+			p = at[v]
+		}
+		d.Counts[p] = vc.n
+	}
 }
 
 // eachDomain visits each node counted for constraint i with its domain.
@@ -202,7 +213,6 @@ func (q *query) eachDomain(i int, visit func(id int32, v *valueIndex)) {
 
 // layoutGroup is a tuple of domains of a Layout, by its first node.
 type layoutGroup struct {
-	name     string
 	id       int32
 	feasible bool
 }
@@ -212,6 +222,10 @@ type layoutGroup struct {
 // reads the positions that layoutDomains recorded: a candidate carrying
 // every key is counted for every constraint (the inclusion policies only
 // drop nodes the filters drop too).
+//
+// The nodes are visited in the index's order of names, so the first node
+// of a tuple is the one that names it, and the tuples come in the order of
+// their names: thousands of hostnames cost no sort.
 func (q *query) layoutNodes(names []string, domains []int32) ([]string, []int32) {
 	ix, n := q.ix, len(q.cs)
 	groups := q.groups[:0]
@@ -228,14 +242,14 @@ func (q *query) layoutNodes(names []string, domains []int32) ([]string, []int32)
 		}
 		unique = unique || ki.shared == 0
 	}
-	short := map[uint64]int{}
-	long := map[string]int{}
+	var short map[uint64]struct{}
+	var long map[string]struct{}
 	var buf []byte
-	q.candidates.each(func(id int32) {
-		if !q.keyed.has(id) {
-			return
+	feasible := 0
+	for _, id := range ix.byName {
+		if !q.candidates.has(id) || !q.keyed.has(id) {
+			continue
 		}
-		at, ok := 0, false
 		switch {
 		case unique:
 		case n <= 2:
@@ -243,45 +257,51 @@ func (q *query) layoutNodes(names []string, domains []int32) ([]string, []int32)
 			for i := range n {
 				k = k<<32 | uint64(uint32(q.position[i][id]))
 			}
-			if at, ok = short[k]; !ok {
-				short[k] = len(groups)
+			if _, ok := short[k]; ok {
+				continue
 			}
+			if short == nil {
+				short = map[uint64]struct{}{}
+			}
+			short[k] = struct{}{}
 		default:
 			buf = buf[:0]
 			for i := range n {
 				buf = binary.LittleEndian.AppendUint32(buf, uint32(q.position[i][id]))
 			}
-			if at, ok = long[string(buf)]; !ok {
-				long[string(buf)] = len(groups)
+			if _, ok := long[string(buf)]; ok {
+				continue
 			}
+			if long == nil {
+				long = map[string]struct{}{}
+			}
+			long[string(buf)] = struct{}{}
 		}
-		switch name := ix.slots[id].name; {
-		case !ok:
-			groups = append(groups, layoutGroup{name: name, id: id, feasible: q.feasible.has(id)})
-		case name < groups[at].name:
-			groups[at].name, groups[at].id = name, id
+		gr := layoutGroup{id: id, feasible: q.feasible.has(id)}
+		if gr.feasible {
+			feasible++
 		}
-	})
+		groups = append(groups, gr)
+	}
 	if len(groups) == 0 {
 		return names, domains
 	}
 	// Feasibility is a function of the tuple (the filters passed, only the
 	// counts of its domains decide), so each group is wholly feasible or
-	// not.
-	slices.SortFunc(groups, func(a, b layoutGroup) int {
-		if a.feasible != b.feasible {
-			if a.feasible {
-				return -1
-			}
-			return 1
-		}
-		return cmp.Compare(a.name, b.name)
-	})
+	// not: the feasible ones first, each part in the order of names.
 	names, domains = slices.Grow(names, len(groups)), slices.Grow(domains, len(groups)*n)
-	for _, gr := range groups {
-		names = append(names, gr.name)
-		for i := range n {
-			domains = append(domains, q.position[i][gr.id])
+	for _, want := range []bool{true, false} {
+		if want && feasible == 0 || !want && feasible == len(groups) {
+			continue
+		}
+		for _, gr := range groups {
+			if gr.feasible != want {
+				continue
+			}
+			names = append(names, ix.slots[gr.id].name)
+			for i := range n {
+				domains = append(domains, q.position[i][gr.id])
+			}
 		}
 	}
 	return names, domains

@@ -1,7 +1,9 @@
 package spread
 
 import (
+	"cmp"
 	"maps"
+	"slices"
 
 	v1 "k8s.io/api/core/v1"
 )
@@ -65,6 +67,8 @@ func (ix *Index) setNode(n *v1.Node) {
 		e.id = ix.allocID()
 		ix.slots[e.id] = e
 		ix.live.set(e.id)
+		at, _ := ix.nameOrder(e.name)
+		ix.byName = slices.Insert(ix.byName, at, e.id)
 	}
 	e.labels = maps.Clone(n.Labels)
 	e.taints = e.taints[:0]
@@ -107,6 +111,13 @@ func (ix *Index) allocID() int32 {
 	return int32(len(ix.slots) - 1)
 }
 
+// nameOrder is where a node named name is, or goes, in ix.byName.
+func (ix *Index) nameOrder(name string) (int, bool) {
+	return slices.BinarySearchFunc(ix.byName, name, func(id int32, name string) int {
+		return cmp.Compare(ix.slots[id].name, name)
+	})
+}
+
 func (ix *Index) removeNode(name string) {
 	e := ix.nodes[name]
 	if e == nil || e.id < 0 {
@@ -115,6 +126,9 @@ func (ix *Index) removeNode(name string) {
 	ix.unindexNode(e)
 	ix.nodeGen++
 	ix.live.clear(e.id)
+	if at, ok := ix.nameOrder(name); ok {
+		ix.byName = slices.Delete(ix.byName, at, at+1)
+	}
 	ix.slots[e.id] = nil
 	ix.free = append(ix.free, e.id)
 	e.id = -1
