@@ -25,7 +25,7 @@ func TestLeanPodKeepsWhatTheCheckersRead(t *testing.T) {
 		full := fillPod(c, w, 0, "uid", false)
 		lean := fillPod(c, w, 0, "uid", true)
 
-		if diff := cmp.Diff(spread.PodRecordOf(full), spread.PodRecordOf(lean), cmpopts.EquateComparable(spread.LabelSet{})); diff != "" {
+		if diff := cmp.Diff(spread.PodRecordOf(full), spread.PodRecordOf(lean), cmpopts.EquateComparable(spread.LabelSet{}, spread.ConstraintSet{})); diff != "" {
 			t.Errorf("workload %d: the index's record of the lean pod differs (-full +lean):\n%s", w, diff)
 		}
 		if diff := cmp.Diff(scheduling(full), scheduling(lean)); diff != "" {
