@@ -2,6 +2,7 @@ package cache
 
 import (
 	"slices"
+	"strconv"
 	"unique"
 
 	v1 "k8s.io/api/core/v1"
@@ -12,8 +13,9 @@ import (
 	"github.com/spreadguard/spreadguard/pkg/spread"
 )
 
-// Pod is a pod as the webhook's pod informer keeps it: what counting reads
-// and nothing else. Even stripped of every other field a *v1.Pod is a
+// Pod is a pod as the webhook's pod informer keeps it: what counting reads,
+// and the deletion cost the keeper compares before it writes one
+// (pkg/controller/deletioncost), and nothing else. Even stripped of every other field a *v1.Pod is a
 // 1.2 KiB struct, which at 150,000 pods is most of the server's heap; a Pod
 // is under 100 bytes plus its name, and the replicas of one workload share
 // their namespace, node name and label set.
@@ -29,6 +31,10 @@ type Pod struct {
 	nodeName        unique.Handle[string]
 	labels          spread.LabelSet
 	deleting        bool
+	// hasCost: the pod's controller.kubernetes.io/pod-deletion-cost is an
+	// int32, cost. It fits in the padding after deleting.
+	hasCost bool
+	cost    int32
 }
 
 var (
@@ -40,7 +46,7 @@ var knownPhases = []v1.PodPhase{v1.PodPending, v1.PodRunning, v1.PodSucceeded, v
 
 // CompactPod returns the cached form of p.
 func CompactPod(p *v1.Pod) *Pod {
-	return &Pod{
+	c := &Pod{
 		namespace:       unique.Make(p.Namespace).Value(),
 		name:            p.Name,
 		resourceVersion: p.ResourceVersion,
@@ -49,6 +55,14 @@ func CompactPod(p *v1.Pod) *Pod {
 		labels:          spread.LabelSetOf(p.Labels),
 		deleting:        p.DeletionTimestamp != nil,
 	}
+	if v, ok := p.Annotations[spread.DeletionCostAnnotation]; ok {
+		// Anything but a decimal int32 is no cost: the ReplicaSet
+		// controller ranks such a pod at 0, and the keeper writes one.
+		if n, err := strconv.ParseInt(v, 10, 32); err == nil {
+			c.hasCost, c.cost = true, int32(n)
+		}
+	}
+	return c
 }
 
 // canonicalPhase returns the package constant for a known phase, so that
@@ -75,6 +89,10 @@ func (p *Pod) Record() spread.PodRecord {
 	}
 	return r
 }
+
+// DeletionCost returns the pod's controller.kubernetes.io/pod-deletion-cost,
+// and whether it has one that is a decimal int32.
+func (p *Pod) DeletionCost() (cost int32, ok bool) { return p.cost, p.hasCost }
 
 // GetObjectMeta lets client-go's informer machinery (keys, indexes, the
 // resourceVersion check that tells updates from resyncs) read the pod's
