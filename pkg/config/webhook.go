@@ -3,6 +3,7 @@ package config
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"net"
 	"os"
 	"slices"
@@ -78,9 +79,19 @@ type WebhookConfiguration struct {
 	// Audit runs the audit of spread health on the replica that holds the
 	// audit's Lease: policy status and reports.
 	Audit bool `json:"audit"`
-	// LeaderElectionNamespace holds the Lease; empty means the pod's own
+	// LeaderElectionNamespace holds the Leases; empty means the pod's own
 	// namespace (in a cluster).
 	LeaderElectionNamespace string `json:"leaderElectionNamespace,omitempty"`
+	// DeletionCost runs the keeper of deletion costs on the replica that
+	// holds its Lease: controller.kubernetes.io/pod-deletion-cost on the
+	// pods of constrained ReplicaSets and ReplicationControllers, so that
+	// a scale-down keeps their spread (docs/deletion-cost.md).
+	DeletionCost bool `json:"deletionCost"`
+	// DeletionCostQPS and DeletionCostBurst cap the keeper's patches, for
+	// the whole cluster: a token bucket of DeletionCostBurst tokens refilled
+	// DeletionCostQPS times a second.
+	DeletionCostQPS   float64 `json:"deletionCostQPS"`
+	DeletionCostBurst int     `json:"deletionCostBurst"`
 }
 
 // NewWebhookConfiguration returns the configuration with every default set.
@@ -97,6 +108,9 @@ func NewWebhookConfiguration() WebhookConfiguration {
 		FailurePolicy:          admissionregistrationv1.Ignore,
 		LogLevel:               LogLevelInfo,
 		Audit:                  true,
+		DeletionCost:           true,
+		DeletionCostQPS:        20,
+		DeletionCostBurst:      40,
 	}
 }
 
@@ -153,6 +167,12 @@ func (c *WebhookConfiguration) Validate() field.ErrorList {
 	}
 	if _, err := ParseLogLevel(c.LogLevel); err != nil {
 		errs = append(errs, field.Invalid(field.NewPath("logLevel"), c.LogLevel, err.Error()))
+	}
+	if !(c.DeletionCostQPS > 0) || math.IsInf(c.DeletionCostQPS, 0) {
+		errs = append(errs, field.Invalid(field.NewPath("deletionCostQPS"), c.DeletionCostQPS, "must be a number of patches a second above 0"))
+	}
+	if c.DeletionCostBurst < 1 {
+		errs = append(errs, field.Invalid(field.NewPath("deletionCostBurst"), c.DeletionCostBurst, "must be at least 1"))
 	}
 	return errs
 }
