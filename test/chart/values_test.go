@@ -29,6 +29,7 @@ func TestSchemaRefusesBadValues(t *testing.T) {
 		{name: "timeoutSeconds above the API server's 30 -> refused", file: "timeout-too-long.yaml", wantErr: []string{"/webhook/timeoutSeconds", "maximum"}},
 		{name: "a namespace name that cannot exist -> refused", file: "bad-namespace-name.yaml", wantErr: []string{"/policy/namespaces", "additional properties 'Team_A' not allowed"}},
 		{name: "a memory request that is not a quantity -> refused", file: "bad-quantity.yaml", wantErr: []string{"/resources/requests/memory"}},
+		{name: "a deletion cost rate of 0 patches a second -> refused", file: "deletion-cost-qps-zero.yaml", wantErr: []string{"/deletionCost/qps", "exclusiveMinimum"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
