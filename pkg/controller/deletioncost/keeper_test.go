@@ -403,9 +403,12 @@ func TestKeeperEvents(t *testing.T) {
 	t.Cleanup(func() { backoffBase, backoffMax = time.Second, 5*time.Minute })
 	nodes := zones()
 	start := spreadOver(nodes, 2, zoneConstraint())
+	everyRevision := st.Constraint(1, v1.LabelTopologyZone).MatchLabel("app", "web").Obj()
 	tests := []struct {
-		name    string
-		failing map[string]failure
+		name string
+		// constraint is the template's, zoneConstraint when unset.
+		constraint *v1.TopologySpreadConstraint
+		failing    map[string]failure
 		// event changes the cluster after the start has settled.
 		event       func(h *harness)
 		wantApplied []string
@@ -449,6 +452,15 @@ func TestKeeperEvents(t *testing.T) {
 			wantResults: map[string]float64{resultApplied: 12, resultError: 2},
 		},
 		{
+			name:       "a pod of revision h0 created in zone a, the constraint (no matchLabelKeys) counting it -> zone a's 4 pods each move up one: 4 patches",
+			constraint: &everyRevision,
+			event: func(h *harness) {
+				h.pods.set(st.MakePod().Name("web-old").Label("app", "web").Label("pod-template-hash", "h0").Node("a-1").Phase(v1.PodRunning).Obj())
+			},
+			wantApplied: []string{"web-0=-4", "web-1=-6", "web-2=-8", "web-3=-10"},
+			wantResults: map[string]float64{resultApplied: 16},
+		},
+		{
 			name: "node c-0 relabelled from zone c to zone b -> its two pods go on top of zone b's stack: two patches",
 			event: func(h *harness) {
 				n := st.MakeNode().Name("c-0").Zone("b").Obj()
@@ -464,7 +476,11 @@ func TestKeeperEvents(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := newHarness(t, world{owners: []client.Object{replicaSet(zoneConstraint())}, pods: start, failing: tt.failing})
+			c := zoneConstraint()
+			if tt.constraint != nil {
+				c = *tt.constraint
+			}
+			h := newHarness(t, world{owners: []client.Object{replicaSet(c)}, pods: start, failing: tt.failing})
 			h.settle(t)
 			tt.event(h)
 			if diff := cmp.Diff(tt.wantApplied, h.settle(t)); diff != "" {

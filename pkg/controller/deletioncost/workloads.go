@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -82,9 +83,94 @@ type workload struct {
 // label set of its pods concerns.
 type namespaceWorkloads struct {
 	all []*workload
-	// routes is filled as label sets are met; emptied whenever a workload
-	// of the namespace changes.
+	// routes is filled as label sets are met; emptied (nil) whenever a
+	// workload of the namespace changes, and owners and counters with it.
 	routes map[spread.LabelSet]*route
+	// owners and counters narrow the workloads whose selector, and the
+	// kept ones whose constraints' selectors, may select a label set: a
+	// namespace may hold thousands of workloads.
+	owners, counters pairIndex
+}
+
+type labelPair struct{ key, value string }
+
+// pairIndex files workloads by one label a selector requires (app=web),
+// and those whose selectors require none under always.
+type pairIndex struct {
+	byPair map[labelPair][]*workload
+	always []*workload
+}
+
+func (x *pairIndex) add(w *workload, sels []labels.Selector) {
+	if x.byPair == nil {
+		x.byPair = map[labelPair][]*workload{}
+	}
+	for _, sel := range sels {
+		pair, ok := requiredPair(sel)
+		switch {
+		case !ok:
+			if !slices.Contains(x.always, w) {
+				x.always = append(x.always, w)
+			}
+		case !slices.Contains(x.byPair[pair], w):
+			x.byPair[pair] = append(x.byPair[pair], w)
+		}
+	}
+}
+
+// candidates calls f once with each workload filed under a label of set,
+// or under always.
+func (x *pairIndex) candidates(set labels.Set, f func(*workload)) {
+	var seen []*workload
+	visit := func(w *workload) {
+		if !slices.Contains(seen, w) {
+			seen = append(seen, w)
+			f(w)
+		}
+	}
+	for k, v := range set {
+		for _, w := range x.byPair[labelPair{k, v}] {
+			visit(w)
+		}
+	}
+	for _, w := range x.always {
+		visit(w)
+	}
+}
+
+// requiredPair returns a label every object sel selects carries.
+func requiredPair(sel labels.Selector) (labelPair, bool) {
+	reqs, _ := sel.Requirements()
+	for _, r := range reqs {
+		switch r.Operator() {
+		case selection.Equals, selection.DoubleEquals, selection.In:
+			if vs := r.ValuesUnsorted(); len(vs) == 1 {
+				return labelPair{r.Key(), vs[0]}, true
+			}
+		}
+	}
+	return labelPair{}, false
+}
+
+// index files ns's workloads, once after each change.
+func (ns *namespaceWorkloads) index() {
+	ns.routes = map[spread.LabelSet]*route{}
+	ns.owners, ns.counters = pairIndex{}, pairIndex{}
+	for _, w := range ns.all {
+		ns.owners.add(w, []labels.Selector{w.selector})
+		if w.order == nil {
+			continue
+		}
+		var sels []labels.Selector
+		for _, c := range w.pod.Spec.TopologySpreadConstraints {
+			sel, err := metav1.LabelSelectorAsSelector(c.LabelSelector)
+			if err != nil {
+				sel = labels.Everything()
+			}
+			sels = append(sels, sel)
+		}
+		ns.counters.add(w, sels)
+	}
 }
 
 // route is what a pod's event concerns: the workload whose selector
@@ -101,31 +187,31 @@ func (k *Keeper) route(namespace string, ls spread.LabelSet) *route {
 	if ns == nil {
 		return nil
 	}
+	if ns.routes == nil {
+		ns.index()
+	}
 	if r, ok := ns.routes[ls]; ok {
 		return r
 	}
 	set := labels.Set(ls.Map())
 	r := &route{}
 	owners := 0
-	for _, w := range ns.all {
+	ns.owners.candidates(set, func(w *workload) {
 		if w.selector.Matches(set) {
 			owners++
 			r.owner = w
 		}
-	}
+	})
 	if owners > 1 {
 		r.owner = nil
 	}
-	for _, w := range ns.all {
+	ns.counters.candidates(set, func(w *workload) {
 		if w.order != nil && w != r.owner && w.order.Selects(set) {
 			r.counting = append(r.counting, w)
 		}
-	}
+	})
 	if r.owner == nil && len(r.counting) == 0 {
 		r = nil
-	}
-	if ns.routes == nil {
-		ns.routes = map[spread.LabelSet]*route{}
 	}
 	ns.routes[ls] = r
 	return r
