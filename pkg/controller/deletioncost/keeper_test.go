@@ -511,3 +511,40 @@ func TestKeeperThatDoesNotLeadDropsEvents(t *testing.T) {
 		t.Errorf("inbox holds %d pod events and nodes=%v after events while not leading, want the 12 of the start and false", n, h.k.inbox.nodes)
 	}
 }
+
+func TestKeeperFollowsThePolicy(t *testing.T) {
+	disabled := func() *v1alpha1.SpreadPolicy {
+		return pt.MakeSpreadPolicy().Namespace("default").Name("zones").PodLabel("app", "web").DeletionCost(v1alpha1.DeletionCostDisabled).
+			Constraint(pt.MakeConstraint().Zone().MaxSkew(1).DoNotSchedule().Obj()).Obj()
+	}
+	tests := []struct {
+		name     string
+		policies []*v1alpha1.SpreadPolicy
+		// change is the policies after the start.
+		change      []*v1alpha1.SpreadPolicy
+		wantApplied int
+	}{
+		{
+			name:        "deletionCost Disabled at start, then the policy deleted -> the 12 pods and the one created since get their costs",
+			policies:    []*v1alpha1.SpreadPolicy{disabled()},
+			wantApplied: 13,
+		},
+		{
+			name:        "no policy at start, then one with deletionCost Disabled -> a pod created since gets no cost",
+			change:      []*v1alpha1.SpreadPolicy{disabled()},
+			wantApplied: 0,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, world{owners: []client.Object{replicaSet(zoneConstraint())}, pods: spreadOver(zones(), 2, zoneConstraint()), policies: tt.policies})
+			h.settle(t)
+			h.k.cfg.Policies = policy.SliceLister{Policies: tt.change}
+			h.k.inbox.policiesChanged = true
+			h.pods.set(webPod("web-12", "a-0", zoneConstraint()))
+			if got := h.settle(t); len(got) != tt.wantApplied {
+				t.Errorf("%d patches after the policy changed, want %d: %v", len(got), tt.wantApplied, got)
+			}
+		})
+	}
+}

@@ -396,26 +396,34 @@ func (k *Keeper) build(w *workload) {
 	}
 }
 
-// applyPolicies builds every workload's order again after a policy or a
-// namespace changed: one may now be turned off, or on again.
+// applyPolicies looks again at the policy of every workload with
+// constraints after a policy or a namespace changed: one may now be
+// turned off, or on again. The others are left as they are: a workload
+// whose pods carried no constraint when one was read is read again when
+// its template changes, or by the next leader.
 func (k *Keeper) applyPolicies() {
 	for _, w := range k.workloads {
-		switch w.state {
-		case stateKept, stateDisabled, stateInvalid, stateUnconstrained:
-			if w.template == nil || len(w.template.Spec.TopologySpreadConstraints) == 0 {
-				// Pods created since may carry constraints a new policy
-				// injected: read one again.
-				w.pod = nil
-			}
-			wasKept := w.state == stateKept
-			k.classify(w)
-			if w.state == stateWaiting || w.state == stateKept && !wasKept {
-				k.rescan = true
-			}
+		if w.state != stateKept && w.state != stateDisabled {
+			continue
 		}
-	}
-	for _, ns := range k.namespaces {
-		ns.routes = nil
+		applied, err := policy.Resolve(w.pod, k.cfg.Policies)
+		if err != nil {
+			k.log.Error(err, "resolving the policy of a workload; its costs are left as they are", "kind", w.key.kind, "namespace", w.key.namespace, "name", w.key.name)
+			continue
+		}
+		disabled := applied != nil && applied.DeletionCost == v1alpha1.DeletionCostDisabled
+		if disabled == (w.state == stateDisabled) {
+			continue
+		}
+		for _, name := range orderPods(w) {
+			k.writes.forget(podKey{w.key.namespace, name})
+		}
+		k.build(w)
+		k.namespaces[w.key.namespace].routes = nil
+		if w.state == stateKept {
+			// Its pods' names are to be read again.
+			k.rescan = true
+		}
 	}
 }
 
