@@ -10,11 +10,11 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/spreadguard/spreadguard/pkg/cache"
+	"github.com/spreadguard/spreadguard/pkg/lookup"
 	"github.com/spreadguard/spreadguard/pkg/policy"
 	"github.com/spreadguard/spreadguard/pkg/spread"
 	st "github.com/spreadguard/spreadguard/pkg/spread/spreadtest"
@@ -37,7 +37,8 @@ func sizeName(nodes int) string {
 	return fmt.Sprintf("nodes=%d,pods=%d", nodes, nodes*podsPerNode)
 }
 
-// benchCluster is the index, its compact pods and the ReplicaSets.
+// benchCluster is the index, its compact pods and the ReplicaSets, in a
+// lookup.Store, which copies what it lists as the cache's reads do not.
 type benchCluster struct {
 	ix     *spread.Index
 	pods   *benchPods
@@ -81,7 +82,7 @@ func clusterOf(nodes int) *benchCluster {
 		c.ix.AddNode(n)
 		nodeNames = append(nodeNames, n.Name)
 	}
-	var owners []client.Object
+	var owners []runtime.Object
 	slot := 0
 	for d := range nodes * podsPerNode / replicas {
 		ns := "big"
@@ -111,7 +112,11 @@ func clusterOf(nodes int) *benchCluster {
 			}
 		}
 	}
-	c.owners = fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithObjects(owners...).Build()
+	store, err := lookup.NewStore(owners...)
+	if err != nil {
+		panic(err)
+	}
+	c.owners = store
 	benchClusters[nodes] = c
 	return c
 }

@@ -111,8 +111,9 @@ type Keeper struct {
 	workloads  map[workloadKey]*workload
 	namespaces map[string]*namespaceWorkloads
 	nodeGen    uint64
-	// dirty are the workloads whose order is to be updated.
-	dirty []*workload
+	// dirty are the workloads whose order is to be updated; sampled the
+	// waiting ones with a pod to read.
+	dirty, sampled []*workload
 	// counted is when the workloads were last counted for the metrics.
 	counted time.Time
 	// rescan asks for the names of every pod: at start, and after
@@ -173,7 +174,7 @@ func (k *Keeper) reset() {
 	k.workloads = map[workloadKey]*workload{}
 	k.namespaces = map[string]*namespaceWorkloads{}
 	k.nodeGen = 0
-	k.dirty = nil
+	k.dirty, k.sampled = nil, nil
 	k.counted = time.Time{}
 	k.rescan = true
 	k.writes = newWrites(k.cfg.QPS, k.cfg.Burst)
@@ -386,6 +387,7 @@ func (k *Keeper) podEvent(e podEvent) {
 			k.markDirty(w)
 			if w.state == stateWaiting && w.sample == "" {
 				w.sample = e.name
+				k.sampled = append(k.sampled, w)
 			}
 		case w.order != nil:
 			// Only its cost changed: written by the keeper (the same as

@@ -432,11 +432,16 @@ func (k *Keeper) applyPolicies() {
 // constraints.
 func (k *Keeper) resolveWaiting(ctx context.Context) {
 	var waiting []*workload
-	for _, w := range k.workloads {
-		if w.state == stateWaiting && w.sample != "" {
-			waiting = append(waiting, w)
+	var samples []string
+	for _, w := range k.sampled {
+		// Still the workload's, still waiting: neither replaced nor
+		// classified again since (nor listed twice).
+		if k.workloads[w.key] == w && w.state == stateWaiting && w.sample != "" {
+			waiting, samples = append(waiting, w), append(samples, w.sample)
+			w.sample = ""
 		}
 	}
+	k.sampled = k.sampled[:0]
 	if len(waiting) == 0 {
 		return
 	}
@@ -448,10 +453,10 @@ func (k *Keeper) resolveWaiting(ctx context.Context) {
 		wg.Go(func() {
 			defer func() { <-sem }()
 			p := &v1.Pod{}
-			err := k.cfg.Live.Get(ctx, client.ObjectKey{Namespace: w.key.namespace, Name: w.sample}, p)
+			err := k.cfg.Live.Get(ctx, client.ObjectKey{Namespace: w.key.namespace, Name: samples[i]}, p)
 			if err != nil {
 				if !apierrors.IsNotFound(err) {
-					k.log.V(1).Info("reading a pod of a workload to learn its constraints", "pod", w.sample, "error", err.Error())
+					k.log.V(1).Info("reading a pod of a workload to learn its constraints", "pod", samples[i], "error", err.Error())
 				}
 				return
 			}
@@ -460,7 +465,6 @@ func (k *Keeper) resolveWaiting(ctx context.Context) {
 	}
 	wg.Wait()
 	for i, w := range waiting {
-		w.sample = ""
 		p := pods[i]
 		if p == nil || !w.selector.Matches(labels.Set(p.Labels)) {
 			// The next pod event of the workload tries another.
