@@ -3,6 +3,7 @@ package cache
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -140,7 +141,12 @@ func eventClusterOf(b *testing.B, nodes int) *eventCluster {
 	}
 	c := fixture.New(nodes)
 	ix := spread.NewIndex()
-	ec := &eventCluster{ix: ix, pods: PodHandler(ix)}
+	// The webhook's handler: the index's, then the listeners, here one
+	// that drops every event, as the deletion cost keeper of a replica
+	// that does not lead does.
+	t := &Tracker{}
+	t.Listen(notLeading{})
+	ec := &eventCluster{ix: ix, pods: t.podHandler(PodHandler(ix))}
 	nodeHandler := NodeHandler(ix)
 	for i := range c.Nodes {
 		nodeHandler.OnAdd(transformed(b, StripNode, c.Node(i)), true)
@@ -176,6 +182,19 @@ func injectedPod(c fixture.Cluster, w, r int) *v1.Pod {
 	}}
 	return p
 }
+
+// notLeading is a listener that keeps nothing, at the cost of the check
+// a listener that does not lead makes.
+type notLeading struct{}
+
+var leading atomic.Bool
+
+func (notLeading) PodChanged(_, _ *Pod) {
+	if !leading.Load() {
+		return
+	}
+}
+func (notLeading) NodesChanged() {}
 
 func transformed(b *testing.B, transform toolscache.TransformFunc, obj any) any {
 	b.Helper()

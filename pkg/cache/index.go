@@ -2,6 +2,7 @@ package cache
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 
@@ -99,14 +100,31 @@ func untombstone(obj any) any {
 	return obj
 }
 
+// Listener hears of the pod and node events the index has counted, in the
+// order the index counted them, so that what it reads of the index then
+// includes the event: a second handler on the same informer would run on
+// its own goroutine, before or after the index's. Its methods run on the
+// informers' goroutines and must return at once: a slow listener delays
+// the index.
+type Listener interface {
+	// PodChanged follows a pod event: old is nil for an add, new nil for a
+	// delete.
+	PodChanged(old, new *Pod)
+	// NodesChanged follows a node event; most (status heartbeats) change
+	// nothing the index counts (spread.Index.NodeGeneration tells).
+	NodesChanged()
+}
+
 // Tracker starts every informer of the webhook, feeds the pod and node
-// events to an index, and reports when all of it is complete. It is a
-// manager Runnable.
+// events to an index and then to its listeners, and reports when all of
+// it is complete. It is a manager Runnable.
 type Tracker struct {
-	cache    crcache.Cache
-	synced   atomic.Bool
-	handlers []toolscache.ResourceEventHandlerRegistration
-	onSynced func()
+	cache     crcache.Cache
+	synced    atomic.Bool
+	handlers  []toolscache.ResourceEventHandlerRegistration
+	onSynced  func()
+	pods      interface{ GetStore() toolscache.Store }
+	listeners atomic.Pointer[[]Listener]
 }
 
 // NewTracker gets (and so registers for starting) an informer for every
@@ -123,9 +141,10 @@ func NewTracker(ctx context.Context, c crcache.Cache, watched []client.Object, i
 		var h toolscache.ResourceEventHandler
 		switch obj.(type) {
 		case *v1.Pod:
-			h = PodHandler(ix)
+			h = t.podHandler(PodHandler(ix))
+			t.pods, _ = inf.(interface{ GetStore() toolscache.Store })
 		case *v1.Node:
-			h = NodeHandler(ix)
+			h = t.nodeHandler(NodeHandler(ix))
 		case *v1.Service:
 			if services == nil {
 				continue
@@ -167,6 +186,117 @@ func (t *Tracker) Start(ctx context.Context) error {
 
 // NeedLeaderElection is false: every replica serves admission requests.
 func (t *Tracker) NeedLeaderElection() bool { return false }
+
+// Listen adds l to the listeners of the events the index has counted.
+func (t *Tracker) Listen(l Listener) {
+	for {
+		old := t.listeners.Load()
+		var next []Listener
+		if old != nil {
+			next = append(next, *old...)
+		}
+		next = append(next, l)
+		if t.listeners.CompareAndSwap(old, &next) {
+			return
+		}
+	}
+}
+
+// EachPod calls f with every pod the pod informer holds, for a listener
+// that starts after the informer: it hears of the later events, and of the
+// earlier ones through EachPod. f must not modify the pod: cached Pods are
+// shared.
+func (t *Tracker) EachPod(f func(*Pod)) error {
+	if t.pods == nil {
+		return errors.New("no pod informer")
+	}
+	for _, obj := range t.pods.GetStore().List() {
+		if p, ok := obj.(*Pod); ok {
+			f(p)
+		}
+	}
+	return nil
+}
+
+// Pod returns the pod namespace/name as the pod informer holds it, nil when
+// it holds none.
+func (t *Tracker) Pod(namespace, name string) *Pod {
+	if t.pods == nil {
+		return nil
+	}
+	obj, ok, err := t.pods.GetStore().GetByKey(namespace + "/" + name)
+	if err != nil || !ok {
+		return nil
+	}
+	p, _ := obj.(*Pod)
+	return p
+}
+
+// podHandler is h, then the listeners.
+func (t *Tracker) podHandler(h toolscache.ResourceEventHandler) toolscache.ResourceEventHandler {
+	return toolscache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			h.OnAdd(obj, false)
+			if ls := t.listeners.Load(); ls != nil {
+				if p := compactOf(obj); p != nil {
+					for _, l := range *ls {
+						l.PodChanged(nil, p)
+					}
+				}
+			}
+		},
+		UpdateFunc: func(oldObj, newObj any) {
+			h.OnUpdate(oldObj, newObj)
+			if ls := t.listeners.Load(); ls != nil {
+				if o, n := compactOf(oldObj), compactOf(newObj); o != nil && n != nil {
+					for _, l := range *ls {
+						l.PodChanged(o, n)
+					}
+				}
+			}
+		},
+		DeleteFunc: func(obj any) {
+			h.OnDelete(obj)
+			if ls := t.listeners.Load(); ls != nil {
+				if p := compactOf(untombstone(obj)); p != nil {
+					for _, l := range *ls {
+						l.PodChanged(p, nil)
+					}
+				}
+			}
+		},
+	}
+}
+
+// nodeHandler is h, then the listeners.
+func (t *Tracker) nodeHandler(h toolscache.ResourceEventHandler) toolscache.ResourceEventHandler {
+	notify := func() {
+		if ls := t.listeners.Load(); ls != nil {
+			for _, l := range *ls {
+				l.NodesChanged()
+			}
+		}
+	}
+	return toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { h.OnAdd(obj, false); notify() },
+		UpdateFunc: func(oldObj, newObj any) { h.OnUpdate(oldObj, newObj); notify() },
+		DeleteFunc: func(obj any) { h.OnDelete(obj); notify() },
+	}
+}
+
+// compactOf returns the cached form of a pod event's object: the informer
+// holds Pods (StripPod); a *v1.Pod is compacted.
+func compactOf(obj any) *Pod {
+	switch p := obj.(type) {
+	case *Pod:
+		return p
+	case *v1.Pod:
+		if p != nil {
+			return CompactPod(p)
+		}
+	}
+	return nil
+}
 
 // Synced reports whether the caches and the index are complete.
 func (t *Tracker) Synced() bool { return t.synced.Load() }

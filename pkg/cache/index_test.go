@@ -96,3 +96,76 @@ func TestHandlersFeedTheIndex(t *testing.T) {
 		})
 	}
 }
+
+// listening records the listener calls it gets in the recorder the index
+// handlers feed, so that their order shows.
+type listening struct{ r *recorder }
+
+func (l listening) PodChanged(old, new *Pod) {
+	name := func(p *Pod) string {
+		if p == nil {
+			return "nil"
+		}
+		return p.Record().Name
+	}
+	l.r.calls = append(l.r.calls, "PodChanged "+name(old)+" "+name(new))
+}
+func (l listening) NodesChanged() { l.r.calls = append(l.r.calls, "NodesChanged") }
+
+func TestTrackerTellsItsListenersAfterTheIndex(t *testing.T) {
+	pod := spreadtest.MakePod().Namespace("shop").Name("p").Obj()
+	pod2 := spreadtest.MakePod().Namespace("shop").Name("p2").Obj()
+	node := spreadtest.MakeNode().Name("n").Obj()
+	tests := []struct {
+		name      string
+		listeners int
+		event     func(pods, nodes toolscache.ResourceEventHandler)
+		want      []string
+	}{
+		{
+			name:      "no listener -> the index alone",
+			event:     func(p, _ toolscache.ResourceEventHandler) { p.OnAdd(CompactPod(pod), false) },
+			want:      []string{"AddPodRecord p"},
+			listeners: 0,
+		},
+		{
+			name:      "compact pod added, updated, deleted, one listener -> each after the index, nil for the missing side",
+			listeners: 1,
+			event: func(p, _ toolscache.ResourceEventHandler) {
+				p.OnAdd(CompactPod(pod), false)
+				p.OnUpdate(CompactPod(pod), CompactPod(pod2))
+				p.OnDelete(toolscache.DeletedFinalStateUnknown{Key: "shop/p2", Obj: CompactPod(pod2)})
+			},
+			want: []string{"AddPodRecord p", "PodChanged nil p", "UpdatePodRecord p p2", "PodChanged p p2",
+				"DeletePodRecord p2", "PodChanged p2 nil"},
+		},
+		{
+			name:      "a full pod added, two listeners -> both, after the index, with the pod compacted",
+			listeners: 2,
+			event:     func(p, _ toolscache.ResourceEventHandler) { p.OnAdd(pod, false) },
+			want:      []string{"AddPodRecord p", "PodChanged nil p", "PodChanged nil p"},
+		},
+		{
+			name:      "node added and deleted -> NodesChanged after each",
+			listeners: 1,
+			event: func(_, n toolscache.ResourceEventHandler) {
+				n.OnAdd(node, false)
+				n.OnDelete(node)
+			},
+			want: []string{"AddNode n", "NodesChanged", "DeleteNode n", "NodesChanged"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := &recorder{}
+			tr := &Tracker{}
+			for range tt.listeners {
+				tr.Listen(listening{r})
+			}
+			tt.event(tr.podHandler(PodHandler(r)), tr.nodeHandler(NodeHandler(r)))
+			if diff := cmp.Diff(tt.want, r.calls); diff != "" {
+				t.Errorf("index and listener calls (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

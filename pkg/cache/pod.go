@@ -3,6 +3,7 @@ package cache
 import (
 	"hash/maphash"
 	"slices"
+	"strconv"
 	"sync"
 	"unique"
 
@@ -15,12 +16,13 @@ import (
 )
 
 // Pod is a pod as the webhook's pod informer keeps it: what counting reads,
-// and the topology spread constraints the pod carries, which the audit
-// reads (pkg/health), and nothing else. Even stripped of every other field
-// a *v1.Pod is a 1.2 KiB struct, which at 150,000 pods is most of the
-// server's heap; a Pod is under 100 bytes plus its name, and the replicas
-// of one workload share their namespace, node name, label set and
-// constraints.
+// the topology spread constraints the pod carries, which the audit reads
+// (pkg/health), and the deletion cost the keeper compares before it writes
+// one (pkg/controller/deletioncost), and nothing else. Even stripped of
+// every other field a *v1.Pod is a 1.2 KiB struct, which at 150,000 pods is
+// most of the server's heap; a Pod is under 100 bytes plus its name, and
+// the replicas of one workload share their namespace, node name, label set
+// and constraints.
 //
 // Only the informer stores Pods: nothing reads pods back from the cache
 // (spread.Index keeps the counts), and the event handlers hand
@@ -34,6 +36,10 @@ type Pod struct {
 	labels          spread.LabelSet
 	constraints     spread.ConstraintSet
 	deleting        bool
+	// hasCost: the pod's controller.kubernetes.io/pod-deletion-cost is an
+	// int32, cost. It fits in the padding after deleting.
+	hasCost bool
+	cost    int32
 }
 
 var (
@@ -46,7 +52,7 @@ var knownPhases = []v1.PodPhase{v1.PodPending, v1.PodRunning, v1.PodSucceeded, v
 // CompactPod returns the cached form of p.
 func CompactPod(p *v1.Pod) *Pod {
 	labels := spread.LabelSetOf(p.Labels)
-	return &Pod{
+	c := &Pod{
 		namespace:       unique.Make(p.Namespace).Value(),
 		name:            p.Name,
 		resourceVersion: p.ResourceVersion,
@@ -56,6 +62,14 @@ func CompactPod(p *v1.Pod) *Pod {
 		constraints:     constraintSetOf(labels, p.Spec.TopologySpreadConstraints),
 		deleting:        p.DeletionTimestamp != nil,
 	}
+	if v, ok := p.Annotations[spread.DeletionCostAnnotation]; ok {
+		// Anything but a decimal int32 is no cost: the ReplicaSet
+		// controller ranks such a pod at 0, and the keeper writes one.
+		if n, err := strconv.ParseInt(v, 10, 32); err == nil {
+			c.hasCost, c.cost = true, int32(n)
+		}
+	}
+	return c
 }
 
 // carried remembers, for each of 1,024 slots a label set hashes to, the
@@ -118,6 +132,10 @@ func (p *Pod) Record() spread.PodRecord {
 	}
 	return r
 }
+
+// DeletionCost returns the pod's controller.kubernetes.io/pod-deletion-cost,
+// and whether it has one that is a decimal int32.
+func (p *Pod) DeletionCost() (cost int32, ok bool) { return p.cost, p.hasCost }
 
 // GetObjectMeta lets client-go's informer machinery (keys, indexes, the
 // resourceVersion check that tells updates from resyncs) read the pod's

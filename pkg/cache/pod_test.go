@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 	fcache "k8s.io/client-go/tools/cache/testing"
+	"k8s.io/utils/ptr"
 
 	"github.com/spreadguard/spreadguard/pkg/spread"
 	"github.com/spreadguard/spreadguard/pkg/spread/spreadtest"
@@ -77,6 +78,34 @@ func TestCompactPodKeepsWhatCountingReads(t *testing.T) {
 			}
 			if diff := cmp.Diff(spread.PodRecordOf(tt.in), compact.Record(), compactPodEqual); diff != "" {
 				t.Errorf("record of the compact pod differs from the record of the pod (-full +compact):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestCompactPodKeepsItsDeletionCost(t *testing.T) {
+	tests := []struct {
+		name     string
+		value    *string
+		wantCost int32
+		wantOK   bool
+	}{
+		{name: "no annotation -> none", value: nil},
+		{name: "-8 -> -8", value: ptr.To("-8"), wantCost: -8, wantOK: true},
+		{name: "int32's lowest, -2147483648 -> kept", value: ptr.To("-2147483648"), wantCost: -2147483648, wantOK: true},
+		{name: "beyond an int32, 2147483648 -> none: the ReplicaSet controller ranks it at 0", value: ptr.To("2147483648")},
+		{name: "not a number, high -> none", value: ptr.To("high")},
+		{name: "empty -> none", value: ptr.To("")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := spreadtest.MakePod().Namespace("shop").Name("web-1")
+			if tt.value != nil {
+				w = w.Annotation(spread.DeletionCostAnnotation, *tt.value)
+			}
+			cost, ok := CompactPod(w.Obj()).DeletionCost()
+			if cost != tt.wantCost || ok != tt.wantOK {
+				t.Errorf("DeletionCost() = %d, %v; want %d, %v", cost, ok, tt.wantCost, tt.wantOK)
 			}
 		})
 	}

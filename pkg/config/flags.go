@@ -35,6 +35,8 @@ func AddFlags[T any](fs *pflag.FlagSet, c *T, flags []Flag[T]) {
 			fs.StringVar(p, f.Name, *p, f.Usage)
 		case *int:
 			fs.IntVar(p, f.Name, *p, f.Usage)
+		case *float64:
+			fs.Float64Var(p, f.Name, *p, f.Usage)
 		case *bool:
 			fs.BoolVar(p, f.Name, *p, f.Usage)
 		case *[]string:

@@ -3,6 +3,7 @@ package config
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"net"
 	"os"
 	"slices"
@@ -79,7 +80,7 @@ type WebhookConfiguration struct {
 	// Audit runs the audit of spread health on the replica that holds the
 	// audit's Lease: policy status and reports.
 	Audit bool `json:"audit"`
-	// LeaderElectionNamespace holds the Lease; empty means the pod's own
+	// LeaderElectionNamespace holds the Leases; empty means the pod's own
 	// namespace (in a cluster).
 	LeaderElectionNamespace string `json:"leaderElectionNamespace,omitempty"`
 	// AuditCoalesceDelay is how long the audit gathers the changes that
@@ -93,6 +94,16 @@ type WebhookConfiguration struct {
 	// Service to stop sending it new connections. 0 (a process run on a
 	// laptop, a test) stops at once; the chart sets it.
 	ShutdownDelay metav1.Duration `json:"shutdownDelay,omitempty"`
+	// DeletionCost runs the keeper of deletion costs on the replica that
+	// holds its Lease: controller.kubernetes.io/pod-deletion-cost on the
+	// pods of constrained ReplicaSets and ReplicationControllers, so that
+	// a scale-down keeps their spread (docs/deletion-cost.md).
+	DeletionCost bool `json:"deletionCost"`
+	// DeletionCostQPS and DeletionCostBurst cap the keeper's patches, for
+	// the whole cluster: a token bucket of DeletionCostBurst tokens refilled
+	// DeletionCostQPS times a second.
+	DeletionCostQPS   float64 `json:"deletionCostQPS"`
+	DeletionCostBurst int     `json:"deletionCostBurst"`
 }
 
 // NewWebhookConfiguration returns the configuration with every default set.
@@ -110,6 +121,9 @@ func NewWebhookConfiguration() WebhookConfiguration {
 		LogLevel:               LogLevelInfo,
 		Audit:                  true,
 		AuditCoalesceDelay:     metav1.Duration{Duration: 10 * time.Second},
+		DeletionCost:           true,
+		DeletionCostQPS:        20,
+		DeletionCostBurst:      40,
 	}
 }
 
@@ -172,6 +186,12 @@ func (c *WebhookConfiguration) Validate() field.ErrorList {
 	}
 	if c.ShutdownDelay.Duration < 0 {
 		errs = append(errs, field.Invalid(field.NewPath("shutdownDelay"), c.ShutdownDelay.String(), "must not be negative"))
+	}
+	if !(c.DeletionCostQPS > 0) || math.IsInf(c.DeletionCostQPS, 0) {
+		errs = append(errs, field.Invalid(field.NewPath("deletionCostQPS"), c.DeletionCostQPS, "must be a number of patches a second above 0"))
+	}
+	if c.DeletionCostBurst < 1 {
+		errs = append(errs, field.Invalid(field.NewPath("deletionCostBurst"), c.DeletionCostBurst, "must be at least 1"))
 	}
 	return errs
 }

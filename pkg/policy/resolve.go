@@ -29,6 +29,9 @@ type Applied struct {
 	// Action is "" when the policy does not set one; the webhook's default
 	// applies then.
 	Action v1alpha1.ValidationAction
+	// DeletionCost is Enabled or Disabled; unset (a policy the API server
+	// did not default) is Enabled.
+	DeletionCost v1alpha1.DeletionCostMode
 }
 
 // String is the policy's Name, or "" for none, as logs and outputs show it.
@@ -203,6 +206,10 @@ func (c candidate) applied() *Applied {
 	}
 	if c.spec.Validation != nil {
 		a.Action = c.spec.Validation.Action
+	}
+	a.DeletionCost = c.spec.DeletionCost
+	if a.DeletionCost == "" {
+		a.DeletionCost = v1alpha1.DeletionCostEnabled
 	}
 	return a
 }

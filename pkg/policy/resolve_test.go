@@ -34,12 +34,12 @@ func csp(name string) *pt.ClusterSpreadPolicyWrapper {
 }
 
 func appliedSP(ns, name string, priority int32) *policy.Applied {
-	return &policy.Applied{Kind: v1alpha1.KindSpreadPolicy, Name: ns + "/" + name, Priority: priority,
+	return &policy.Applied{Kind: v1alpha1.KindSpreadPolicy, Name: ns + "/" + name, Priority: priority, DeletionCost: v1alpha1.DeletionCostEnabled,
 		Constraints: []v1.TopologySpreadConstraint{zoneHardTSC}}
 }
 
 func appliedCSP(name string, priority int32) *policy.Applied {
-	return &policy.Applied{Kind: v1alpha1.KindClusterSpreadPolicy, Name: name, Priority: priority,
+	return &policy.Applied{Kind: v1alpha1.KindClusterSpreadPolicy, Name: name, Priority: priority, DeletionCost: v1alpha1.DeletionCostEnabled,
 		Constraints: []v1.TopologySpreadConstraint{zoneHardTSC}}
 }
 
@@ -59,13 +59,13 @@ func TestResolve(t *testing.T) {
 		},
 		{
 			name: "one SpreadPolicy without podSelector in the pod's namespace -> it applies, with every field converted",
-			lister: pt.Lister(pt.MakeSpreadPolicy().Namespace("shop").Name("zones").Priority(3).Action(v1alpha1.ActionWarn).Constraint(
+			lister: pt.Lister(pt.MakeSpreadPolicy().Namespace("shop").Name("zones").Priority(3).Action(v1alpha1.ActionWarn).DeletionCost(v1alpha1.DeletionCostDisabled).Constraint(
 				pt.MakeConstraint().Zone().MaxSkew(1).DoNotSchedule().MinDomains(3).
 					NodeAffinityPolicy(v1.NodeInclusionPolicyIgnore).NodeTaintsPolicy(v1.NodeInclusionPolicyHonor).
 					MatchLabelKeys("pod-template-hash").Obj(),
 				hostSoft().Obj(),
 			)),
-			want: &policy.Applied{Kind: "SpreadPolicy", Name: "shop/zones", Priority: 3, Action: v1alpha1.ActionWarn,
+			want: &policy.Applied{Kind: "SpreadPolicy", Name: "shop/zones", Priority: 3, Action: v1alpha1.ActionWarn, DeletionCost: v1alpha1.DeletionCostDisabled,
 				Constraints: []v1.TopologySpreadConstraint{
 					{MaxSkew: 1, TopologyKey: v1.LabelTopologyZone, WhenUnsatisfiable: v1.DoNotSchedule, MinDomains: ptr(int32(3)),
 						NodeAffinityPolicy: ptr(v1.NodeInclusionPolicyIgnore), NodeTaintsPolicy: ptr(v1.NodeInclusionPolicyHonor),

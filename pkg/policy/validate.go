@@ -21,6 +21,7 @@ var (
 	supportedWhenUnsatisfiable = []v1.UnsatisfiableConstraintAction{v1.DoNotSchedule, v1.ScheduleAnyway}
 	supportedInclusionPolicies = []v1.NodeInclusionPolicy{v1.NodeInclusionPolicyHonor, v1.NodeInclusionPolicyIgnore}
 	supportedActions           = []v1alpha1.ValidationAction{v1alpha1.ActionDeny, v1alpha1.ActionWarn, v1alpha1.ActionAudit}
+	supportedDeletionCosts     = []v1alpha1.DeletionCostMode{v1alpha1.DeletionCostEnabled, v1alpha1.DeletionCostDisabled}
 )
 
 // ValidateSpreadPolicy returns every problem of p's spec, each naming its
@@ -77,6 +78,9 @@ func validatePolicySpec(s *v1alpha1.PolicySpec, path *field.Path) field.ErrorLis
 	}
 	if s.Validation != nil && s.Validation.Action != "" && !slices.Contains(supportedActions, s.Validation.Action) {
 		errs = append(errs, field.NotSupported(path.Child("validation", "action"), s.Validation.Action, supportedActions))
+	}
+	if s.DeletionCost != "" && !slices.Contains(supportedDeletionCosts, s.DeletionCost) {
+		errs = append(errs, field.NotSupported(path.Child("deletionCost"), s.DeletionCost, supportedDeletionCosts))
 	}
 	return errs
 }

@@ -179,6 +179,16 @@ func TestValidateSpreadPolicy(t *testing.T) {
 			wantDetail: `"Deny", "Warn", "Audit"`,
 		},
 		{
+			name:       "deletionCost Off -> not supported, listing Enabled, Disabled",
+			p:          base().Constraint(zoneHard().Obj()).DeletionCost("Off").Obj(),
+			want:       []string{"Unsupported value: spec.deletionCost"},
+			wantDetail: `"Enabled", "Disabled"`,
+		},
+		{
+			name: "deletionCost Disabled -> valid",
+			p:    base().Constraint(zoneHard().Obj()).DeletionCost(v1alpha1.DeletionCostDisabled).Obj(),
+		},
+		{
 			name: "four problems at once -> all four, in field order",
 			p: base().PodExpression("app", "Like").Action("deny").Constraint(
 				zoneHard().MaxSkew(-1).Obj(),

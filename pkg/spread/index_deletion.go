@@ -44,6 +44,17 @@ type groupMatch struct {
 	mask uint64
 }
 
+// NodeGeneration returns a number that changes whenever a node change may
+// move a pod between domains or change which nodes a constraint counts
+// (labels, NoSchedule and NoExecute taints, cordoning, a node added or
+// lost), and only then: a status heartbeat leaves it as it is. A deletion
+// order's Update reads every pod's domains again once it changed.
+func (ix *Index) NodeGeneration() uint64 {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	return ix.nodeGen
+}
+
 // readOrder reads what o needs for one update from the index, under one
 // read lock so that the counts and the pods agree: the global minimum of
 // each of o's constraints, the domains of the pods named (of all of o's

@@ -383,7 +383,7 @@ func TestManifestsAcceptedByAPIServer(t *testing.T) {
 		dryRunAll(t, c, w, unstructuredDocs(t, string(data)))
 	})
 
-	t.Run("the ServiceAccount may read what the server reads and nothing else", func(t *testing.T) {
+	t.Run("the ServiceAccount may read what the server reads, patch pods and write the audit's objects, and nothing else", func(t *testing.T) {
 		r := render(t, ciValues(t, "default-values.yaml"))
 		for _, o := range r.objects {
 			switch o.(type) {
@@ -412,7 +412,9 @@ func TestManifestsAcceptedByAPIServer(t *testing.T) {
 			{access{"default", "spreadguard.io", "spreadpolicies", "", "list"}, true},
 			{access{"default", "spreadguard.io", "clusterspreadpolicies", "", "watch"}, true},
 			{access{"default", "", "pods", "", "create"}, false},
-			{access{"default", "", "pods", "", "patch"}, false},
+			// The deletion cost keeper's server-side apply of the annotation.
+			{access{"default", "", "pods", "", "patch"}, true},
+			{access{"default", "", "pods", "", "update"}, false},
 			{access{"default", "", "pods", "eviction", "create"}, false},
 			{access{"default", "", "nodes", "", "update"}, false},
 			{access{"default", "", "secrets", "", "get"}, false},

@@ -539,24 +539,49 @@ func checkCertManagerChain(t *testing.T, r release) {
 
 // TestRBACReadsExactlyWhatTheServerReadsAndWritesOnlyEvents holds the
 // ClusterRole to the server's table of kinds: get, list and watch on each
-// kind it reads and nothing more, plus the Events it records and what the
-// audit writes (the policies' status, Reports, a Lease in the release
-// namespace).
+// kind it reads and nothing more, plus the Events it records, what the
+// audit writes (the policies' status, Reports) and what the deletion cost
+// keeper writes (pods, by a patch), and their Leases in the release
+// namespace.
 func TestRBACReadsExactlyWhatTheServerReadsAndWritesOnlyEvents(t *testing.T) {
 	events := rbacv1.PolicyRule{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}}
 	audit := []rbacv1.PolicyRule{
 		{APIGroups: []string{"spreadguard.io"}, Resources: []string{"spreadpolicies/status", "clusterspreadpolicies/status"}, Verbs: []string{"patch"}},
 		{APIGroups: []string{"openreports.io"}, Resources: []string{"reports"}, Verbs: []string{"get", "list", "create", "update", "delete"}},
 	}
+	keeper := rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"patch"}}
+	wantLease := []rbacv1.PolicyRule{{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "create", "update"}}}
+	t.Run("deletionCost.enabled false -> no patch on pods", func(t *testing.T) {
+		want := append(append(cache.ReadRules(nil), events), audit...)
+		r := render(t, valuesYAML(t, "deletionCost: {enabled: false}"))
+		if diff := cmp.Diff(want, find[*clusterRole](t, r.objects, fullname).Rules); diff != "" {
+			t.Errorf("ClusterRole rules (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("audit.enabled false, deletionCost.enabled true -> the pods' patch and the Lease, none of the audit's writes", func(t *testing.T) {
+		want := append(cache.ReadRules(nil), events, keeper)
+		r := render(t, valuesYAML(t, "audit: {enabled: false}"))
+		if diff := cmp.Diff(want, find[*clusterRole](t, r.objects, fullname).Rules); diff != "" {
+			t.Errorf("ClusterRole rules (-want +got):\n%s", diff)
+		}
+		if diff := cmp.Diff(wantLease, find[*rbacv1.Role](t, r.objects, fullname+"-audit").Rules); diff != "" {
+			t.Errorf("the Lease Role (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("audit and deletionCost off -> no Lease Role", func(t *testing.T) {
+		r := render(t, valuesYAML(t, "audit: {enabled: false}\ndeletionCost: {enabled: false}"))
+		if n := len(all[*rbacv1.Role](r.objects)) + len(all[*rbacv1.RoleBinding](r.objects)); n != 0 {
+			t.Errorf("%d namespaced Roles or RoleBindings rendered, want none", n)
+		}
+	})
 	t.Run("autoscaler.karpenter false -> no NodePools", func(t *testing.T) {
-		want := append(append(cache.ReadRules(func(k cache.Kind) bool { return k.GVK.Group != "karpenter.sh" }), events), audit...)
+		want := append(append(append(cache.ReadRules(func(k cache.Kind) bool { return k.GVK.Group != "karpenter.sh" }), events), audit...), keeper)
 		r := render(t, valuesYAML(t, "autoscaler: {karpenter: false}"))
 		if diff := cmp.Diff(want, find[*clusterRole](t, r.objects, fullname).Rules); diff != "" {
 			t.Errorf("ClusterRole rules (-want +got):\n%s", diff)
 		}
 	})
-	want := append(append(cache.ReadRules(nil), events), audit...)
-	wantLease := []rbacv1.PolicyRule{{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "create", "update"}}}
+	want := append(append(append(cache.ReadRules(nil), events), audit...), keeper)
 	configMaps, _ := cache.KindFor(corev1.SchemeGroupVersion.WithKind("ConfigMap"))
 	wantStatus := []rbacv1.PolicyRule{cache.NamedReadRule(configMaps, types.NamespacedName{Namespace: "kube-system", Name: "cluster-autoscaler-status"})}
 	t.Run("autoscaler.clusterAutoscalerStatus elsewhere -> the Role there, on that name", func(t *testing.T) {
@@ -1099,6 +1124,7 @@ func TestNotesWarnAboutRiskySettings(t *testing.T) {
 			"Default validation action: Audit.",
 			"Karpenter NodePools: read if the karpenter.sh/v1 NodePool API is served when the server starts",
 			"node groups: none (autoscaler.nodeGroupLabel is empty)",
+			"Deletion costs: kept on the pods of constrained ReplicaSets and ReplicationControllers, at most 20 patches a second (burst 40)",
 		} {
 			if !strings.Contains(notes, want) {
 				t.Errorf("the notes do not say %q:\n%s", want, notes)

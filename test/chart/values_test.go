@@ -31,6 +31,7 @@ func TestSchemaRefusesBadValues(t *testing.T) {
 		{name: "a memory request that is not a quantity -> refused", file: "bad-quantity.yaml", wantErr: []string{"/resources/requests/memory"}},
 		{name: "an empty zone in autoscaler.zones -> refused, naming its index", file: "empty-zone.yaml", wantErr: []string{"/autoscaler/zones/1", "does not match pattern"}},
 		{name: "cluster-autoscaler's status without its namespace -> refused", file: "status-without-namespace.yaml", wantErr: []string{"/autoscaler/clusterAutoscalerStatus", "does not match pattern"}},
+		{name: "a deletion cost rate of 0 patches a second -> refused", file: "deletion-cost-qps-zero.yaml", wantErr: []string{"/deletionCost/qps", "exclusiveMinimum"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/spreadguard/spreadguard/pkg/config"
+	"github.com/spreadguard/spreadguard/pkg/controller/deletioncost"
 	"github.com/spreadguard/spreadguard/pkg/controller/spreadhealth"
 )
 
@@ -62,12 +63,18 @@ var settings = []config.Flag[Config]{
 		Field: func(c *Config) any { return &c.LogLevel }},
 	{Name: "audit", Usage: "Audit the spread of the workloads policies select on the replica holding the Lease " + spreadhealth.LeaseName + ", and write policy status.",
 		Field: func(c *Config) any { return &c.Audit }},
-	{Name: "leader-election-namespace", Usage: "Namespace of the audit's Lease; empty: the pod's own namespace.",
+	{Name: "leader-election-namespace", Usage: "Namespace of the Leases of the audit and the deletion cost keeper; empty: the pod's own namespace.",
 		Field: func(c *Config) any { return &c.LeaderElectionNamespace }},
 	{Name: "audit-coalesce-delay", Usage: "How long the audit gathers the changes that follow a first one before it runs a pass, so that a rollout costs one pass.",
 		Field: func(c *Config) any { return &c.AuditCoalesceDelay }},
 	{Name: "shutdown-delay", Usage: "How long a replica told to stop (SIGTERM) answers requests after it stops being ready, before it closes its listeners and drains: long enough for the Service to drop it. 0 stops at once.",
 		Field: func(c *Config) any { return &c.ShutdownDelay }},
+	{Name: "deletion-cost", Usage: "Keep controller.kubernetes.io/pod-deletion-cost on the pods of ReplicaSets and ReplicationControllers whose pods carry spread constraints, on the replica holding the Lease " + deletioncost.LeaseName + ", so that scale-downs keep their spread.",
+		Field: func(c *Config) any { return &c.DeletionCost }},
+	{Name: "deletion-cost-qps", Usage: "Deletion cost patches a second, for the whole cluster.",
+		Field: func(c *Config) any { return &c.DeletionCostQPS }},
+	{Name: "deletion-cost-burst", Usage: "Deletion cost patches that may be sent at once, above the rate of --deletion-cost-qps.",
+		Field: func(c *Config) any { return &c.DeletionCostBurst }},
 }
 
 // AddFlags binds every flag to its field of c; the current values of c are

@@ -73,7 +73,8 @@ func TestParseConfig(t *testing.T) {
 			name: "every flag given -> every field set from its flag",
 			args: []string{"--port=10250", "--cert-dir=/certs", "--metrics-bind-address=0",
 				"--health-probe-bind-address=127.0.0.1:9091", "--default-action=Audit",
-				"--excluded-namespaces=a,b", "--refuse-until-synced", "--failure-policy=Fail", "--message-detail=nodes", "--log-level=4", "--kubeconfig=/kc"},
+				"--excluded-namespaces=a,b", "--refuse-until-synced", "--failure-policy=Fail", "--message-detail=nodes", "--log-level=4", "--kubeconfig=/kc",
+				"--deletion-cost=false", "--deletion-cost-qps=2.5", "--deletion-cost-burst=5"},
 			want: configWith(func(c *Config) {
 				c.Port = 10250
 				c.CertDir = "/certs"
@@ -86,6 +87,9 @@ func TestParseConfig(t *testing.T) {
 				c.MessageDetail = spread.DetailNodes
 				c.LogLevel = "4"
 				c.Kubeconfig = "/kc"
+				c.DeletionCost = false
+				c.DeletionCostQPS = 2.5
+				c.DeletionCostBurst = 5
 			}),
 		},
 		{
@@ -276,6 +280,9 @@ func TestEveryInvalidFlagIsNamedInItsError(t *testing.T) {
 		{"log level 11 -> logLevel invalid", "--log-level=11", "logLevel", field.ErrorTypeInvalid},
 		{"audit coalesce delay 0s -> auditCoalesceDelay invalid", "--audit-coalesce-delay=0s", "auditCoalesceDelay", field.ErrorTypeInvalid},
 		{"negative shutdown delay -> shutdownDelay invalid", "--shutdown-delay=-1s", "shutdownDelay", field.ErrorTypeInvalid},
+		{"deletion cost rate 0 -> deletionCostQPS invalid", "--deletion-cost-qps=0", "deletionCostQPS", field.ErrorTypeInvalid},
+		{"deletion cost rate NaN -> deletionCostQPS invalid", "--deletion-cost-qps=NaN", "deletionCostQPS", field.ErrorTypeInvalid},
+		{"deletion cost burst 0 -> deletionCostBurst invalid", "--deletion-cost-burst=0", "deletionCostBurst", field.ErrorTypeInvalid},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

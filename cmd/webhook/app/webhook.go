@@ -175,6 +175,11 @@ func Run(ctx context.Context, cfg *Config, opts ...Option) error {
 	if err := addSpreadHealth(mgr, &o, cfg, ix, sources, engineCfg, caches.tracker.Synced, log.WithName("spreadhealth")); err != nil {
 		return err
 	}
+	if cfg.DeletionCost {
+		if err := addKeeper(mgr, &o, cfg, ix, caches.tracker, sources, engineCfg, log.WithName("deletion-cost")); err != nil {
+			return err
+		}
+	}
 	addEndpoints(mgr, cfg, log, stop, endpointInputs{sources: o.sourcesFunc(sources), engine: engineCfg, index: ix,
 		synced: caches.synced, recorder: recorder, metrics: metrics})
 	if err := addHealthChecks(mgr, caches.synced, stop); err != nil {
@@ -183,8 +188,8 @@ func Run(ctx context.Context, cfg *Config, opts ...Option) error {
 	log.Info("starting spreadguard-webhook", "port", cfg.Port, "certDir", cfg.CertDir,
 		"defaultAction", cfg.DefaultAction, "excludedNamespaces", engineCfg.ExcludedNamespaces,
 		"refuseUntilSynced", cfg.RefuseUntilSynced, "metricsSecure", cfg.MetricsSecure, "failurePolicy", cfg.FailurePolicy, "messageDetail", cfg.MessageDetail,
-		"karpenterNodePools", caches.templateSources.Karpenter, "nodeGroupLabel", cfg.NodeGroupLabel, "autoscalerZones", cfg.AutoscalerZones,
-		"clusterAutoscalerStatus", caches.templateSources.ClusterAutoscalerStatus, "shutdownDelay", cfg.ShutdownDelay.Duration)
+		"karpenterNodePools", caches.templateSources.Karpenter, "nodeGroupLabel", cfg.NodeGroupLabel,
+		"deletionCost", cfg.DeletionCost, "deletionCostQPS", cfg.DeletionCostQPS, "deletionCostBurst", cfg.DeletionCostBurst)
 	// Serve until ctx is done, then drain in-flight requests.
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("running the manager: %w", err)

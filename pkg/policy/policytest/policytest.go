@@ -136,6 +136,12 @@ func (o PolicyOptions[W]) Action(a v1alpha1.ValidationAction) W {
 	return o.self
 }
 
+// DeletionCost sets spec.deletionCost.
+func (o PolicyOptions[W]) DeletionCost(m v1alpha1.DeletionCostMode) W {
+	o.spec.DeletionCost = m
+	return o.self
+}
+
 // SpreadPolicyWrapper builds a v1alpha1.SpreadPolicy.
 type SpreadPolicyWrapper struct {
 	PolicyOptions[*SpreadPolicyWrapper]

@@ -374,8 +374,9 @@ func TestCRDSchemaDefaultsAndPrunes(t *testing.T) {
 		t.Fatalf("admit: %v", errs)
 	}
 	want := map[string]any{
-		"priority":    int64(0),
-		"constraints": []any{map[string]any{"maxSkew": int64(1), "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}},
+		"priority":     int64(0),
+		"deletionCost": "Enabled",
+		"constraints":  []any{map[string]any{"maxSkew": int64(1), "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}},
 	}
 	// A namespaceSelector means nothing on a namespaced policy; the schema
 	// drops it (and kubectl warns about the unknown field).

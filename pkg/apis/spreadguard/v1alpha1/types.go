@@ -21,6 +21,22 @@ const (
 	ActionAudit ValidationAction = "Audit"
 )
 
+// DeletionCostMode says whether spreadguard keeps the deletion cost
+// (controller.kubernetes.io/pod-deletion-cost) of the pods a policy
+// governs.
+// +kubebuilder:validation:Enum=Enabled;Disabled
+type DeletionCostMode string
+
+const (
+	// DeletionCostEnabled keeps the costs, so that the ReplicaSet
+	// controller's scale-downs keep the spread.
+	DeletionCostEnabled DeletionCostMode = "Enabled"
+	// DeletionCostDisabled leaves the costs as they are: for workloads whose
+	// costs another controller sets, or that should scale down as
+	// Kubernetes alone would.
+	DeletionCostDisabled DeletionCostMode = "Disabled"
+)
+
 // Constraint is one topology spread constraint a policy writes into a pod:
 // the fields of v1.TopologySpreadConstraint except labelSelector, which
 // spreadguard derives per pod from the Services and controller that select
@@ -157,6 +173,17 @@ type PolicySpec struct {
 	// pod's hard constraints cannot be met.
 	// +optional
 	Validation *ValidationSpec `json:"validation,omitempty"`
+
+	// DeletionCost says whether spreadguard keeps the
+	// controller.kubernetes.io/pod-deletion-cost annotation of the running
+	// pods of the ReplicaSets and ReplicationControllers the policy governs,
+	// so that a scale-down deletes first the pods whose loss keeps the
+	// spread. Enabled (the default) keeps it; Disabled leaves the costs as
+	// they are. A cost another field manager set is never overwritten
+	// either way.
+	// +optional
+	// +kubebuilder:default=Enabled
+	DeletionCost DeletionCostMode `json:"deletionCost,omitempty"`
 }
 
 // SpreadPolicySpec is the spec of a SpreadPolicy. It is PolicySpec itself,

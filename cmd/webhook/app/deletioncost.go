@@ -1,0 +1,49 @@
+package app
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/go-logr/logr"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/spreadguard/spreadguard/pkg/cache"
+	"github.com/spreadguard/spreadguard/pkg/controller/deletioncost"
+	"github.com/spreadguard/spreadguard/pkg/controller/leader"
+	"github.com/spreadguard/spreadguard/pkg/engine"
+	"github.com/spreadguard/spreadguard/pkg/policy"
+	"github.com/spreadguard/spreadguard/pkg/spread"
+)
+
+// addKeeper adds the keeper of deletion costs to mgr: on the replica that
+// holds its Lease, it reads the index and the caches the webhook keeps
+// and writes the costs at cfg's rate cap. A server run outside a cluster
+// without --leader-election-namespace leaves it to the replicas in the
+// cluster, as it leaves the audit.
+func addKeeper(mgr manager.Manager, o *options, cfg *Config, ix *spread.Index, tracker *cache.Tracker,
+	policies policy.Lister, engineCfg engine.Config, log logr.Logger) error {
+	ns, err := leader.Namespace(cfg.LeaderElectionNamespace)
+	if errors.Is(err, leader.ErrNoNamespace) {
+		log.Info("the deletion cost keeper is off: outside a cluster, it needs --leader-election-namespace")
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("finding the namespace of the deletion cost keeper's Lease: %w", err)
+	}
+	k, err := deletioncost.New(deletioncost.Config{
+		Log: log, Index: ix, Pods: tracker,
+		Informers: mgr.GetCache(), Reader: mgr.GetCache(), Live: mgr.GetAPIReader(),
+		Policies: policies, ExcludedNamespaces: engineCfg.ExcludedNamespaces,
+		Patcher: deletioncost.SSAPatcher{Client: mgr.GetClient()},
+		QPS:     cfg.DeletionCostQPS, Burst: cfg.DeletionCostBurst,
+		Synced: tracker.Synced, Registry: o.registry,
+		RESTConfig: mgr.GetConfig(), LeaseNamespace: ns,
+	})
+	if err != nil {
+		return err
+	}
+	if err := mgr.Add(k); err != nil {
+		return fmt.Errorf("adding the deletion cost keeper: %w", err)
+	}
+	return nil
+}
