@@ -87,6 +87,12 @@ func eventually(t testing.TB, timeout time.Duration, what string, check func(ctx
 
 // poll is eventually without a test, for cleanups.
 func poll(ctx context.Context, timeout time.Duration, check func(ctx context.Context) error) error {
+	return pollEvery(ctx, 250*time.Millisecond, timeout, check)
+}
+
+// pollEvery is poll at another pace, for scenarios that run many checks
+// side by side and would otherwise queue behind the client's rate limit.
+func pollEvery(ctx context.Context, interval, timeout time.Duration, check func(ctx context.Context) error) error {
 	deadline := time.Now().Add(timeout)
 	for {
 		cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
@@ -101,7 +107,7 @@ func poll(ctx context.Context, timeout time.Duration, check func(ctx context.Con
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("%w (last error: %w)", ctx.Err(), err)
-		case <-time.After(250 * time.Millisecond):
+		case <-time.After(interval):
 		}
 	}
 }
@@ -147,6 +153,12 @@ func zoneCounts(ctx context.Context, pods []v1.Pod) (map[string]int, error) {
 	if err != nil {
 		return nil, err
 	}
+	return countByZone(zoneOf, pods)
+}
+
+// countByZone is zoneCounts with the nodes' zones given: zoneOf maps a node
+// to its zone.
+func countByZone(zoneOf map[string]string, pods []v1.Pod) (map[string]int, error) {
 	counts := map[string]int{}
 	for _, z := range cluster.zones {
 		counts[z] = 0
