@@ -411,12 +411,20 @@ func (f *framework) deletionCosts(name string, want int32, wait bool) costs {
 		for _, vs := range c.byZone {
 			slices.SortFunc(vs, func(a, b string) int { return atoi(a) - atoi(b) })
 		}
+		prev := last
 		last = c
 		if len(pods) != int(want) {
 			return fmt.Errorf("%d running pods, want %d", len(pods), want)
 		}
 		if len(c.missing) > 0 {
 			return fmt.Errorf("%d of %d pods without a cost", len(c.missing), want)
+		}
+		// Every pod carrying a cost is not enough: a pod's first cost
+		// moves as its neighbours arrive, and the keeper's writes queue
+		// behind its cluster-wide rate. The costs are taken as written
+		// once two reads a poll apart agree.
+		if !maps.Equal(prev.set, c.set) {
+			return fmt.Errorf("the costs moved since the last read")
 		}
 		return nil
 	}
