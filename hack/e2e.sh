@@ -75,8 +75,8 @@ upgrade_e2e() {
     export SPREADGUARD_E2E_WEBHOOK_CERT_DIR=$WEBHOOK_CERT_DIR
     export SPREADGUARD_E2E_HELM=$BIN/helm
     export SPREADGUARD_E2E_ARTIFACTS=$ARTIFACTS
-    log "go test -tags e2e -run '^TestUpgrade\$' ./test/e2e/... (KUBECONFIG=$KUBECONFIG)"
-    cd "$ROOT" && go test -tags e2e -count=1 -v -timeout 15m -run '^TestUpgrade$' ./test/e2e/...
+    log "go test -tags e2e -run '^TestUpgrade\$' ./... in test/e2e, a module of its own (KUBECONFIG=$KUBECONFIG)"
+    cd "$ROOT/test/e2e" && go test -tags e2e -count=1 -v -timeout 15m -run '^TestUpgrade$' ./...
   ) || rc=$?
   kill -TERM "$upgrade_pid" 2>/dev/null || true
   wait "$upgrade_pid" 2>/dev/null || true
