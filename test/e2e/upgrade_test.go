@@ -15,8 +15,10 @@ import (
 	"testing"
 	"time"
 
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -24,6 +26,7 @@ import (
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
+	"github.com/spreadguard/spreadguard/pkg/cache"
 	"github.com/spreadguard/spreadguard/pkg/spread/spreadtest"
 )
 
@@ -106,6 +109,13 @@ func TestUpgrade(t *testing.T) {
 		}
 	})
 
+	// The previous release's replica is played by today's binary with the
+	// previous chart's configuration. Today's binary reads kinds the
+	// previous ClusterRole does not grant (Deployments, node classes, ...)
+	// and is not ready until it may: the stand-in gets them from a
+	// ClusterRole of the test's own, removed once the chart is upgraded,
+	// so that the upgraded replica runs on the upgraded chart's RBAC alone.
+	dropStandIn := grantStandInReads(t)
 	old := startExtraReplica(t)
 	oldBackend := front.add(t, old.addr(), old.readyz())
 	f := newFramework(t)
@@ -168,6 +178,7 @@ func TestUpgrade(t *testing.T) {
 	upgradeStart := time.Now()
 	helm(t, "upgrade", upgradeRelease, chart, "--namespace", upgradeNamespace, "-f", upgraded, "--wait", "--timeout", "2m")
 	t.Logf("helm upgrade took %s", time.Since(upgradeStart).Round(time.Millisecond))
+	dropStandIn()
 
 	// The rolling restart: a replica of the upgraded release, ready, then
 	// the old one told to stop.
@@ -334,4 +345,32 @@ func hasStatus(crd *apiextensionsv1.CustomResourceDefinition) bool {
 	return len(crd.Spec.Versions) > 0 && !slices.ContainsFunc(crd.Spec.Versions, func(v apiextensionsv1.CustomResourceDefinitionVersion) bool {
 		return v.Served && (v.Subresources == nil || v.Subresources.Status == nil)
 	})
+}
+
+// grantStandInReads binds the release's ServiceAccount to a ClusterRole
+// that reads every kind today's server reads (cache.ReadRules), and
+// returns the function that removes both.
+func grantStandInReads(t *testing.T) func() {
+	t.Helper()
+	name := "e2e-upgrade-stand-in-reads"
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: cache.ReadRules(nil)}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: upgradeNamespace, Name: upgradeRelease}},
+	}
+	for _, obj := range []client.Object{role, binding} {
+		if err := k8s.Create(t.Context(), obj); err != nil {
+			t.Fatalf("granting the stand-in replica today's reads: %v", err)
+		}
+	}
+	drop := func() {
+		for _, obj := range []client.Object{binding, role} {
+			if err := k8s.Delete(context.Background(), obj); err != nil && !apierrors.IsNotFound(err) {
+				t.Errorf("removing %s: %v", name, err)
+			}
+		}
+	}
+	t.Cleanup(drop)
+	return drop
 }
