@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	appsv1 "k8s.io/api/apps/v1"
@@ -249,7 +248,7 @@ func (h *WorkloadForecaster) currentRevision(ctx context.Context, d *appsv1.Depl
 		if ref := metav1.GetControllerOfNoCopy(rs); ref == nil || ref.UID != d.UID || rs.Spec.Selector == nil {
 			continue
 		}
-		if rev, _ := strconv.ParseInt(rs.Annotations[workload.RevisionAnnotation], 10, 64); rev > highest {
+		if rev := workload.Revision(rs); rev > highest {
 			current, highest = rs, rev
 		}
 	}

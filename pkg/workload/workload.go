@@ -10,6 +10,7 @@ package workload
 
 import (
 	"reflect"
+	"strconv"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -23,6 +24,14 @@ import (
 // RevisionAnnotation is the revision the deployment controller writes on
 // each of a Deployment's ReplicaSets; the highest is the current one.
 const RevisionAnnotation = "deployment.kubernetes.io/revision"
+
+// Revision is the revision the deployment controller wrote on rs, one of a
+// Deployment's ReplicaSets (RevisionAnnotation): 0 when there is none, or
+// none that parses.
+func Revision(rs metav1.Object) int64 {
+	n, _ := strconv.ParseInt(rs.GetAnnotations()[RevisionAnnotation], 10, 64)
+	return n
+}
 
 // Object is an object of a workload kind: the shape of controller-runtime's
 // client.Object, which this package does not import.
@@ -132,6 +141,17 @@ func For(obj runtime.Object) (k Kind, ok bool) {
 	t := reflect.TypeOf(obj)
 	for _, k := range Kinds {
 		if reflect.TypeOf(k.object) == t {
+			return k, true
+		}
+	}
+	return Kind{}, false
+}
+
+// ByKind returns the kind whose GVK.Kind is kind ("StatefulSet"), as a
+// controller reference or a Ref names it.
+func ByKind(kind string) (k Kind, ok bool) {
+	for _, k := range Kinds {
+		if k.GVK.Kind == kind {
 			return k, true
 		}
 	}

@@ -35,6 +35,9 @@ func TestKindsAreConsistent(t *testing.T) {
 			if got, ok := For(k.New()); !ok || !got.Is(k) {
 				t.Errorf("For(%T) = %s, %v; want %s", k.New(), got.GVK, ok, k.GVK)
 			}
+			if got, ok := ByKind(k.GVK.Kind); !ok || !got.Is(k) {
+				t.Errorf("ByKind(%q) = %s, %v; want %s", k.GVK.Kind, got.GVK, ok, k.GVK)
+			}
 			if got, ok := ByResource(k.GroupVersionResource()); !ok || !got.Is(k) {
 				t.Errorf("ByResource(%s) = %s, %v; want %s", k.GroupVersionResource(), got.GVK, ok, k.GVK)
 			}
@@ -102,6 +105,14 @@ func TestByResourceWantsTheVersionOfTheTable(t *testing.T) {
 				t.Errorf("ByResource(%s) = %q, %v; want %q", c.gvr, k.GVK.Kind, ok, c.want)
 			}
 		})
+	}
+}
+
+func TestByKindIsExact(t *testing.T) {
+	for _, kind := range []string{"deployment", "deploy", "Service", "Pod", ""} {
+		if k, ok := ByKind(kind); ok {
+			t.Errorf("ByKind(%q) = %s, want no kind", kind, k.GVK)
+		}
 	}
 }
 
@@ -204,5 +215,25 @@ func TestRefString(t *testing.T) {
 	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"}}
 	if got, want := RefTo(Deployment, d).String(), "Deployment shop/web"; got != want {
 		t.Errorf("RefTo(Deployment, shop/web).String() = %q, want %q", got, want)
+	}
+}
+
+func TestRevision(t *testing.T) {
+	cases := []struct {
+		name        string
+		annotations map[string]string
+		want        int64
+	}{
+		{name: "revision 12", annotations: map[string]string{RevisionAnnotation: "12"}, want: 12},
+		{name: "no annotations -> 0", annotations: nil},
+		{name: "a revision that does not parse -> 0", annotations: map[string]string{RevisionAnnotation: "twelve"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Annotations: c.annotations}}
+			if got := Revision(rs); got != c.want {
+				t.Errorf("Revision = %d, want %d", got, c.want)
+			}
+		})
 	}
 }
