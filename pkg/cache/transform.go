@@ -173,7 +173,7 @@ var StripReplicaSet toolscache.TransformFunc = func(obj any) (any, error) {
 	}
 	out := &appsv1.ReplicaSet{ObjectMeta: ownerMeta(rs, &rs.ObjectMeta), Spec: appsv1.ReplicaSetSpec{Selector: rs.Spec.Selector}}
 	idle := rs.Spec.Replicas != nil && *rs.Spec.Replicas == 0 && rs.Status.Replicas == 0
-	if ref := metav1.GetControllerOfNoCopy(rs); !idle || ref == nil || ref.Kind != "Deployment" {
+	if ref := metav1.GetControllerOfNoCopy(rs); !idle || ref == nil || ref.Kind != workload.Deployment.GVK.Kind {
 		out.Spec.Template = template(&rs.Spec.Template)
 	}
 	return out, nil
