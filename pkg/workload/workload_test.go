@@ -6,32 +6,16 @@ import (
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
+// The rows' kinds, resources and Go types are held to the API's by
+// pkg/cache's tests, which read every workload kind.
 func TestKindsAreConsistent(t *testing.T) {
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{v1.AddToScheme, appsv1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			t.Fatal(err)
-		}
-	}
-	seen := map[schema.GroupVersionKind]bool{}
 	for _, k := range Kinds {
 		t.Run(k.GVK.Kind, func(t *testing.T) {
-			if seen[k.GVK] {
-				t.Fatalf("%s is in the table twice", k.GVK)
-			}
-			seen[k.GVK] = true
-			if gvks, _, err := scheme.ObjectKinds(k.New()); err != nil || len(gvks) != 1 || gvks[0] != k.GVK {
-				t.Errorf("the scheme knows New()'s %T as %v (%v), want %s", k.New(), gvks, err, k.GVK)
-			}
-			if plural, _ := apimeta.UnsafeGuessKindToResource(k.GVK); plural.Resource != k.Resource {
-				t.Errorf("Resource = %q, want the API's plural %q", k.Resource, plural.Resource)
-			}
 			if got, ok := For(k.New()); !ok || !got.Is(k) {
 				t.Errorf("For(%T) = %s, %v; want %s", k.New(), got.GVK, ok, k.GVK)
 			}
@@ -60,79 +44,49 @@ func TestKindsAreConsistent(t *testing.T) {
 	}
 }
 
-func TestLookupsByName(t *testing.T) {
-	cases := []struct {
-		name   string
-		lookup string
-		want   string // "" when it is not a workload
-	}{
-		{name: "kubectl's short name of a Deployment", lookup: "deploy", want: "Deployment"},
-		{name: "the kind qualified by its group, in capitals", lookup: "StatefulSet.apps", want: "StatefulSet"},
-		{name: "the plural resource of a ReplicaSet", lookup: "replicasets", want: "ReplicaSet"},
-		{name: "the short name of a ReplicationController", lookup: "RC", want: "ReplicationController"},
-		{name: "a ReplicationController qualified by a group it is not in", lookup: "replicationcontroller.apps"},
-		{name: "the plural qualified by its group, which kubectl-spread never took", lookup: "deployments.apps"},
-		{name: "a DaemonSet, which spreadguard does not forecast", lookup: "daemonset"},
-		{name: "a pod", lookup: "pod"},
-		{name: "nothing", lookup: ""},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			k, ok := ByName(c.lookup)
-			if ok != (c.want != "") || k.GVK.Kind != c.want {
-				t.Errorf("ByName(%q) = %q, %v; want %q", c.lookup, k.GVK.Kind, ok, c.want)
-			}
-		})
-	}
-}
-
-func TestByResourceWantsTheVersionOfTheTable(t *testing.T) {
-	cases := []struct {
-		name string
-		gvr  schema.GroupVersionResource
-		want string
-	}{
-		{name: "apps/v1 deployments", gvr: schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}, want: "Deployment"},
-		{name: "core v1 replicationcontrollers", gvr: schema.GroupVersionResource{Version: "v1", Resource: "replicationcontrollers"}, want: "ReplicationController"},
-		{name: "apps/v1beta2 deployments, a version long removed", gvr: schema.GroupVersionResource{Group: "apps", Version: "v1beta2", Resource: "deployments"}},
-		{name: "replicasets of the core group", gvr: schema.GroupVersionResource{Version: "v1", Resource: "replicasets"}},
-		{name: "apps/v1 daemonsets", gvr: schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "daemonsets"}},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			k, ok := ByResource(c.gvr)
-			if ok != (c.want != "") || k.GVK.Kind != c.want {
-				t.Errorf("ByResource(%s) = %q, %v; want %q", c.gvr, k.GVK.Kind, ok, c.want)
-			}
-		})
-	}
-}
-
-func TestByKindIsExact(t *testing.T) {
-	for _, kind := range []string{"deployment", "deploy", "Service", "Pod", ""} {
-		if k, ok := ByKind(kind); ok {
-			t.Errorf("ByKind(%q) = %s, want no kind", kind, k.GVK)
+func TestLookups(t *testing.T) {
+	byName := func(name string) func() (Kind, bool) { return func() (Kind, bool) { return ByName(name) } }
+	byResource := func(group, version, resource string) func() (Kind, bool) {
+		return func() (Kind, bool) {
+			return ByResource(schema.GroupVersionResource{Group: group, Version: version, Resource: resource})
 		}
 	}
-}
-
-func TestForAWorkloadOrNot(t *testing.T) {
+	byKind := func(kind string) func() (Kind, bool) { return func() (Kind, bool) { return ByKind(kind) } }
+	forObject := func(obj runtime.Object) func() (Kind, bool) { return func() (Kind, bool) { return For(obj) } }
 	cases := []struct {
-		name string
-		obj  runtime.Object
-		want string
+		name   string
+		lookup func() (Kind, bool)
+		want   string // "" when it is not a workload
 	}{
-		{name: "a ReplicaSet", obj: &appsv1.ReplicaSet{}, want: "ReplicaSet"},
-		{name: "a ReplicationController", obj: &v1.ReplicationController{}, want: "ReplicationController"},
-		{name: "no object", obj: nil},
-		{name: "a DaemonSet", obj: &appsv1.DaemonSet{}},
-		{name: "a list of Deployments", obj: &appsv1.DeploymentList{}},
+		{name: "kubectl's short name of a Deployment", lookup: byName("deploy"), want: "Deployment"},
+		{name: "the kind qualified by its group, in capitals", lookup: byName("StatefulSet.apps"), want: "StatefulSet"},
+		{name: "the plural resource of a ReplicaSet", lookup: byName("replicasets"), want: "ReplicaSet"},
+		{name: "the short name of a ReplicationController", lookup: byName("RC"), want: "ReplicationController"},
+		{name: "a ReplicationController qualified by a group it is not in", lookup: byName("replicationcontroller.apps")},
+		{name: "the plural qualified by its group, which kubectl-spread never took", lookup: byName("deployments.apps")},
+		{name: "a DaemonSet by name, which spreadguard does not forecast", lookup: byName("daemonset")},
+		{name: "a pod by name", lookup: byName("pod")},
+		{name: "an empty name", lookup: byName("")},
+		{name: "apps/v1 deployments", lookup: byResource("apps", "v1", "deployments"), want: "Deployment"},
+		{name: "core v1 replicationcontrollers", lookup: byResource("", "v1", "replicationcontrollers"), want: "ReplicationController"},
+		{name: "apps/v1beta2 deployments, a version long removed", lookup: byResource("apps", "v1beta2", "deployments")},
+		{name: "replicasets of the core group", lookup: byResource("", "v1", "replicasets")},
+		{name: "apps/v1 daemonsets", lookup: byResource("apps", "v1", "daemonsets")},
+		{name: "the kind StatefulSet", lookup: byKind("StatefulSet"), want: "StatefulSet"},
+		{name: "a kind in lower case, which a controller reference never holds", lookup: byKind("deployment")},
+		{name: "a short name as a kind", lookup: byKind("deploy")},
+		{name: "a Service's kind", lookup: byKind("Service")},
+		{name: "a ReplicaSet object", lookup: forObject(&appsv1.ReplicaSet{}), want: "ReplicaSet"},
+		{name: "a ReplicationController object", lookup: forObject(&v1.ReplicationController{}), want: "ReplicationController"},
+		{name: "no object", lookup: forObject(nil)},
+		{name: "a DaemonSet object", lookup: forObject(&appsv1.DaemonSet{})},
+		{name: "a list of Deployments", lookup: forObject(&appsv1.DeploymentList{})},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			k, ok := For(c.obj)
+			k, ok := c.lookup()
 			if ok != (c.want != "") || k.GVK.Kind != c.want {
-				t.Errorf("For(%T) = %q, %v; want %q", c.obj, k.GVK.Kind, ok, c.want)
+				t.Errorf("found %q, %v; want %q", k.GVK.Kind, ok, c.want)
 			}
 		})
 	}
