@@ -21,6 +21,7 @@ import (
 	"github.com/spreadguard/spreadguard/pkg/engine"
 	"github.com/spreadguard/spreadguard/pkg/forecast"
 	"github.com/spreadguard/spreadguard/pkg/lookup"
+	"github.com/spreadguard/spreadguard/pkg/workload"
 )
 
 // clients are what explain reads a live cluster with. Tests give fakes.
@@ -138,11 +139,12 @@ func parseTarget(arg string) (kind, name string, err error) {
 	if !ok || name == "" || strings.Contains(name, "/") {
 		return "", "", fmt.Errorf("want deployment/NAME, statefulset/NAME or pod/NAME, got %q", arg)
 	}
+	// Of the workloads, explain builds the next pod of a Deployment's
+	// newest ReplicaSet and of a StatefulSet's lowest missing ordinal.
+	if k, ok := workload.ByName(typ); ok && (k.Is(workload.Deployment) || k.Is(workload.StatefulSet)) {
+		return k.GVK.Kind, name, nil
+	}
 	switch strings.ToLower(typ) {
-	case "deployment", "deployments", "deploy", "deployment.apps":
-		return "Deployment", name, nil
-	case "statefulset", "statefulsets", "sts", "statefulset.apps":
-		return "StatefulSet", name, nil
 	case "pod", "pods", "po":
 		return "Pod", name, nil
 	}
@@ -160,7 +162,7 @@ func explain(ctx context.Context, c *clients, kind, namespace, name string, cfg 
 
 	var pod *v1.Pod
 	switch kind {
-	case "Deployment":
+	case workload.Deployment.GVK.Kind:
 		var d appsv1.Deployment
 		if err := c.reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &d); err != nil {
 			return nil, fmt.Errorf("getting deployment %s/%s: %w", namespace, name, err)
@@ -169,7 +171,7 @@ func explain(ctx context.Context, c *clients, kind, namespace, name string, cfg 
 		if err != nil {
 			return nil, err
 		}
-	case "StatefulSet":
+	case workload.StatefulSet.GVK.Kind:
 		s := find(ofType[*appsv1.StatefulSet](objs), name)
 		if s == nil {
 			return nil, fmt.Errorf("statefulset %s/%s not found", namespace, name)

@@ -18,6 +18,7 @@ import (
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
 	"github.com/spreadguard/spreadguard/pkg/cache"
 	"github.com/spreadguard/spreadguard/pkg/lookup"
+	"github.com/spreadguard/spreadguard/pkg/workload"
 )
 
 // fakeCluster serves objs through a fake client, as a live cluster
@@ -52,13 +53,13 @@ func exampleWithOwners(t *testing.T) []runtime.Object {
 	for _, o := range objs {
 		if rs, ok := o.(*appsv1.ReplicaSet); ok && rs.Name == "web-abc" {
 			rs.OwnerReferences = []metav1.OwnerReference{owner}
-			rs.Annotations = map[string]string{revisionAnnotation: "2"}
+			rs.Annotations = map[string]string{workload.RevisionAnnotation: "2"}
 		}
 	}
 	old := &appsv1.ReplicaSet{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: "web-old", Namespace: "shop", UID: "r0000000-0000-4000-8000-000000000001",
-			Annotations:     map[string]string{revisionAnnotation: "1"},
+			Annotations:     map[string]string{workload.RevisionAnnotation: "1"},
 			OwnerReferences: []metav1.OwnerReference{owner},
 		},
 		Spec: appsv1.ReplicaSetSpec{

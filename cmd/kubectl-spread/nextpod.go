@@ -6,19 +6,14 @@ package main
 
 import (
 	"fmt"
-	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/spreadguard/spreadguard/pkg/cache"
 	"github.com/spreadguard/spreadguard/pkg/forecast"
+	"github.com/spreadguard/spreadguard/pkg/workload"
 )
-
-// revisionAnnotation is the deployment controller's revision number on
-// each ReplicaSet; the highest is the one it creates new pods from.
-const revisionAnnotation = cache.RevisionAnnotation
 
 // nextDeploymentPod is the pod the Deployment's newest ReplicaSet creates
 // next: the deployment controller scales up the ReplicaSet with the highest
@@ -41,7 +36,7 @@ func newestReplicaSet(d *appsv1.Deployment, replicaSets []*appsv1.ReplicaSet) *a
 		if ref := metav1.GetControllerOf(rs); ref == nil || ref.UID != d.UID {
 			continue
 		}
-		rev, _ := strconv.ParseInt(rs.Annotations[revisionAnnotation], 10, 64)
+		rev := workload.Revision(rs)
 		if rev > newestRev || (rev == newestRev && rs.CreationTimestamp.After(newest.CreationTimestamp.Time)) {
 			newest, newestRev = rs, rev
 		}

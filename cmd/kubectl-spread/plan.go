@@ -23,6 +23,7 @@ import (
 	"github.com/spreadguard/spreadguard/pkg/forecast"
 	"github.com/spreadguard/spreadguard/pkg/lookup"
 	"github.com/spreadguard/spreadguard/pkg/spread"
+	"github.com/spreadguard/spreadguard/pkg/workload"
 )
 
 type planOptions struct {
@@ -167,7 +168,7 @@ func (o *planOptions) run(ctx context.Context, args []string, cfg engine.Config,
 		return nil, err
 	}
 	index.SetTemplates(templates)
-	if o.keeper && w.Kind != "StatefulSet" && int(w.Replicas) < len(w.Pods) {
+	if o.keeper && w.Kind != workload.StatefulSet.GVK.Kind && int(w.Replicas) < len(w.Pods) {
 		// Without a constraint on the pods the keeper keeps no cost: the
 		// controller's own ranking is the order.
 		r, err := forecast.NewKeeperRanking(time.Now(), index, w.Pods)
@@ -193,13 +194,10 @@ func loadWorkload(path string) (client.Object, error) {
 	}
 	var found []client.Object
 	for _, obj := range s.Objects() {
-		switch o := obj.(type) {
-		case *appsv1.Deployment, *appsv1.StatefulSet, *appsv1.ReplicaSet, *v1.ReplicationController:
-			found = append(found, o.(client.Object))
-		default:
-			return nil, fmt.Errorf("%s: a %s is not a workload (want one Deployment, StatefulSet, ReplicaSet or ReplicationController)",
-				path, obj.GetObjectKind().GroupVersionKind().Kind)
+		if _, ok := workload.For(obj); !ok {
+			return nil, fmt.Errorf("%s: a %s is not a workload (want one %s)", path, obj.GetObjectKind().GroupVersionKind().Kind, workloadKinds(false))
 		}
+		found = append(found, obj.(client.Object))
 	}
 	if len(found) != 1 {
 		return nil, fmt.Errorf("%s: holds %d workloads, want exactly one", path, len(found))
@@ -215,21 +213,13 @@ func loadWorkload(path string) (client.Object, error) {
 func existingWorkload(ctx context.Context, store *lookup.Store, target, namespace string) (*forecast.Workload, error) {
 	typ, name, ok := strings.Cut(target, "/")
 	if !ok || name == "" {
-		return nil, fmt.Errorf("want TYPE/NAME (deployment, statefulset, replicaset or replicationcontroller), got %q", target)
+		return nil, fmt.Errorf("want TYPE/NAME (%s), got %q", workloadKinds(true), target)
 	}
-	var obj client.Object
-	switch strings.ToLower(typ) {
-	case "deployment", "deployments", "deploy", "deployment.apps":
-		obj = &appsv1.Deployment{}
-	case "statefulset", "statefulsets", "sts", "statefulset.apps":
-		obj = &appsv1.StatefulSet{}
-	case "replicaset", "replicasets", "rs", "replicaset.apps":
-		obj = &appsv1.ReplicaSet{}
-	case "replicationcontroller", "replicationcontrollers", "rc":
-		obj = &v1.ReplicationController{}
-	default:
-		return nil, fmt.Errorf("cannot plan %q: want deployment, statefulset, replicaset or replicationcontroller", typ)
+	kind, ok := workload.ByName(typ)
+	if !ok {
+		return nil, fmt.Errorf("cannot plan %q: want %s", typ, workloadKinds(true))
 	}
+	obj := kind.New()
 	if err := store.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, obj); err != nil {
 		return nil, fmt.Errorf("getting %s %s/%s: %w", strings.ToLower(typ), namespace, name, err)
 	}
@@ -237,7 +227,7 @@ func existingWorkload(ctx context.Context, store *lookup.Store, target, namespac
 	if err := store.List(ctx, &replicaSets, client.InNamespace(namespace)); err != nil {
 		return nil, err
 	}
-	owner, selector := obj, selectorOf(obj)
+	owner, selector := client.Object(obj), kind.LabelSelector(obj)
 	if d, ok := obj.(*appsv1.Deployment); ok {
 		if rs := newestReplicaSet(d, pointersTo(replicaSets.Items)); rs != nil {
 			rs = rs.DeepCopy()
@@ -265,10 +255,7 @@ func existingWorkload(ctx context.Context, store *lookup.Store, target, namespac
 	}
 	w.Pods, w.Related = active, relatedPods(obj, pointersTo(replicaSets.Items), pods.Items)
 	// The workload is the one named, whichever revision places its pods.
-	w.Kind, w.Name = obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName()
-	if w.Kind == "" {
-		w.Kind = strings.TrimPrefix(fmt.Sprintf("%T", obj), "*v1.")
-	}
+	w.Ref = workload.RefTo(kind, obj)
 	return w, nil
 }
 
@@ -280,18 +267,18 @@ func pointersTo[T any](items []T) []*T {
 	return out
 }
 
-func selectorOf(obj client.Object) *metav1.LabelSelector {
-	switch o := obj.(type) {
-	case *appsv1.Deployment:
-		return o.Spec.Selector
-	case *appsv1.StatefulSet:
-		return o.Spec.Selector
-	case *appsv1.ReplicaSet:
-		return o.Spec.Selector
-	case *v1.ReplicationController:
-		return &metav1.LabelSelector{MatchLabels: o.Spec.Selector}
+// workloadKinds lists the workload kinds for a message: "Deployment,
+// StatefulSet, ReplicaSet or ReplicationController", or in lower case as
+// kubectl takes them.
+func workloadKinds(lower bool) string {
+	names := make([]string, len(workload.Kinds))
+	for i, k := range workload.Kinds {
+		names[i] = k.GVK.Kind
+		if lower {
+			names[i] = strings.ToLower(names[i])
+		}
 	}
-	return nil
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
 
 // activePods are the pods selector selects, neither terminating nor

@@ -22,6 +22,7 @@ import (
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
 	"github.com/spreadguard/spreadguard/pkg/engine"
 	"github.com/spreadguard/spreadguard/pkg/spread"
+	"github.com/spreadguard/spreadguard/pkg/workload"
 )
 
 // Messages a client may see.
@@ -370,7 +371,7 @@ func EventOwners(pod *v1.Pod, src spread.SelectorSources) ([]*v1.ObjectReference
 		return nil, nil
 	}
 	owners := []*v1.ObjectReference{objectReference(ref, pod.Namespace)}
-	if ref.Kind != "ReplicaSet" {
+	if ref.Kind != workload.ReplicaSet.GVK.Kind {
 		return owners, nil
 	}
 	rs, err := src.ReplicaSet(pod.Namespace, ref.Name)
@@ -380,14 +381,16 @@ func EventOwners(pod *v1.Pod, src spread.SelectorSources) ([]*v1.ObjectReference
 	if rs == nil || (rs.UID != "" && ref.UID != "" && rs.UID != ref.UID) {
 		return owners, nil
 	}
-	if d := metav1.GetControllerOfNoCopy(rs); d != nil && d.Kind == "Deployment" {
+	if d := metav1.GetControllerOfNoCopy(rs); d != nil && d.Kind == workload.Deployment.GVK.Kind {
 		owners = append(owners, objectReference(d, pod.Namespace))
 	}
 	return owners, nil
 }
 
 // eventOwnerKinds are the controllers DefaultSelector reads, by kind.
-var eventOwnerKinds = map[string]bool{"ReplicationController": true, "ReplicaSet": true, "StatefulSet": true}
+var eventOwnerKinds = map[string]bool{
+	workload.ReplicationController.GVK.Kind: true, workload.ReplicaSet.GVK.Kind: true, workload.StatefulSet.GVK.Kind: true,
+}
 
 func objectReference(ref *metav1.OwnerReference, namespace string) *v1.ObjectReference {
 	return &v1.ObjectReference{APIVersion: ref.APIVersion, Kind: ref.Kind, Namespace: namespace, Name: ref.Name, UID: ref.UID}

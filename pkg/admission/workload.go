@@ -6,22 +6,19 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"reflect"
-	"strconv"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
-	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	"github.com/spreadguard/spreadguard/pkg/cache"
 	"github.com/spreadguard/spreadguard/pkg/engine"
 	"github.com/spreadguard/spreadguard/pkg/forecast"
+	"github.com/spreadguard/spreadguard/pkg/workload"
 )
 
 // WebhookForecastWorkload is the "webhook" label of the workload
@@ -96,12 +93,10 @@ func (h *WorkloadForecaster) handle(ctx context.Context, req admission.Request, 
 // fault of spreadguard's, not a malformed request.
 var errReadWorkload = errors.New("reading the workload being scaled")
 
-// workloadResources are the kinds reviewed, by resource.
-var workloadResources = map[metav1.GroupVersionResource]func() client.Object{
-	{Group: "apps", Version: "v1", Resource: "deployments"}:        func() client.Object { return &appsv1.Deployment{} },
-	{Group: "apps", Version: "v1", Resource: "statefulsets"}:       func() client.Object { return &appsv1.StatefulSet{} },
-	{Group: "apps", Version: "v1", Resource: "replicasets"}:        func() client.Object { return &appsv1.ReplicaSet{} },
-	{Group: "", Version: "v1", Resource: "replicationcontrollers"}: func() client.Object { return &v1.ReplicationController{} },
+// workloadKind is the kind of a workload resource, at its version; ok is
+// false for any other resource.
+func workloadKind(r metav1.GroupVersionResource) (workload.Kind, bool) {
+	return workload.ByResource(schema.GroupVersionResource{Group: r.Group, Version: r.Version, Resource: r.Resource})
 }
 
 // scaleKind is what the API server reviews on a write to a workload's scale
@@ -110,7 +105,7 @@ var scaleKind = metav1.GroupVersionKind{Group: "autoscaling", Version: "v1", Kin
 
 // ForWorkloads makes the Endpoint refuse, with a 400, a review that is not
 // shaped as the API server sends it to the workload forecasts: the
-// resource and requestResource one of workloadResources, the workload
+// resource and requestResource those of a workload kind, the workload
 // itself (requestKind its kind) or its scale subresource (requestKind
 // autoscaling/v1 Scale), an operation, a namespace, and a name unless the
 // workload is being created (generateName leaves it empty). A forged
@@ -123,13 +118,13 @@ func ForWorkloads() EndpointOption {
 // to the workload forecasts.
 func workloadShape(req *admissionv1.AdmissionRequest) []string {
 	var problems []string
-	newObject, ok := workloadResources[req.Resource]
+	kind, ok := workloadKind(req.Resource)
 	if !ok {
 		problems = append(problems, fmt.Sprintf("resource %s is not a workload", gvrString(req.Resource)))
 	}
 	if req.RequestResource == nil || req.RequestKind == nil {
 		problems = append(problems, "no requestKind or requestResource")
-	} else if _, ok := workloadResources[*req.RequestResource]; !ok {
+	} else if _, ok := workloadKind(*req.RequestResource); !ok {
 		problems = append(problems, fmt.Sprintf("requestResource %s is not a workload", gvrString(*req.RequestResource)))
 	}
 	switch {
@@ -142,7 +137,7 @@ func workloadShape(req *admissionv1.AdmissionRequest) []string {
 	case req.SubResource != "":
 		problems = append(problems, fmt.Sprintf("subresource %q, want none or scale", req.SubResource))
 	case ok:
-		want := req.Resource.Group + "/" + req.Resource.Version + ", Kind=" + reflect.TypeOf(newObject()).Elem().Name()
+		want := req.Resource.Group + "/" + req.Resource.Version + ", Kind=" + kind.GVK.Kind
 		if got := kindString(req.Kind); got != want || (req.RequestKind != nil && kindString(*req.RequestKind) != want) {
 			problems = append(problems, fmt.Sprintf("kind %s for resource %s", got, gvrString(req.Resource)))
 		}
@@ -169,17 +164,17 @@ func kindString(k metav1.GroupVersionKind) string {
 // (its new revision starts with no pods). A scale request carries a Scale:
 // the workload is read, with the Scale's replicas.
 func (h *WorkloadForecaster) workload(ctx context.Context, req admission.Request) (*forecast.Workload, error) {
-	newObject, ok := workloadResources[req.Resource]
+	kind, ok := workloadKind(req.Resource)
 	if !ok {
 		return nil, nil
 	}
 	if req.SubResource == "scale" {
-		return h.scaled(ctx, req, newObject())
+		return h.scaled(ctx, req, kind)
 	}
 	if req.SubResource != "" {
 		return nil, nil
 	}
-	obj := newObject()
+	obj := kind.New()
 	if err := json.Unmarshal(req.Object.Raw, obj); err != nil {
 		return nil, fmt.Errorf("decoding the %s: %w", req.Resource.Resource, err)
 	}
@@ -188,47 +183,20 @@ func (h *WorkloadForecaster) workload(ctx context.Context, req admission.Request
 	}
 	existing := int32(0)
 	if req.Operation == admissionv1.Update && len(req.OldObject.Raw) > 0 {
-		old := newObject()
+		old := kind.New()
 		if err := json.Unmarshal(req.OldObject.Raw, old); err != nil {
 			return nil, fmt.Errorf("decoding the old %s: %w", req.Resource.Resource, err)
 		}
-		existing = sameRevisionReplicas(old, obj)
+		if !kind.NewRevision(old, obj) {
+			existing = kind.Replicas(old)
+		}
 	}
 	return forecast.Of(obj, existing)
 }
 
-// sameRevisionReplicas is how many replicas of cur's pods old had: its
-// replicas, or 0 when a Deployment's or StatefulSet's template changed.
-func sameRevisionReplicas(old, cur client.Object) int32 {
-	switch o := old.(type) {
-	case *appsv1.Deployment:
-		if !equality.Semantic.DeepEqual(o.Spec.Template, cur.(*appsv1.Deployment).Spec.Template) {
-			return 0
-		}
-		return replicasOf(o.Spec.Replicas)
-	case *appsv1.StatefulSet:
-		if !equality.Semantic.DeepEqual(o.Spec.Template, cur.(*appsv1.StatefulSet).Spec.Template) {
-			return 0
-		}
-		return replicasOf(o.Spec.Replicas)
-	case *appsv1.ReplicaSet:
-		return replicasOf(o.Spec.Replicas)
-	case *v1.ReplicationController:
-		return replicasOf(o.Spec.Replicas)
-	}
-	return 0
-}
-
-func replicasOf(r *int32) int32 {
-	if r == nil {
-		return 1
-	}
-	return *r
-}
-
 // scaled reads the workload a scale request names from the cache and sets
 // its replicas to the Scale's.
-func (h *WorkloadForecaster) scaled(ctx context.Context, req admission.Request, obj client.Object) (*forecast.Workload, error) {
+func (h *WorkloadForecaster) scaled(ctx context.Context, req admission.Request, kind workload.Kind) (*forecast.Workload, error) {
 	var scale, old autoscalingv1.Scale
 	if err := json.Unmarshal(req.Object.Raw, &scale); err != nil {
 		return nil, fmt.Errorf("decoding the scale: %w", err)
@@ -236,6 +204,7 @@ func (h *WorkloadForecaster) scaled(ctx context.Context, req admission.Request, 
 	if h.Workloads == nil {
 		return nil, nil
 	}
+	obj := kind.New()
 	if err := h.Workloads.Get(ctx, client.ObjectKey{Namespace: req.Namespace, Name: req.Name}, obj); err != nil {
 		return nil, fmt.Errorf("%w: %s %s/%s: %w", errReadWorkload, req.Resource.Resource, req.Namespace, req.Name, err)
 	}
@@ -246,23 +215,18 @@ func (h *WorkloadForecaster) scaled(ctx context.Context, req admission.Request, 
 		}
 		existing = old.Spec.Replicas
 	}
-	replicas := scale.Spec.Replicas
-	switch o := obj.(type) {
-	case *appsv1.Deployment:
-		o.Spec.Replicas = &replicas
-		hash, err := h.currentRevision(ctx, o)
+	kind.SetReplicas(obj, scale.Spec.Replicas)
+	// A Deployment read from the cache has lost the part of its template
+	// its pod-template-hash is computed from: its current ReplicaSet says
+	// the hash.
+	if d, ok := obj.(*appsv1.Deployment); ok {
+		hash, err := h.currentRevision(ctx, d)
 		if err != nil {
-			return nil, fmt.Errorf("%w: the replica sets of deployment %s/%s: %w", errReadWorkload, o.Namespace, o.Name, err)
+			return nil, fmt.Errorf("%w: the replica sets of deployment %s/%s: %w", errReadWorkload, d.Namespace, d.Name, err)
 		}
 		if hash != "" {
-			return forecast.OfRevision(o, hash, existing), nil
+			return forecast.OfRevision(d, hash, existing), nil
 		}
-	case *appsv1.StatefulSet:
-		o.Spec.Replicas = &replicas
-	case *appsv1.ReplicaSet:
-		o.Spec.Replicas = &replicas
-	case *v1.ReplicationController:
-		o.Spec.Replicas = &replicas
 	}
 	return forecast.Of(obj, existing)
 }
@@ -284,7 +248,7 @@ func (h *WorkloadForecaster) currentRevision(ctx context.Context, d *appsv1.Depl
 		if ref := metav1.GetControllerOfNoCopy(rs); ref == nil || ref.UID != d.UID || rs.Spec.Selector == nil {
 			continue
 		}
-		if rev, _ := strconv.ParseInt(rs.Annotations[cache.RevisionAnnotation], 10, 64); rev > highest {
+		if rev := workload.Revision(rs); rev > highest {
 			current, highest = rs, rev
 		}
 	}

@@ -31,6 +31,7 @@ import (
 	"github.com/spreadguard/spreadguard/pkg/policy/policytest"
 	"github.com/spreadguard/spreadguard/pkg/spread"
 	"github.com/spreadguard/spreadguard/pkg/spread/spreadtest"
+	"github.com/spreadguard/spreadguard/pkg/workload"
 )
 
 // Workload sets the object, kind and resource of a workload request.
@@ -325,7 +326,7 @@ func storedAndCached(t *testing.T, kind, name string, template v1.PodTemplateSpe
 		rs := func(hash, revision string) *appsv1.ReplicaSet {
 			return &appsv1.ReplicaSet{
 				ObjectMeta: metav1.ObjectMeta{Namespace: shop, Name: name + "-" + hash, UID: types.UID("uid-" + name + "-" + hash),
-					Annotations:     map[string]string{cache.RevisionAnnotation: revision},
+					Annotations:     map[string]string{workload.RevisionAnnotation: revision},
 					OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(d, appsv1.SchemeGroupVersion.WithKind("Deployment"))}},
 				Spec: appsv1.ReplicaSetSpec{Replicas: &replicas, Template: template,
 					Selector: spreadtest.WithMatchLabel(selector.DeepCopy(), appsv1.DefaultDeploymentUniqueLabelKey, hash)},

@@ -18,6 +18,7 @@ import (
 	karpenterv1 "github.com/spreadguard/spreadguard/pkg/apis/karpenter/v1"
 	nodeclassv1 "github.com/spreadguard/spreadguard/pkg/apis/nodeclass/v1"
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
+	"github.com/spreadguard/spreadguard/pkg/workload"
 )
 
 // Kind is one kind of object spreadguard reads from a cluster. Kinds is the
@@ -82,11 +83,11 @@ var Kinds = []Kind{
 		object: &v1.Pod{}, list: &v1.PodList{}},
 	{GVK: v1.SchemeGroupVersion.WithKind("Service"), Resource: "services", Namespaced: true, Transform: StripService,
 		object: &v1.Service{}, list: &v1.ServiceList{}},
-	{GVK: v1.SchemeGroupVersion.WithKind("ReplicationController"), Resource: "replicationcontrollers", Namespaced: true,
+	{GVK: workload.ReplicationController.GVK, Resource: workload.ReplicationController.Resource, Namespaced: true,
 		Transform: StripReplicationController, object: &v1.ReplicationController{}, list: &v1.ReplicationControllerList{}},
-	{GVK: appsv1.SchemeGroupVersion.WithKind("ReplicaSet"), Resource: "replicasets", Namespaced: true,
+	{GVK: workload.ReplicaSet.GVK, Resource: workload.ReplicaSet.Resource, Namespaced: true,
 		Transform: StripReplicaSet, object: &appsv1.ReplicaSet{}, list: &appsv1.ReplicaSetList{}},
-	{GVK: appsv1.SchemeGroupVersion.WithKind("StatefulSet"), Resource: "statefulsets", Namespaced: true,
+	{GVK: workload.StatefulSet.GVK, Resource: workload.StatefulSet.Resource, Namespaced: true,
 		Transform: StripStatefulSet, object: &appsv1.StatefulSet{}, list: &appsv1.StatefulSetList{}},
 	{GVK: v1.SchemeGroupVersion.WithKind("Namespace"), Resource: "namespaces", Transform: StripNamespace,
 		object: &v1.Namespace{}, list: &v1.NamespaceList{}},
@@ -115,7 +116,7 @@ var Kinds = []Kind{
 	// The workload a scale names, which the forecast of the scale reads
 	// (the Scale carries no pod template), and what `kubectl spread plan`
 	// reads.
-	{GVK: appsv1.SchemeGroupVersion.WithKind("Deployment"), Resource: "deployments", Namespaced: true,
+	{GVK: workload.Deployment.GVK, Resource: workload.Deployment.Resource, Namespaced: true,
 		Transform: StripDeployment, object: &appsv1.Deployment{}, list: &appsv1.DeploymentList{}},
 }
 

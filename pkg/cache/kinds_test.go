@@ -14,6 +14,7 @@ import (
 
 	nodeclassv1 "github.com/spreadguard/spreadguard/pkg/apis/nodeclass/v1"
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
+	"github.com/spreadguard/spreadguard/pkg/workload"
 )
 
 func TestKindsAreConsistent(t *testing.T) {
@@ -54,6 +55,22 @@ func TestKindsAreConsistent(t *testing.T) {
 				t.Error("New() returned the same object twice")
 			}
 		})
+	}
+}
+
+func TestEveryWorkloadKindIsRead(t *testing.T) {
+	for _, w := range workload.Kinds {
+		k, ok := KindFor(w.GVK)
+		if !ok {
+			t.Errorf("workload kind %s is not in Kinds: the scale forecast and kubectl-spread plan read it", w.GVK)
+			continue
+		}
+		if k.Resource != w.Resource || !k.Namespaced {
+			t.Errorf("Kinds reads %s as resource %q, namespaced %v; want %q, namespaced", w.GVK, k.Resource, k.Namespaced, w.Resource)
+		}
+		if got, want := reflect.TypeOf(k.New()), reflect.TypeOf(w.New()); got != want {
+			t.Errorf("Kinds reads %s into a %v, the workload table into a %v", w.GVK, got, want)
+		}
 	}
 }
 

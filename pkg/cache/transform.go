@@ -10,6 +10,7 @@ import (
 
 	nodeclassv1 "github.com/spreadguard/spreadguard/pkg/apis/nodeclass/v1"
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
+	"github.com/spreadguard/spreadguard/pkg/workload"
 )
 
 // meta keeps the identity of an object; resourceVersion stays so that
@@ -92,18 +93,14 @@ var StripService toolscache.TransformFunc = func(obj any) (any, error) {
 // of a pod (template). One cache serves admission, the audit, and the
 // forecast of a scale, which reads the workload scaled from here.
 
-// RevisionAnnotation is the revision the Deployment controller writes on
-// each of a Deployment's ReplicaSets; the highest is the one it scales up.
-const RevisionAnnotation = "deployment.kubernetes.io/revision"
-
 // ownerMeta is meta plus the controllerRef and the Deployment revision.
 func ownerMeta(obj metav1.Object, m *metav1.ObjectMeta) metav1.ObjectMeta {
 	out := meta(m)
 	if ref := metav1.GetControllerOfNoCopy(obj); ref != nil {
 		out.OwnerReferences = []metav1.OwnerReference{*ref}
 	}
-	if r, ok := m.Annotations[RevisionAnnotation]; ok {
-		out.Annotations = map[string]string{RevisionAnnotation: r}
+	if r, ok := m.Annotations[workload.RevisionAnnotation]; ok {
+		out.Annotations = map[string]string{workload.RevisionAnnotation: r}
 	}
 	return out
 }
@@ -176,7 +173,7 @@ var StripReplicaSet toolscache.TransformFunc = func(obj any) (any, error) {
 	}
 	out := &appsv1.ReplicaSet{ObjectMeta: ownerMeta(rs, &rs.ObjectMeta), Spec: appsv1.ReplicaSetSpec{Selector: rs.Spec.Selector}}
 	idle := rs.Spec.Replicas != nil && *rs.Spec.Replicas == 0 && rs.Status.Replicas == 0
-	if ref := metav1.GetControllerOfNoCopy(rs); !idle || ref == nil || ref.Kind != "Deployment" {
+	if ref := metav1.GetControllerOfNoCopy(rs); !idle || ref == nil || ref.Kind != workload.Deployment.GVK.Kind {
 		out.Spec.Template = template(&rs.Spec.Template)
 	}
 	return out, nil

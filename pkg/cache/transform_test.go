@@ -18,6 +18,7 @@ import (
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
 	"github.com/spreadguard/spreadguard/pkg/spread"
 	"github.com/spreadguard/spreadguard/pkg/spread/spreadtest"
+	"github.com/spreadguard/spreadguard/pkg/workload"
 )
 
 // full returns metadata as the apiserver fills it, with everything a cache
@@ -263,9 +264,9 @@ func TestStripOwnersKeepWhatPlacesTheirPods(t *testing.T) {
 		},
 	}
 	meta := metav1.ObjectMeta{Namespace: "shop", Name: "web-h1", UID: "r1", Generation: 2, OwnerReferences: owner,
-		Labels: map[string]string{"app": "web"}, Annotations: map[string]string{RevisionAnnotation: "4", "note": "x"}}
+		Labels: map[string]string{"app": "web"}, Annotations: map[string]string{workload.RevisionAnnotation: "4", "note": "x"}}
 	keptMeta := metav1.ObjectMeta{Namespace: "shop", Name: "web-h1", UID: "r1", OwnerReferences: owner,
-		Annotations: map[string]string{RevisionAnnotation: "4"}}
+		Annotations: map[string]string{workload.RevisionAnnotation: "4"}}
 	sel := &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}
 	tests := []struct {
 		name      string

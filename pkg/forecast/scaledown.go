@@ -12,6 +12,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/spreadguard/spreadguard/pkg/spread"
+	"github.com/spreadguard/spreadguard/pkg/workload"
 )
 
 // A scale-down is forecast from the pods its controller deletes: a
@@ -61,7 +62,7 @@ type Skew struct {
 // kind, which pods a scale-down takes.
 func (w *Workload) departing() ([]string, string) {
 	switch w.Kind {
-	case "StatefulSet":
+	case workload.StatefulSet.GVK.Kind:
 		// The pods out of [start, start+replicas), highest ordinal
 		// first (processCondemned in
 		// https://github.com/kubernetes/kubernetes/blob/v1.37.1/pkg/controller/statefulset/stateful_set_control.go),

@@ -3,6 +3,7 @@ package forecast
 import (
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/spreadguard/spreadguard/pkg/engine"
 	"github.com/spreadguard/spreadguard/pkg/spread"
@@ -21,25 +22,28 @@ func withOwner(src engine.Sources, owner any) engine.Sources {
 	return ownerSources{Sources: src, owner: owner}
 }
 
+// The lookups of DefaultSelector's owners (spread.SelectorSources), one a
+// kind, each answered by the workload when it is the one asked for.
+
 func (s ownerSources) ReplicaSet(namespace, name string) (*appsv1.ReplicaSet, error) {
-	if o, ok := s.owner.(*appsv1.ReplicaSet); ok && o.Namespace == namespace && o.Name == name {
-		return o, nil
-	}
-	return s.Sources.ReplicaSet(namespace, name)
+	return ownerOr(s.owner, namespace, name, s.Sources.ReplicaSet)
 }
 
 func (s ownerSources) StatefulSet(namespace, name string) (*appsv1.StatefulSet, error) {
-	if o, ok := s.owner.(*appsv1.StatefulSet); ok && o.Namespace == namespace && o.Name == name {
-		return o, nil
-	}
-	return s.Sources.StatefulSet(namespace, name)
+	return ownerOr(s.owner, namespace, name, s.Sources.StatefulSet)
 }
 
 func (s ownerSources) ReplicationController(namespace, name string) (*v1.ReplicationController, error) {
-	if o, ok := s.owner.(*v1.ReplicationController); ok && o.Namespace == namespace && o.Name == name {
+	return ownerOr(s.owner, namespace, name, s.Sources.ReplicationController)
+}
+
+// ownerOr is owner when it is the T called namespace/name, or what read
+// finds.
+func ownerOr[T metav1.Object](owner any, namespace, name string, read func(namespace, name string) (T, error)) (T, error) {
+	if o, ok := owner.(T); ok && o.GetNamespace() == namespace && o.GetName() == name {
 		return o, nil
 	}
-	return s.Sources.ReplicationController(namespace, name)
+	return read(namespace, name)
 }
 
 // ServicesSelecting keeps the Service index of the wrapped sources in use.

@@ -12,15 +12,15 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/utils/dump"
+
+	"github.com/spreadguard/spreadguard/pkg/workload"
 )
 
 // Workload is a controller of pods as the forecast reads it: the pod its
 // controller creates next, how many of its pods exist, how many it wants.
 type Workload struct {
-	// Kind is Deployment, StatefulSet, ReplicaSet or ReplicationController.
-	Kind      string
-	Namespace string
-	Name      string
+	// Ref names the workload; its Kind is one of workload.Kinds.
+	workload.Ref
 	// Replicas is spec.replicas: the forecast places replicas
 	// Existing+1 to Replicas, or, below Existing, forecasts the
 	// scale-down.
@@ -50,9 +50,6 @@ type Workload struct {
 	ordinalStart int32
 }
 
-// String names the workload as "Deployment shop/web".
-func (w *Workload) String() string { return w.Kind + " " + w.Namespace + "/" + w.Name }
-
 // Of returns the workload of obj, a Deployment, StatefulSet, ReplicaSet or
 // ReplicationController as stored (defaults applied), whose pods that exist
 // already number existing.
@@ -64,17 +61,13 @@ func Of(obj any, existing int32) (*Workload, error) {
 	case *appsv1.StatefulSet:
 		w = statefulSetWorkload(o)
 	case *appsv1.ReplicaSet:
-		w = &Workload{Kind: "ReplicaSet", Namespace: o.Namespace, Name: o.Name, Replicas: replicas(o.Spec.Replicas), owner: o,
-			Pod: ReplicaSetPod(o)}
+		w = newWorkload(workload.ReplicaSet, o, ReplicaSetPod(o), o)
 	case *v1.ReplicationController:
 		if o.Spec.Template == nil {
 			return nil, fmt.Errorf("replication controller %s/%s has no pod template", o.Namespace, o.Name)
 		}
-		w = &Workload{Kind: "ReplicationController", Namespace: o.Namespace, Name: o.Name, Replicas: replicas(o.Spec.Replicas), owner: o,
-			Pod: podFromTemplate(o.Spec.Template, o.Namespace, metav1.OwnerReference{
-				APIVersion: "v1", Kind: "ReplicationController", Name: o.Name, UID: o.UID,
-				Controller: new(true), BlockOwnerDeletion: new(true),
-			})}
+		w = newWorkload(workload.ReplicationController, o,
+			podFromTemplate(o.Spec.Template, o.Namespace, controllerRef(workload.ReplicationController, &o.ObjectMeta)), o)
 		w.Pod.GenerateName = o.Name + "-"
 	default:
 		return nil, fmt.Errorf("a %T is not a workload the forecast reads", obj)
@@ -82,6 +75,12 @@ func Of(obj any, existing int32) (*Workload, error) {
 	// Existing may exceed Replicas (a scale down): nothing is placed.
 	w.Existing = max(existing, 0)
 	return w, nil
+}
+
+// newWorkload is the workload of obj, of kind k, whose controller creates
+// pod; owner is what pod's controllerRef names.
+func newWorkload(k workload.Kind, obj workload.Object, pod *v1.Pod, owner any) *Workload {
+	return &Workload{Ref: workload.RefTo(k, obj), Replicas: k.Replicas(obj), Pod: pod, owner: owner}
 }
 
 // OfRevision is Of for Deployment d whose new ReplicaSet, the one its
@@ -96,17 +95,9 @@ func OfRevision(d *appsv1.Deployment, hash string, existing int32) *Workload {
 	return w
 }
 
-// replicas is spec.replicas with the API's default of 1.
-func replicas(r *int32) int32 {
-	if r == nil {
-		return 1
-	}
-	return *r
-}
-
-func controllerRef(m *metav1.ObjectMeta, kind string) metav1.OwnerReference {
+func controllerRef(k workload.Kind, m *metav1.ObjectMeta) metav1.OwnerReference {
 	return metav1.OwnerReference{
-		APIVersion: appsv1.SchemeGroupVersion.String(), Kind: kind, Name: m.Name, UID: m.UID,
+		APIVersion: k.GVK.GroupVersion().String(), Kind: k.GVK.Kind, Name: m.Name, UID: m.UID,
 		Controller: new(true), BlockOwnerDeletion: new(true),
 	}
 }
@@ -122,7 +113,7 @@ func deploymentWorkload(d *appsv1.Deployment, hash string) *Workload {
 			Namespace: d.Namespace, Name: d.Name + "-" + hash,
 			// A stand-in: the ReplicaSet has no uid before it exists.
 			UID:             types.UID("forecast/" + string(d.UID) + "/" + hash),
-			OwnerReferences: []metav1.OwnerReference{controllerRef(&d.ObjectMeta, "Deployment")},
+			OwnerReferences: []metav1.OwnerReference{controllerRef(workload.Deployment, &d.ObjectMeta)},
 		},
 		Spec: appsv1.ReplicaSetSpec{Replicas: d.Spec.Replicas, Template: *d.Spec.Template.DeepCopy()},
 	}
@@ -132,8 +123,7 @@ func deploymentWorkload(d *appsv1.Deployment, hash string) *Workload {
 	}
 	rs.Spec.Selector.MatchLabels = withLabel(rs.Spec.Selector.MatchLabels, appsv1.DefaultDeploymentUniqueLabelKey, hash)
 	rs.Spec.Template.Labels = withLabel(rs.Spec.Template.Labels, appsv1.DefaultDeploymentUniqueLabelKey, hash)
-	return &Workload{Kind: "Deployment", Namespace: d.Namespace, Name: d.Name, Replicas: replicas(d.Spec.Replicas),
-		Pod: ReplicaSetPod(rs), owner: rs}
+	return newWorkload(workload.Deployment, d, ReplicaSetPod(rs), rs)
 }
 
 func withLabel(m map[string]string, k, v string) map[string]string {
@@ -167,8 +157,7 @@ func PodTemplateHash(template *v1.PodTemplateSpec, collisionCount *int32) string
 // from pod to pod; a selector does not read them (DefaultSelector takes
 // the StatefulSet's own), so one pod stands for all.
 func statefulSetWorkload(s *appsv1.StatefulSet) *Workload {
-	w := &Workload{Kind: "StatefulSet", Namespace: s.Namespace, Name: s.Name, Replicas: replicas(s.Spec.Replicas), owner: s,
-		Pod: StatefulSetPod(s, nil)}
+	w := newWorkload(workload.StatefulSet, s, StatefulSetPod(s, nil), s)
 	if s.Spec.Ordinals != nil {
 		w.ordinalStart = s.Spec.Ordinals.Start
 	}
@@ -193,7 +182,7 @@ func StatefulSetPod(s *appsv1.StatefulSet, pods []*v1.Pod) *v1.Pod {
 	for existing[fmt.Sprintf("%s-%d", s.Name, ordinal)] {
 		ordinal++
 	}
-	pod := podFromTemplate(&s.Spec.Template, s.Namespace, controllerRef(&s.ObjectMeta, "StatefulSet"))
+	pod := podFromTemplate(&s.Spec.Template, s.Namespace, controllerRef(workload.StatefulSet, &s.ObjectMeta))
 	pod.Name = fmt.Sprintf("%s-%d", s.Name, ordinal)
 	pod.Labels[appsv1.StatefulSetPodNameLabel] = pod.Name
 	pod.Labels[appsv1.PodIndexLabel] = strconv.Itoa(int(ordinal))
@@ -205,7 +194,7 @@ func StatefulSetPod(s *appsv1.StatefulSet, pods []*v1.Pod) *v1.Pod {
 
 // ReplicaSetPod is the pod the ReplicaSet controller stamps out of rs.
 func ReplicaSetPod(rs *appsv1.ReplicaSet) *v1.Pod {
-	pod := podFromTemplate(&rs.Spec.Template, rs.Namespace, controllerRef(&rs.ObjectMeta, "ReplicaSet"))
+	pod := podFromTemplate(&rs.Spec.Template, rs.Namespace, controllerRef(workload.ReplicaSet, &rs.ObjectMeta))
 	// As the ReplicaSet controller names its pods.
 	pod.GenerateName = rs.Name + "-"
 	return pod

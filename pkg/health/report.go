@@ -11,6 +11,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/spreadguard/spreadguard/pkg/spread"
+	"github.com/spreadguard/spreadguard/pkg/workload"
 )
 
 // The openreports.io Report the audit writes in each namespace: the format
@@ -119,9 +120,9 @@ func (rep *Report) add(res ReportResult) {
 
 // resource is the reference to r's workload a result names.
 func resource(r *Result) []v1.ObjectReference {
-	apiVersion := "apps/v1"
-	if r.Kind == KindReplicationController || r.Kind == KindService {
-		apiVersion = "v1"
+	apiVersion := "v1" // a Service's
+	if k, ok := workload.ByKind(r.Kind); ok {
+		apiVersion = k.GVK.GroupVersion().String()
 	}
 	return []v1.ObjectReference{{APIVersion: apiVersion, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name}}
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
@@ -13,26 +12,16 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/spreadguard/spreadguard/pkg/spread"
+	"github.com/spreadguard/spreadguard/pkg/workload"
 )
 
-// The workload kinds, as Result.Kind names them.
-const (
-	KindDeployment            = "Deployment"
-	KindStatefulSet           = "StatefulSet"
-	KindReplicaSet            = "ReplicaSet"
-	KindReplicationController = "ReplicationController"
-	KindService               = "Service"
-)
-
-// revisionAnnotation is the revision the Deployment controller writes on
-// each of its ReplicaSets; the highest is the current one.
-const revisionAnnotation = "deployment.kubernetes.io/revision"
+// KindService is Result.Kind of the pods a Service stands for, which no
+// controller owns; a controller's is its kind in workload.Kinds.
+const KindService = "Service"
 
 // Workload is a set of pods one controller, or a Service, stands for.
 type Workload struct {
-	Kind      string
-	Namespace string
-	Name      string
+	workload.Ref
 	// Selector selects the workload's pods in its namespace.
 	Selector labels.Selector
 	// Pod stands for the workload's pods: their namespace, labels,
@@ -75,21 +64,21 @@ type PodView interface {
 // unless it is scaled to zero with no pod left (its template is not kept).
 func Workloads(o Owners, pods PodView) []Workload {
 	var out []Workload
-	add := func(kind string, meta *metav1.ObjectMeta, sel labels.Selector, tmpl *v1.PodTemplateSpec, owner metav1.OwnerReference) {
+	add := func(kind workload.Kind, meta *metav1.ObjectMeta, sel labels.Selector, tmpl *v1.PodTemplateSpec, owner metav1.OwnerReference) {
 		if pods.PodsMatching(meta.Namespace, sel) == 0 {
 			return
 		}
-		w := Workload{Kind: kind, Namespace: meta.Namespace, Name: meta.Name, Selector: sel, Pod: podOf(meta.Namespace, tmpl, owner)}
+		w := Workload{Ref: workload.RefTo(kind, meta), Selector: sel, Pod: podOf(meta.Namespace, tmpl, owner)}
 		if len(tmpl.Spec.TopologySpreadConstraints) == 0 {
 			w = w.carrying(pods.Carried(meta.Namespace, sel, nil))
 		}
 		out = append(out, w)
 	}
-	broken := func(kind string, meta *metav1.ObjectMeta, tmpl *v1.PodTemplateSpec, owner metav1.OwnerReference, err error) {
+	broken := func(kind workload.Kind, meta *metav1.ObjectMeta, tmpl *v1.PodTemplateSpec, owner metav1.OwnerReference, err error) {
 		if len(tmpl.Labels) == 0 {
 			return
 		}
-		out = append(out, Workload{Kind: kind, Namespace: meta.Namespace, Name: meta.Name, Pod: podOf(meta.Namespace, tmpl, owner),
+		out = append(out, Workload{Ref: workload.RefTo(kind, meta), Pod: podOf(meta.Namespace, tmpl, owner),
 			Err: fmt.Errorf("spec.selector: %w", err)})
 	}
 	// controllers holds every controller selector per namespace, to find
@@ -109,15 +98,15 @@ func Workloads(o Owners, pods PodView) []Workload {
 		ref := metav1.GetControllerOf(rs)
 		switch {
 		case ref == nil && err != nil:
-			broken(KindReplicaSet, &rs.ObjectMeta, &rs.Spec.Template, controllerRef(KindReplicaSet, "apps/v1", rs.Name), err)
+			broken(workload.ReplicaSet, &rs.ObjectMeta, &rs.Spec.Template, controllerRef(workload.ReplicaSet, rs.Name), err)
 		case ref == nil:
-			add(KindReplicaSet, &rs.ObjectMeta, sel, &rs.Spec.Template, controllerRef(KindReplicaSet, "apps/v1", rs.Name))
-		case ref.Kind == KindDeployment:
+			add(workload.ReplicaSet, &rs.ObjectMeta, sel, &rs.Spec.Template, controllerRef(workload.ReplicaSet, rs.Name))
+		case ref.Kind == workload.Deployment.GVK.Kind:
 			c, seen := current[ref.UID]
 			if !seen {
 				deployments = append(deployments, ref.UID)
 			}
-			if !seen || revision(rs) > revision(c) {
+			if !seen || workload.Revision(rs) > workload.Revision(c) {
 				current[ref.UID] = rs
 			}
 		}
@@ -126,19 +115,19 @@ func Workloads(o Owners, pods PodView) []Workload {
 		rs := current[uid]
 		d := metav1.ObjectMeta{Namespace: rs.Namespace, Name: metav1.GetControllerOf(rs).Name}
 		if sel, err := metav1.LabelSelectorAsSelector(rs.Spec.Selector); err == nil {
-			add(KindDeployment, &d, sel, &rs.Spec.Template, controllerRef(KindReplicaSet, "apps/v1", rs.Name))
+			add(workload.Deployment, &d, sel, &rs.Spec.Template, controllerRef(workload.ReplicaSet, rs.Name))
 		} else {
-			broken(KindDeployment, &d, &rs.Spec.Template, controllerRef(KindReplicaSet, "apps/v1", rs.Name), err)
+			broken(workload.Deployment, &d, &rs.Spec.Template, controllerRef(workload.ReplicaSet, rs.Name), err)
 		}
 	}
 	for _, ss := range o.StatefulSets {
 		sel, err := metav1.LabelSelectorAsSelector(ss.Spec.Selector)
 		if err != nil {
-			broken(KindStatefulSet, &ss.ObjectMeta, &ss.Spec.Template, controllerRef(KindStatefulSet, "apps/v1", ss.Name), err)
+			broken(workload.StatefulSet, &ss.ObjectMeta, &ss.Spec.Template, controllerRef(workload.StatefulSet, ss.Name), err)
 			continue
 		}
 		controllers[ss.Namespace] = append(controllers[ss.Namespace], sel)
-		add(KindStatefulSet, &ss.ObjectMeta, sel, &ss.Spec.Template, controllerRef(KindStatefulSet, "apps/v1", ss.Name))
+		add(workload.StatefulSet, &ss.ObjectMeta, sel, &ss.Spec.Template, controllerRef(workload.StatefulSet, ss.Name))
 	}
 	for _, rc := range o.ReplicationControllers {
 		if len(rc.Spec.Selector) == 0 {
@@ -150,7 +139,7 @@ func Workloads(o Owners, pods PodView) []Workload {
 		if tmpl == nil {
 			tmpl = &v1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: rc.Spec.Selector}}
 		}
-		add(KindReplicationController, &rc.ObjectMeta, sel, tmpl, controllerRef(KindReplicationController, "v1", rc.Name))
+		add(workload.ReplicationController, &rc.ObjectMeta, sel, tmpl, controllerRef(workload.ReplicationController, rc.Name))
 	}
 	for _, svc := range o.Services {
 		if w, ok := serviceWorkload(svc, controllers[svc.Namespace], pods); ok {
@@ -184,18 +173,13 @@ func serviceWorkload(svc *v1.Service, controllers []labels.Selector, pods PodVie
 		return Workload{}, false
 	}
 	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: svc.Namespace, Labels: chosen}}
-	w := Workload{Kind: KindService, Namespace: svc.Namespace, Name: svc.Name, Selector: sel, Pod: pod}
+	w := Workload{Ref: workload.Ref{Kind: KindService, Namespace: svc.Namespace, Name: svc.Name}, Selector: sel, Pod: pod}
 	return w.carrying(pods.Carried(svc.Namespace, sel, controllers)), true
 }
 
-func revision(rs *appsv1.ReplicaSet) int64 {
-	n, _ := strconv.ParseInt(rs.Annotations[revisionAnnotation], 10, 64)
-	return n
-}
-
-func controllerRef(kind, apiVersion, name string) metav1.OwnerReference {
+func controllerRef(k workload.Kind, name string) metav1.OwnerReference {
 	yes := true
-	return metav1.OwnerReference{Kind: kind, APIVersion: apiVersion, Name: name, Controller: &yes}
+	return metav1.OwnerReference{Kind: k.GVK.Kind, APIVersion: k.GVK.GroupVersion().String(), Name: name, Controller: &yes}
 }
 
 // podOf builds the pod a template stands for, in namespace, controlled by

@@ -28,6 +28,7 @@ import (
 	"github.com/spreadguard/spreadguard/pkg/controller/policies"
 	"github.com/spreadguard/spreadguard/pkg/engine"
 	"github.com/spreadguard/spreadguard/pkg/spread"
+	"github.com/spreadguard/spreadguard/pkg/workload"
 )
 
 // The two branches of Sources: kubectl-spread and the parity module read
@@ -111,7 +112,7 @@ func (d drawer) meta(namespace, name string) metav1.ObjectMeta {
 		m.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply, APIVersion: "v1"}}
 	}
 	if d.IntN(4) == 0 {
-		m.Annotations = map[string]string{cache.RevisionAnnotation: fmt.Sprint(d.IntN(3)), "note": "kept by a Store"}
+		m.Annotations = map[string]string{workload.RevisionAnnotation: fmt.Sprint(d.IntN(3)), "note": "kept by a Store"}
 	}
 	return m
 }

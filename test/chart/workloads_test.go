@@ -9,6 +9,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/spreadguard/spreadguard/cmd/webhook/app"
+	"github.com/spreadguard/spreadguard/pkg/workload"
 )
 
 // The workload forecasts only warn, so their configuration must never
@@ -42,12 +43,19 @@ func TestTheWorkloadForecastWebhookNeverBlocks(t *testing.T) {
 			}
 			ops := []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update}
 			namespaced := admissionregistrationv1.NamespacedScope
-			want := []admissionregistrationv1.RuleWithOperations{
-				{Operations: ops, Rule: admissionregistrationv1.Rule{APIGroups: []string{"apps"}, APIVersions: []string{"v1"},
-					Resources: []string{"deployments", "deployments/scale", "statefulsets", "statefulsets/scale", "replicasets", "replicasets/scale"},
-					Scope:     &namespaced}},
-				{Operations: ops, Rule: admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"},
-					Resources: []string{"replicationcontrollers", "replicationcontrollers/scale"}, Scope: &namespaced}},
+			// Every workload kind and its scale, one rule per API group, in
+			// the order of the table.
+			var want []admissionregistrationv1.RuleWithOperations
+			at := map[string]int{}
+			for _, k := range workload.Kinds {
+				i, ok := at[k.GVK.Group]
+				if !ok {
+					i = len(want)
+					at[k.GVK.Group] = i
+					want = append(want, admissionregistrationv1.RuleWithOperations{Operations: ops, Rule: admissionregistrationv1.Rule{
+						APIGroups: []string{k.GVK.Group}, APIVersions: []string{k.GVK.Version}, Scope: &namespaced}})
+				}
+				want[i].Resources = append(want[i].Resources, k.Resource, k.Resource+"/scale")
 			}
 			if diff := cmp.Diff(want, got.Rules); diff != "" {
 				t.Errorf("rules (-want +got):\n%s", diff)

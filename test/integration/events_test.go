@@ -18,9 +18,9 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/spreadguard/spreadguard/pkg/cache"
 	"github.com/spreadguard/spreadguard/pkg/forecast"
 	"github.com/spreadguard/spreadguard/pkg/spread/spreadtest"
+	"github.com/spreadguard/spreadguard/pkg/workload"
 )
 
 // deploymentObj is a Deployment of app=labels["app"] with a valid template;
@@ -159,7 +159,7 @@ func TestApplyAndScaleOfADeploymentThatCannotSpreadReturnTheForecastWarning(t *t
 	}
 	hash := forecast.PodTemplateHash(&stored.Spec.Template, stored.Status.CollisionCount)
 	rs := replicaSet(ns, "web-"+hash, map[string]string{"app": "web", appsv1.DefaultDeploymentUniqueLabelKey: hash})
-	rs.Annotations = map[string]string{cache.RevisionAnnotation: "1"}
+	rs.Annotations = map[string]string{workload.RevisionAnnotation: "1"}
 	rs.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(&stored, appsv1.SchemeGroupVersion.WithKind("Deployment"))}
 	create(t, rs)
 	for i, node := range []string{"a1", "b1", "a1"} {
