@@ -570,8 +570,16 @@ func TestRBACReadsExactlyWhatTheServerReadsAndWritesOnlyEvents(t *testing.T) {
 	})
 	t.Run("audit and deletionCost off -> no Lease Role", func(t *testing.T) {
 		r := render(t, valuesYAML(t, "audit: {enabled: false}\ndeletionCost: {enabled: false}"))
-		if n := len(all[*rbacv1.Role](r.objects)) + len(all[*rbacv1.RoleBinding](r.objects)); n != 0 {
-			t.Errorf("%d namespaced Roles or RoleBindings rendered, want none", n)
+		// Only cluster-autoscaler's status Role stays, in its own namespace.
+		for _, role := range all[*rbacv1.Role](r.objects) {
+			if role.Namespace == releaseNamespace {
+				t.Errorf("Role %s/%s rendered with neither the audit nor the keeper on", role.Namespace, role.Name)
+			}
+		}
+		for _, b := range all[*rbacv1.RoleBinding](r.objects) {
+			if b.Namespace == releaseNamespace {
+				t.Errorf("RoleBinding %s/%s rendered with neither the audit nor the keeper on", b.Namespace, b.Name)
+			}
 		}
 	})
 	t.Run("autoscaler.karpenter false -> no NodePools", func(t *testing.T) {
@@ -886,6 +894,9 @@ func TestServerConfigFile(t *testing.T) {
 			"clusterAutoscalerStatus": "kube-system/cluster-autoscaler-status",
 			"audit":                   true,
 			"shutdownDelay":           "5s",
+			"deletionCost":            true,
+			"deletionCostQPS":         float64(20),
+			"deletionCostBurst":       float64(40),
 		}
 	}
 	// failing sets the failurePolicy the server answers its own faults by.
