@@ -1,7 +1,6 @@
 package app
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/go-logr/logr"
@@ -9,7 +8,6 @@ import (
 
 	"github.com/spreadguard/spreadguard/pkg/cache"
 	"github.com/spreadguard/spreadguard/pkg/controller/deletioncost"
-	"github.com/spreadguard/spreadguard/pkg/controller/leader"
 	"github.com/spreadguard/spreadguard/pkg/engine"
 	"github.com/spreadguard/spreadguard/pkg/policy"
 	"github.com/spreadguard/spreadguard/pkg/spread"
@@ -22,13 +20,9 @@ import (
 // cluster, as it leaves the audit.
 func addKeeper(mgr manager.Manager, o *options, cfg *Config, ix *spread.Index, tracker *cache.Tracker,
 	policies policy.Lister, engineCfg engine.Config, log logr.Logger) error {
-	ns, err := leader.Namespace(cfg.LeaderElectionNamespace)
-	if errors.Is(err, leader.ErrNoNamespace) {
-		log.Info("the deletion cost keeper is off: outside a cluster, it needs --leader-election-namespace")
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("finding the namespace of the deletion cost keeper's Lease: %w", err)
+	ns, ok, err := leaseNamespace(cfg, "the deletion cost keeper", log)
+	if !ok {
+		return err
 	}
 	k, err := deletioncost.New(deletioncost.Config{
 		Log: log, Index: ix, Pods: tracker,

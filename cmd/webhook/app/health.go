@@ -2,14 +2,12 @@ package app
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/go-logr/logr"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
-	"github.com/spreadguard/spreadguard/pkg/controller/leader"
 	"github.com/spreadguard/spreadguard/pkg/controller/spreadhealth"
 	"github.com/spreadguard/spreadguard/pkg/engine"
 	"github.com/spreadguard/spreadguard/pkg/spread"
@@ -39,13 +37,9 @@ func addSpreadHealth(mgr manager.Manager, o *options, cfg *Config, ix *spread.In
 	if !cfg.Audit {
 		return nil
 	}
-	leaseNS, err := leader.Namespace(cfg.LeaderElectionNamespace)
-	if errors.Is(err, leader.ErrNoNamespace) {
-		log.Info("the audit is off: outside a cluster, it needs --leader-election-namespace")
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("finding the namespace of the audit's Lease: %w", err)
+	leaseNS, ok, err := leaseNamespace(cfg, "the audit", log)
+	if !ok {
+		return err
 	}
 	c, err := spreadhealth.New(spreadhealth.Config{
 		Cache: mgr.GetCache(), Client: mgr.GetClient(), Mapper: mgr.GetRESTMapper(), RESTConfig: mgr.GetConfig(),

@@ -547,13 +547,10 @@ func ownerChanged(old, obj any) bool {
 // policyChanged reports whether an update may change a workload's policy:
 // a policy's spec (its generation), a namespace's labels.
 func policyChanged(old, obj any) bool {
+	if changed, isPolicy := policy.SpecChanged(old, obj); isPolicy {
+		return changed
+	}
 	switch o := old.(type) {
-	case *v1alpha1.SpreadPolicy:
-		n, ok := obj.(*v1alpha1.SpreadPolicy)
-		return !ok || o.Generation != n.Generation
-	case *v1alpha1.ClusterSpreadPolicy:
-		n, ok := obj.(*v1alpha1.ClusterSpreadPolicy)
-		return !ok || o.Generation != n.Generation
 	case *v1.Namespace:
 		n, ok := obj.(*v1.Namespace)
 		return !ok || !maps.Equal(o.Labels, n.Labels)

@@ -37,6 +37,7 @@ import (
 	"github.com/spreadguard/spreadguard/pkg/controller/leader"
 	"github.com/spreadguard/spreadguard/pkg/engine"
 	"github.com/spreadguard/spreadguard/pkg/health"
+	"github.com/spreadguard/spreadguard/pkg/policy"
 	"github.com/spreadguard/spreadguard/pkg/spread"
 )
 
@@ -221,6 +222,9 @@ func (c *Controller) lead(ctx context.Context) error {
 // them keeps a quiet cluster from being audited every few seconds. The
 // objects are the cache's, which keep only what spreadguard reads.
 func mayChangeThePass(old, obj any) bool {
+	if changed, isPolicy := policy.SpecChanged(old, obj); isPolicy {
+		return changed
+	}
 	switch o := old.(type) {
 	case *cache.Pod:
 		n, ok := obj.(*cache.Pod)
@@ -229,12 +233,6 @@ func mayChangeThePass(old, obj any) bool {
 		n, ok := obj.(*v1.Node)
 		return !ok || o.Spec.Unschedulable != n.Spec.Unschedulable || !maps.Equal(o.Labels, n.Labels) ||
 			!equality.Semantic.DeepEqual(o.Spec.Taints, n.Spec.Taints)
-	case *v1alpha1.SpreadPolicy:
-		n, ok := obj.(*v1alpha1.SpreadPolicy)
-		return !ok || o.Generation != n.Generation
-	case *v1alpha1.ClusterSpreadPolicy:
-		n, ok := obj.(*v1alpha1.ClusterSpreadPolicy)
-		return !ok || o.Generation != n.Generation
 	case *appsv1.ReplicaSet:
 		n, ok := obj.(*appsv1.ReplicaSet)
 		return !ok || !sameMeta(&o.ObjectMeta, &n.ObjectMeta) || !equality.Semantic.DeepEqual(o.Spec, n.Spec)
