@@ -598,7 +598,7 @@ func (c *tenantCluster) render(t *testing.T, detail spread.MessageDetail) []rend
 	}
 	results := st.results
 	for _, u := range st.unreachable {
-		add(pathReady, v1alpha1.ReasonMinDomainsOutOfReach+": "+u.message)
+		add(pathReady, u.reason+": "+u.message)
 	}
 	for _, rep := range health.Reports(results, detail) {
 		for _, r := range rep.Results {
