@@ -172,6 +172,7 @@ func IndexFromSnapshot(s Snapshot) *Index {
 		ix.AddPod(p)
 	}
 	ix.SetTemplates(s.Templates)
+	ix.SetUnservedZones(s.UnservedZones)
 	return ix
 }
 
