@@ -240,6 +240,11 @@ func assemble(ev *evaluation, opts Options) (*Result, error) {
 	switch res.Verdict {
 	case VerdictFeasibleOnNewNode:
 		res.Message = ev.newNodeMessage()
+		if note := ev.unservedNote(); note != "" {
+			// Karpenter counts the unserved zone at 0 pods too: the new
+			// node it picks for the pod may be one it cannot add.
+			res.Message += "." + note
+		}
 	case VerdictUnsatisfiable:
 		if ev.candidates == 0 {
 			res.Message = "No node passes the pod's node affinity, nodeSelector, taints and cordons." + ev.templatesNote() + ev.unservedNote()

@@ -265,12 +265,15 @@ func TestADenialOverZonesSaysWhichZonesNoNodeComesUpIn(t *testing.T) {
 	overZones := st.MakePod().Name("incoming").Label("foo", "bar").SpreadConstraint(st.Constraint(1, v1.LabelTopologyZone).MatchLabel("foo", "bar").Obj()).Obj()
 	overHosts := st.MakePod().Name("incoming").Label("foo", "bar").SpreadConstraint(st.Constraint(1, v1.LabelHostname).MatchLabel("foo", "bar").Obj()).Obj()
 	tests := []struct {
-		name     string
-		pod      *v1.Pod
-		unserved []spread.UnservedZone
-		detail   spread.MessageDetail
+		name      string
+		pod       *v1.Pod
+		unserved  []spread.UnservedZone
+		templates []spread.Template
+		detail    spread.MessageDetail
 		// want ends the message; "" when no zone is said to be unserved.
 		want string
+		// verdict is VerdictUnsatisfiable when not set.
+		verdict spread.Verdict
 	}{
 		{
 			name:     "zones a, b, counts [2,0], b tainted, NodePool general requires d its EC2NodeClass cannot serve, messageDetail domains -> denied, zone d named, not the NodePool",
@@ -294,6 +297,15 @@ func TestADenialOverZonesSaysWhichZonesNoNodeComesUpIn(t *testing.T) {
 			want:     " Zones d, e are required by an autoscaler's node pool whose node class cannot serve them: no node comes up there, so pods that need them stay Pending.",
 		},
 		{
+			name:      "zones a, b, counts [2,0], b tainted, a template in zone c, d unserved -> admitted for a new node in zone c, zone d named after it",
+			pod:       overZones,
+			unserved:  zoneD,
+			templates: []spread.Template{makeTemplate("nodepool/general/c").Zone("c").Obj()},
+			detail:    spread.DetailDomains,
+			want:      "no current node fits; a new node that an autoscaler can add in zone c would. Zone d is required by an autoscaler's node pool whose node class cannot serve it: no node comes up there, so pods that need it stay Pending.",
+			verdict:   spread.VerdictFeasibleOnNewNode,
+		},
+		{
 			name:     "a constraint over hostnames denied the same way, d unserved -> no word of zones",
 			pod:      overHosts,
 			unserved: zoneD,
@@ -307,13 +319,17 @@ func TestADenialOverZonesSaysWhichZonesNoNodeComesUpIn(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			snap := spread.Snapshot{Nodes: nodes, Pods: webPods(2, "a1"), UnservedZones: tt.unserved}
+			snap := spread.Snapshot{Nodes: nodes, Pods: webPods(2, "a1"), Templates: tt.templates, UnservedZones: tt.unserved}
 			res, err := checkBoth(t, snap, tt.pod, spread.Options{Detail: tt.detail})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if res.Verdict != spread.VerdictUnsatisfiable {
-				t.Fatalf("verdict %s, want %s: %s", res.Verdict, spread.VerdictUnsatisfiable, res.Message)
+			want := tt.verdict
+			if want == "" {
+				want = spread.VerdictUnsatisfiable
+			}
+			if res.Verdict != want {
+				t.Fatalf("verdict %s, want %s: %s", res.Verdict, want, res.Message)
 			}
 			if tt.want == "" {
 				if strings.Contains(res.Message, "required by") {
