@@ -77,8 +77,8 @@ func NodesPerCount(counts map[string]int, domains int) string {
 	return strings.Join(parts, ", ")
 }
 
-// UnservedSentence words zs, sorted, as the reason pods needing them stay Pending,
-// naming the NodePools and node classes only where detail names nodes:
+// UnservedSentence words zs, sorted, as the reason pods needing them stay
+// Pending, naming the NodePools and node classes only where d names nodes:
 // "Zone d is required by an autoscaler's node pool whose node class cannot
 // serve it: no node comes up there, so pods that need it stay Pending."
 // It is "" for no zone.

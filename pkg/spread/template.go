@@ -215,15 +215,12 @@ func (ev *evaluation) newNodeMessage() string {
 	return ""
 }
 
-// templatesNote is the sentence an unsatisfiable pod's message ends with
-// when there are templates: none fits, and why the first ones do not; when
-// the detail names no node, how many fail for each reason, since a
-// template's name and its taint can name another tenant.
-// unservedNote says, after the denial of a pod with a hard constraint
-// over topology.kubernetes.io/zone, which zones an autoscaler's node pool
-// requires but cannot serve: the pod may be waiting for a node there that
-// never comes. Every such zone is named, whatever the pod's affinity: it is
-// the autoscaler that picks the NodePool.
+// unservedNote says, after the denial of a pod with a hard constraint over
+// topology.kubernetes.io/zone (or the warning of one only a new node
+// fits), which zones an autoscaler's node pool requires but cannot serve:
+// the pod may be waiting for a node there that never comes. Every such
+// zone is named, whatever the pod's affinity: it is the autoscaler that
+// picks the NodePool.
 func (ev *evaluation) unservedNote() string {
 	if len(ev.unserved) == 0 || !slices.ContainsFunc(ev.constraints, func(c constraint) bool { return c.topologyKey == v1.LabelTopologyZone }) {
 		return ""
@@ -231,6 +228,10 @@ func (ev *evaluation) unservedNote() string {
 	return " " + ev.detail.UnservedSentence(ev.unserved)
 }
 
+// templatesNote is the sentence an unsatisfiable pod's message ends with
+// when there are templates: none fits, and why the first ones do not; when
+// the detail names no node, how many fail for each reason, since a
+// template's name and its taint can name another tenant.
 func (ev *evaluation) templatesNote() string {
 	if len(ev.templates) == 0 {
 		return ""
