@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/spreadguard/spreadguard/pkg/autoscale"
 	"github.com/spreadguard/spreadguard/pkg/cache"
 	"github.com/spreadguard/spreadguard/pkg/engine"
 	"github.com/spreadguard/spreadguard/pkg/lookup"
@@ -89,11 +90,12 @@ func (o *checkOptions) run(cmd *cobra.Command, connect connectFunc) (*engine.Rev
 // What the webhook would log of the templates goes to notes.
 func review(pod *v1.Pod, store *lookup.Store, cfg engine.Config, topts lookup.TemplateOptions, notes io.Writer) (*engine.Review, error) {
 	index := spread.IndexFromSnapshot(store.Snapshot())
-	templates, err := deriveTemplates(context.Background(), store, topts, notes)
+	derived, err := deriveTemplates(context.Background(), store, topts, notes)
 	if err != nil {
 		return nil, err
 	}
-	index.SetTemplates(templates)
+	index.SetTemplates(derived.Templates)
+	index.SetUnservedZones(derived.Unserved())
 	rev, err := engine.ReviewPod(pod, lookup.NewSources(store), index, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("reviewing pod %s/%s: %w", pod.Namespace, podName(pod), err)
@@ -106,10 +108,10 @@ func review(pod *v1.Pod, store *lookup.Store, cfg engine.Config, topts lookup.Te
 // was not read (the webhook logs it, and judges the node groups as if it
 // were not there), and what of the autoscalers leaves pods Pending or
 // refused (autoscale.Derived.Findings), as the webhook logs it.
-func deriveTemplates(ctx context.Context, store *lookup.Store, topts lookup.TemplateOptions, notes io.Writer) ([]spread.Template, error) {
+func deriveTemplates(ctx context.Context, store *lookup.Store, topts lookup.TemplateOptions, notes io.Writer) (autoscale.Derived, error) {
 	d, err := lookup.Derive(ctx, store, topts)
 	if err != nil {
-		return nil, fmt.Errorf("deriving the nodes an autoscaler can add: %w", err)
+		return autoscale.Derived{}, fmt.Errorf("deriving the nodes an autoscaler can add: %w", err)
 	}
 	if err := d.ClusterAutoscalerStatusErr; err != nil {
 		fmt.Fprintf(notes, "%s: note: %v; every node group is taken to be able to grow\n", name, err)
@@ -117,7 +119,7 @@ func deriveTemplates(ctx context.Context, store *lookup.Store, topts lookup.Temp
 	for _, f := range d.Findings() {
 		fmt.Fprintf(notes, "%s: note: %s\n", name, f)
 	}
-	return d.Templates, nil
+	return d.Derived, nil
 }
 
 // kindsText names the kinds a cluster file may hold, from the table of

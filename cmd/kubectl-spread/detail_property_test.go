@@ -22,7 +22,9 @@ import (
 
 	sgadmission "github.com/spreadguard/spreadguard/pkg/admission"
 	karpenterv1 "github.com/spreadguard/spreadguard/pkg/apis/karpenter/v1"
+	nodeclassv1 "github.com/spreadguard/spreadguard/pkg/apis/nodeclass/v1"
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
+	"github.com/spreadguard/spreadguard/pkg/autoscale"
 	"github.com/spreadguard/spreadguard/pkg/engine"
 	"github.com/spreadguard/spreadguard/pkg/forecast"
 	"github.com/spreadguard/spreadguard/pkg/forecast/forecasttest"
@@ -105,7 +107,8 @@ func TestDomainsDetailNamesNoNodeLabelTaintOrTemplate(t *testing.T) {
 	t.Logf("strings rendered under domains, by path: %v; under nodes, %d named a node, label, taint or template", rendered, namedUnderNodes)
 	for _, path := range []string{pathDenial, pathWarning, pathNewNode, pathOwnerEvent, pathPodEvent, pathForecast,
 		pathReportMessage, pathReportProperty, pathReady, pathCheck, pathCheckJSON, pathPlan, pathPlanJSON, pathStatus,
-		pathScaleDown, pathPlanScaleDown, caseHostDenial, caseHostForecast, caseHostScale, caseTemplates} {
+		pathScaleDown, pathPlanScaleDown, caseHostDenial, caseHostForecast, caseHostScale, caseTemplates,
+		caseUnservedPod, caseUnservedPolicy} {
 		if rendered[path] == 0 {
 			t.Errorf("no %s was rendered in %d rounds: the generator never reaches it", path, rounds)
 		}
@@ -158,6 +161,10 @@ const (
 	caseHostForecast = "forecast warning over hostnames"
 	caseHostScale    = "scale-down warning over hostnames"
 	caseTemplates    = "pod message about templates"
+	// caseUnservedPod and caseUnservedPolicy say a zone is required by a
+	// node pool whose node class cannot serve it.
+	caseUnservedPod    = "pod message about an unserved zone"
+	caseUnservedPolicy = "policy status and Report about an unserved zone"
 )
 
 var cases = map[string]func(rendered) bool{
@@ -170,6 +177,12 @@ var cases = map[string]func(rendered) bool{
 	caseTemplates: func(s rendered) bool {
 		return (s.path == pathDenial || s.path == pathWarning || s.path == pathAudit) &&
 			strings.Contains(s.text, "No node an autoscaler can add fits either")
+	},
+	caseUnservedPod: func(s rendered) bool {
+		return (s.path == pathDenial || s.path == pathWarning || s.path == pathAudit || s.path == pathNewNode) && strings.Contains(s.text, "whose node class cannot serve")
+	},
+	caseUnservedPolicy: func(s rendered) bool {
+		return (s.path == pathReady || s.path == pathReportMessage) && strings.Contains(s.text, "whose node class cannot serve")
 	},
 }
 
@@ -190,10 +203,13 @@ const (
 // autoscaler can add, and tenant "shop", whose Deployment web creates the
 // pod under review.
 type tenantCluster struct {
-	objs       []runtime.Object
-	store      *lookup.Store
-	index      *spread.Index
-	templates  lookup.TemplateOptions
+	objs      []runtime.Object
+	store     *lookup.Store
+	index     *spread.Index
+	templates lookup.TemplateOptions
+	// derived is what the templates were derived with: the zones a
+	// NodePool requires that its node class cannot serve.
+	derived    autoscale.Derived
 	deployment *appsv1.Deployment
 	pod        *v1.Pod
 	policies   []*v1alpha1.SpreadPolicy
@@ -206,7 +222,8 @@ type tenantCluster struct {
 // shared, zones named like nodes or like a team's label, nodes without a
 // zone, taints with and without a value, cordoned nodes, templates from
 // NodeTemplates (one with a hostname of its own), NodePools and node
-// groups in zones no node has, and constraints over zones, hostnames,
+// groups in zones no node has, NodePools requiring a zone their
+// EC2NodeClass cannot serve, and constraints over zones, hostnames,
 // racks, node groups and capacity types with minDomains and both
 // inclusion policies. A quarter of the rounds are the per-host case that
 // names the most: the tenant's pods on each of its nodes, another tenant's
@@ -311,6 +328,14 @@ func drawTenantCluster(t *testing.T, rng *rand.Rand) *tenantCluster {
 		c.templates = lookup.TemplateOptions{}
 	}
 	newZone := pick("us-east-1d", "zone-z", "tenant-b")
+	// A node class whose subnets serve only the first zone: the NodePools
+	// that name it require newZone, which it cannot serve.
+	nodeClass := pick("tenant-b-private-subnets", "team-x-nodeclass")
+	unservable := autoscaled && rng.IntN(3) > 0
+	if unservable {
+		c.objs = append(c.objs, &nodeclassv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: nodeClass},
+			Status: nodeclassv1.NodeClassStatus{Subnets: []nodeclassv1.Subnet{{Zone: zones[0]}}}})
+	}
 	for i := range rng.IntN(3) * btoi(autoscaled) {
 		nt := &v1alpha1.NodeTemplate{ObjectMeta: metav1.ObjectMeta{Name: pick("tenant-b-gpu-scale-from-zero", "team-payments-highmem") + fmt.Sprint(i)}}
 		nt.Spec.Labels = map[string]string{teamKey: teams[rng.IntN(len(teams))], v1.LabelTopologyZone: pick(append(zones, newZone)...)}
@@ -325,7 +350,7 @@ func drawTenantCluster(t *testing.T, rng *rand.Rand) *tenantCluster {
 		}
 		c.objs = append(c.objs, nt)
 	}
-	for range rng.IntN(3) * btoi(autoscaled) {
+	for range max(rng.IntN(3)*btoi(autoscaled), btoi(unservable)) {
 		np := &karpenterv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: pick("tenant-b-batch", "team-x-spot")}}
 		if slices.ContainsFunc(c.objs, func(o runtime.Object) bool {
 			p, ok := o.(*karpenterv1.NodePool)
@@ -341,6 +366,9 @@ func drawTenantCluster(t *testing.T, rng *rand.Rand) *tenantCluster {
 		if rng.IntN(2) == 0 {
 			np.Spec.Template.Spec.Taints = []v1.Taint{taints[rng.IntN(len(taints))]}
 		}
+		if unservable {
+			np.Spec.Template.Spec.NodeClassRef = &karpenterv1.NodeClassReference{Group: nodeclassv1.EC2GroupName, Kind: nodeclassv1.KindEC2NodeClass, Name: nodeClass}
+		}
 		c.objs = append(c.objs, np)
 	}
 
@@ -348,8 +376,16 @@ func drawTenantCluster(t *testing.T, rng *rand.Rand) *tenantCluster {
 	// another tenant's pods beside them.
 	keys := []string{v1.LabelTopologyZone, v1.LabelTopologyZone, v1.LabelHostname, v1.LabelHostname, v1.LabelHostname,
 		rackKey, nodeGroupKey, karpenterv1.CapacityTypeLabelKey}
+	// Half the clusters with an unserved zone spread over zones first, the
+	// tenant's pods piled up, so that a denial says so in enough rounds.
+	zoneRound := unservable && rng.IntN(2) == 0
+	zoneFirst := zoneRound
 	constraint := func(soft bool) v1alpha1.Constraint {
-		k := policytest.MakeConstraint().TopologyKey(keys[rng.IntN(len(keys))]).MaxSkew(int32(1 + rng.IntN(3)/2))
+		key := keys[rng.IntN(len(keys))]
+		if zoneFirst {
+			key, zoneFirst = v1.LabelTopologyZone, false
+		}
+		k := policytest.MakeConstraint().TopologyKey(key).MaxSkew(int32(1 + rng.IntN(3)/2))
 		if soft {
 			return k.ScheduleAnyway().Obj()
 		}
@@ -413,7 +449,7 @@ func drawTenantCluster(t *testing.T, rng *rand.Rand) *tenantCluster {
 		ours = nodeNames
 	}
 	var bound []string
-	if pinnedHosts || rng.IntN(2) == 0 {
+	if pinnedHosts || (!zoneRound && rng.IntN(2) == 0) {
 		// One or two on each node of the tenant's.
 		for _, n := range ours {
 			for range 1 + rng.IntN(2) {
@@ -454,12 +490,14 @@ func drawTenantCluster(t *testing.T, rng *rand.Rand) *tenantCluster {
 		t.Fatal(err)
 	}
 	c.index = spread.IndexFromSnapshot(c.store.Snapshot())
-	ts, err := lookup.Templates(t.Context(), c.store, c.templates)
+	derived, err := lookup.Derive(t.Context(), c.store, c.templates)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.index.SetTemplates(ts)
-	c.hidden = c.hiddenNames(ts)
+	c.derived = derived.Derived
+	c.index.SetTemplates(derived.Templates)
+	c.index.SetUnservedZones(derived.Unserved())
+	c.hidden = c.hiddenNames(derived.Templates)
 	return c
 }
 
@@ -512,11 +550,20 @@ func (c *tenantCluster) hiddenNames(ts []spread.Template) names {
 		case *karpenterv1.NodePool:
 			hidden[o.Name] = true
 			labelled(o.Spec.Template.Labels, o.Spec.Template.Spec.Taints)
+		case *nodeclassv1.EC2NodeClass:
+			hidden[o.Name] = true
 		}
 	}
 	for _, tm := range ts {
 		hidden[tm.Name] = true
 		labelled(tm.Labels, tm.Taints)
+	}
+	// A zone a NodePool requires but cannot serve is a domain of the
+	// zone key all the same: Karpenter counts it.
+	for _, z := range c.derived.Unserved() {
+		if slices.Contains(keys, v1.LabelTopologyZone) {
+			allowed[z.Zone] = true
+		}
 	}
 	for _, k := range keys {
 		allowed[k] = true
@@ -598,7 +645,7 @@ func (c *tenantCluster) render(t *testing.T, detail spread.MessageDetail) []rend
 	}
 	results := st.results
 	for _, u := range st.unreachable {
-		add(pathReady, v1alpha1.ReasonMinDomainsOutOfReach+": "+u.message)
+		add(pathReady, u.reason+": "+u.message)
 	}
 	for _, rep := range health.Reports(results, detail) {
 		for _, r := range rep.Results {
@@ -607,6 +654,25 @@ func (c *tenantCluster) render(t *testing.T, detail spread.MessageDetail) []rend
 				add(pathReportProperty, p)
 			}
 		}
+	}
+	// The results the controller of spread health adds to the Reports of
+	// the policies' namespaces: minDomains out of reach, unserved zones.
+	judged := func(name string, ref v1.ObjectReference, spec *v1alpha1.PolicySpec) {
+		ready := metav1.Condition{Status: metav1.ConditionTrue}
+		_, reach := health.Reach(ready, name, ref, autoscale.ConstraintsOutOfReach(spec.Constraints, ofType[*v1.Node](c.objs), c.derived.Templates), detail)
+		_, unserved := health.Unserved(ready, name, ref, spec.Constraints, c.derived.Unserved(), detail)
+		for _, r := range append(reach, unserved...) {
+			add(pathReportMessage, r.Message)
+			for _, p := range r.Properties {
+				add(pathReportProperty, p)
+			}
+		}
+	}
+	for _, p := range c.policies {
+		judged(p.Namespace+"/"+p.Name, v1.ObjectReference{Kind: v1alpha1.KindSpreadPolicy, Namespace: p.Namespace, Name: p.Name}, &p.Spec)
+	}
+	for _, p := range c.cluster {
+		judged(p.Name, v1.ObjectReference{Kind: v1alpha1.KindClusterSpreadPolicy, Name: p.Name}, &p.Spec.PolicySpec)
 	}
 	tally := health.Tally(results)
 	for _, p := range c.policies {
@@ -735,7 +801,8 @@ type names []string
 
 // in returns the names that text holds as a whole name: not inside a longer
 // one ("tenant-b" is not in "tenant-b-batch" nor in "example.com/tenant-b"),
-// but before a sentence's full stop, a comma, an '=' or a ':'.
+// but before a sentence's full stop, a comma, an '=' or a ':', and not cut
+// short by a truncation.
 func (ns names) in(text string) []string {
 	var out []string
 	for _, n := range ns {
@@ -745,7 +812,10 @@ func (ns names) in(text string) []string {
 				break
 			}
 			start, end := i+j, i+j+len(n)
-			if nameStarts(text, start) && nameEnds(text, end) {
+			// An event's note is cut at the API's limit with "...": a name
+			// cut there ("us-east-1" of "us-east-1d") is no name of its own.
+			cut := end == len(text)-len("...") && strings.HasSuffix(text, "...")
+			if nameStarts(text, start) && nameEnds(text, end) && !cut {
 				out = append(out, n)
 				break
 			}

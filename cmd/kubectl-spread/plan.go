@@ -163,11 +163,12 @@ func (o *planOptions) run(ctx context.Context, args []string, cfg engine.Config,
 		w.Replicas = o.replicas
 	}
 	index := spread.IndexFromSnapshot(store.Snapshot())
-	templates, err := deriveTemplates(ctx, store, topts, notes)
+	derived, err := deriveTemplates(ctx, store, topts, notes)
 	if err != nil {
 		return nil, err
 	}
-	index.SetTemplates(templates)
+	index.SetTemplates(derived.Templates)
+	index.SetUnservedZones(derived.Unserved())
 	if o.keeper && w.Kind != workload.StatefulSet.GVK.Kind && int(w.Replicas) < len(w.Pods) {
 		// Without a constraint on the pods the keeper keeps no cost: the
 		// controller's own ranking is the order.

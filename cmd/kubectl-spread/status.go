@@ -73,16 +73,19 @@ check reads.`,
 }
 
 // status is what status prints: the audit's results, and the policies
-// the audit finds not Ready because no node can reach their minDomains.
+// the audit finds not Ready because no node can reach their minDomains or
+// they spread over a zone no node comes up in.
 type status struct {
 	results     []health.Result
 	unreachable []unreachable
 }
 
 // unreachable is a policy whose hard constraints ask for a minDomains the
-// nodes and every node an autoscaler can add cannot reach, with the
-// message of its Ready condition (health.Reach).
-type unreachable struct{ policy, message string }
+// nodes and every node an autoscaler can add cannot reach (health.Reach),
+// or spread over zones an autoscaler's node pool requires but cannot serve
+// (health.Unserved), with the reason and message of its Ready condition.
+// A policy with both has one of each.
+type unreachable struct{ policy, reason, message string }
 
 // run audits the workloads, and returns the configuration it audited
 // with, whose message detail the table follows.
@@ -140,7 +143,7 @@ func auditObjects(ctx context.Context, objs []runtime.Object, namespace string, 
 		return status{}, fmt.Errorf("building the store of the cluster: %w", err)
 	}
 	index := spread.IndexFromSnapshot(store.Snapshot())
-	templates, err := deriveTemplates(ctx, store, topts, notes)
+	derived, err := deriveTemplates(ctx, store, topts, notes)
 	if err != nil {
 		return status{}, err
 	}
@@ -157,20 +160,25 @@ func auditObjects(ctx context.Context, objs []runtime.Object, namespace string, 
 		ws = append(ws, w)
 	}
 	results := health.Run(index, lookup.NewSources(store), cfg, ws)
-	return status{results: results, unreachable: policiesOutOfReach(objs, namespace, templates, cfg.MessageDetail)}, nil
+	return status{results: results, unreachable: policiesOutOfReach(objs, namespace, derived, cfg.MessageDetail)}, nil
 }
 
 // policiesOutOfReach returns the policies of namespace (every one when it
 // is empty; ClusterSpreadPolicies always) whose constraints the nodes of
-// objs and templates cannot reach, worded as the audit's Ready condition.
-func policiesOutOfReach(objs []runtime.Object, namespace string, templates []spread.Template, detail spread.MessageDetail) []unreachable {
+// objs and the templates of d cannot reach, and those that spread over the
+// zones d finds unserved, worded as the audit's Ready condition.
+func policiesOutOfReach(objs []runtime.Object, namespace string, d autoscale.Derived, detail spread.MessageDetail) []unreachable {
 	nodes := ofType[*v1.Node](objs)
+	unserved := d.Unserved()
 	var out []unreachable
 	judge := func(name string, ref v1.ObjectReference, spec *v1alpha1.PolicySpec) {
-		found := autoscale.ConstraintsOutOfReach(spec.Constraints, nodes, templates)
-		ready, _ := health.Reach(metav1.Condition{Status: metav1.ConditionTrue}, name, ref, found, detail)
-		if ready.Reason == v1alpha1.ReasonMinDomainsOutOfReach {
-			out = append(out, unreachable{policy: name, message: ready.Message})
+		ready := metav1.Condition{Status: metav1.ConditionTrue}
+		found := autoscale.ConstraintsOutOfReach(spec.Constraints, nodes, d.Templates)
+		if c, _ := health.Reach(ready, name, ref, found, detail); c.Status != ready.Status {
+			out = append(out, unreachable{policy: name, reason: c.Reason, message: c.Message})
+		}
+		if c, _ := health.Unserved(ready, name, ref, spec.Constraints, unserved, detail); c.Status != ready.Status {
+			out = append(out, unreachable{policy: name, reason: c.Reason, message: c.Message})
 		}
 	}
 	for _, p := range ofType[*v1alpha1.SpreadPolicy](objs) {
@@ -188,13 +196,14 @@ func policiesOutOfReach(objs []runtime.Object, namespace string, templates []spr
 // the error for a workload that could not be audited; the domains of a
 // constraint that detail does not name (hostnames) as how many nodes hold
 // each count, as the Reports do.
-// The policies no node can reach the minDomains of follow, one line each.
+// The policies no node can reach the minDomains of, and those spread over
+// a zone no node comes up in, follow, one line each.
 func writeStatus(out io.Writer, st status, detail spread.MessageDetail) error {
 	if err := writeResults(out, st.results, detail); err != nil {
 		return err
 	}
 	for _, u := range st.unreachable {
-		if _, err := fmt.Fprintf(out, "\nPolicy %s is not Ready (%s): %s\n", u.policy, v1alpha1.ReasonMinDomainsOutOfReach, u.message); err != nil {
+		if _, err := fmt.Fprintf(out, "\nPolicy %s is not Ready (%s): %s\n", u.policy, u.reason, u.message); err != nil {
 			return err
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -141,6 +142,81 @@ func TestStatusSaysWhichPoliciesNoNodeCanReachTheMinDomainsOf(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := runCommand(t, "status", "--cluster", file, "-n", "shop")
+			if got.code != exitAllowed {
+				t.Fatalf("exit %d, stderr %q", got.code, got.stderr)
+			}
+			_, after, _ := strings.Cut(got.stdout, "\n\n")
+			if diff := cmp.Diff(tt.want, after); diff != "" {
+				t.Errorf("status after the table (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// unservedZonePool is a NodePool that requires zone-a, zone-b and zone-d,
+// and its EC2NodeClass, whose subnets are in zone-a, zone-b and zone-c.
+const unservedZonePool = `
+---
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: general}
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+      requirements:
+      - {key: topology.kubernetes.io/zone, operator: In, values: [zone-a, zone-b, zone-d]}
+---
+apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata: {name: default}
+spec:
+  role: KarpenterNodeRole-prod
+status:
+  subnets:
+  - {id: subnet-1, zone: zone-a}
+  - {id: subnet-2, zone: zone-b}
+  - {id: subnet-3, zone: zone-c}
+`
+
+func TestStatusSaysWhichPoliciesSpreadOverAZoneNoNodeComesUpIn(t *testing.T) {
+	example, err := os.ReadFile(exampleCluster)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		pool string
+		args []string
+		want string
+	}{
+		{
+			name: "the example's zone policy, NodePool general requires zone-d its EC2NodeClass cannot serve, messageDetail nodes -> not Ready, the NodePool named",
+			pool: unservedZonePool,
+			want: "Policy shop/zone-spread is not Ready (ZoneNotServed): spec.constraints[0] spread over topology.kubernetes.io/zone. " +
+				"Zone zone-d is required by NodePool general (EC2NodeClass default), whose node class cannot serve it: no node comes up there, so pods that need it stay Pending. " +
+				"Remedy: remove zone-d from the topology.kubernetes.io/zone requirement of NodePool general, or give its node class a subnet there.\n",
+		},
+		{
+			name: "the same under messageDetail domains -> the zone named, not the NodePool",
+			pool: unservedZonePool,
+			args: []string{"--message-detail", "domains"},
+			want: "Policy shop/zone-spread is not Ready (ZoneNotServed): spec.constraints[0] spread over topology.kubernetes.io/zone. " +
+				"Zone zone-d is required by an autoscaler's node pool whose node class cannot serve it: no node comes up there, so pods that need it stay Pending. " +
+				"Remedy: ask the cluster's operator to remove zone-d from the node pool's zone requirement, or to let its node class serve it.\n",
+		},
+		{
+			name: "the NodePool requires zone-c instead, which its EC2NodeClass serves -> nothing more than the table",
+			pool: strings.Replace(unservedZonePool, "zone-d]", "zone-c]", 1),
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			file := filepath.Join(t.TempDir(), "cluster.yaml")
+			if err := os.WriteFile(file, append(slices.Clone(example), tt.pool...), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			got := runCommand(t, append([]string{"status", "--cluster", file, "-n", "shop"}, tt.args...)...)
 			if got.code != exitAllowed {
 				t.Fatalf("exit %d, stderr %q", got.code, got.stderr)
 			}

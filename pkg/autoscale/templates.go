@@ -88,6 +88,19 @@ func (d Derived) Findings() []string {
 	return out
 }
 
+// Unserved returns the zones of d.UnservedZones one by one, with the
+// NodePool and node class that require each, for the index
+// (spread.Index.SetUnservedZones) and the health controller.
+func (d Derived) Unserved() []spread.UnservedZone {
+	var out []spread.UnservedZone
+	for _, u := range d.UnservedZones {
+		for _, z := range u.Zones {
+			out = append(out, spread.UnservedZone{Zone: z, NodePool: u.NodePool, NodeClass: u.NodeClass.Kind + " " + u.NodeClass.Name})
+		}
+	}
+	return spread.SortedUnservedZones(out)
+}
+
 // Templates returns Derive(in).Templates.
 func Templates(in Inputs) []spread.Template { return Derive(in).Templates }
 

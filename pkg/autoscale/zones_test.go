@@ -178,3 +178,37 @@ func TestTheMessageOfAnUnservedZoneNamesItsNodePoolNodeClassAndRemedy(t *testing
 		t.Errorf("message (-want +got):\n%s", diff)
 	}
 }
+
+func TestUnservedListsEachZoneWithTheNodePoolAndNodeClassRequiringIt(t *testing.T) {
+	ref := func(name string) karpenterv1.NodeClassReference {
+		return karpenterv1.NodeClassReference{Group: nodeclassv1.EC2GroupName, Kind: nodeclassv1.KindEC2NodeClass, Name: name}
+	}
+	tests := []struct {
+		name string
+		d    autoscale.Derived
+		want []spread.UnservedZone
+	}{
+		{
+			name: "no NodePool requires an unserved zone -> none",
+		},
+		{
+			name: "NodePool web requires d and e its EC2NodeClass default cannot serve, NodePool batch d of its EC2NodeClass spot -> d twice by NodePool, then e, sorted by zone",
+			d: autoscale.Derived{UnservedZones: []autoscale.UnservedZones{
+				{NodePool: "web", NodeClass: ref("default"), Zones: []string{"d", "e"}, Served: []string{"a"}},
+				{NodePool: "batch", NodeClass: ref("spot"), Zones: []string{"d"}, Served: []string{"a"}},
+			}},
+			want: []spread.UnservedZone{
+				{Zone: "d", NodePool: "batch", NodeClass: "EC2NodeClass spot"},
+				{Zone: "d", NodePool: "web", NodeClass: "EC2NodeClass default"},
+				{Zone: "e", NodePool: "web", NodeClass: "EC2NodeClass default"},
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, tt.d.Unserved()); diff != "" {
+				t.Errorf("Unserved() (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -2,6 +2,7 @@ package health
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -16,6 +17,10 @@ import (
 // RuleMinDomains is the rule of a Report result that says a policy's
 // constraint asks for more domains than can ever exist.
 const RuleMinDomains = "minDomains"
+
+// RuleUnservedZone is the rule of a Report result that says a policy
+// spreads over zones an autoscaler's node pool requires but cannot serve.
+const RuleUnservedZone = "unservedZone"
 
 // Reach is what the audit says of a policy whose hard constraints ask for
 // a minDomains that the nodes and every node an autoscaler can add cannot
@@ -75,6 +80,55 @@ func reachMessage(o autoscale.OutOfReach, detail spread.MessageDetail) string {
 	return fmt.Sprintf("minDomains %d over %s, but the nodes and every node an autoscaler can add reach only %s, so the global minimum stays 0 and the pods beyond maxSkew per domain stay Pending. "+
 		"Remedy: let the autoscaler add nodes in %s, or lower minDomains to %d.",
 		o.MinDomains, o.TopologyKey, reach, where, max(len(o.Domains), 1))
+}
+
+// Unserved is what the audit says of a policy whose hard constraints spread
+// over topology.kubernetes.io/zone while an autoscaler's node pool requires
+// zones its node class cannot serve (zones, spread.UnservedZone): Karpenter
+// counts such a zone as a domain with 0 pods but never adds a node there,
+// so the pods whose spread needs it stay Pending
+// (https://github.com/kubernetes-sigs/karpenter/issues/3272). The rule is
+// kept simple: every such policy is affected, whatever its pods' node
+// affinity, since which NodePool a pod lands on is the autoscaler's choice.
+//
+// As Reach: ready is kept unless True, else it is False with
+// ReasonZoneNotServed; results hold one fail for the policy. Under
+// spread.DetailDomains the message and properties name the zones only,
+// never the NodePools or node classes, which tenants may not read.
+func Unserved(ready metav1.Condition, policy string, ref v1.ObjectReference, cs []v1alpha1.Constraint, zones []spread.UnservedZone, detail spread.MessageDetail) (metav1.Condition, []ReportResult) {
+	if len(zones) == 0 {
+		return ready, nil
+	}
+	var fields []string
+	for i, c := range cs {
+		if c.WhenUnsatisfiable == v1.DoNotSchedule && c.TopologyKey == v1.LabelTopologyZone {
+			fields = append(fields, fmt.Sprintf("spec.constraints[%d]", i))
+		}
+	}
+	if len(fields) == 0 {
+		return ready, nil
+	}
+	var names, pools []string
+	for _, z := range zones {
+		if !slices.Contains(names, z.Zone) {
+			names = append(names, z.Zone)
+		}
+		if !slices.Contains(pools, z.NodePool) {
+			pools = append(pools, z.NodePool)
+		}
+	}
+	remedy := "ask the cluster's operator to remove " + strings.Join(names, ", ") + " from the node pool's zone requirement, or to let its node class serve it"
+	props := map[string]string{"topologyKey": v1.LabelTopologyZone, "zones": strings.Join(names, ",")}
+	if detail.NamesNodes() {
+		remedy = "remove " + strings.Join(names, ", ") + " from the " + v1.LabelTopologyZone + " requirement of NodePool " + strings.Join(pools, ", NodePool ") + ", or give its node class a subnet there"
+		props["nodePools"] = strings.Join(pools, ",")
+	}
+	msg := fmt.Sprintf("%s spread over %s. %s Remedy: %s.", strings.Join(fields, ", "), v1.LabelTopologyZone, detail.UnservedSentence(zones), remedy)
+	result := ReportResult{Policy: policy, Rule: RuleUnservedZone, Result: ResultFail, Properties: props, Message: msg, Resources: []v1.ObjectReference{ref}}
+	if ready.Status == metav1.ConditionTrue {
+		ready = metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonZoneNotServed, Message: msg}
+	}
+	return ready, []ReportResult{result}
 }
 
 // count is n nouns, in the singular for 1.

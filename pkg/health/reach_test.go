@@ -80,3 +80,86 @@ func TestReachSaysWhichConstraintsNoNodeCanEverSatisfy(t *testing.T) {
 		})
 	}
 }
+
+func TestUnservedSaysWhichPoliciesSpreadOverAZoneNoNodeComesUpIn(t *testing.T) {
+	audited := metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonAudited, Message: "1 workloads: 1 spread, 0 skewed, 0 uncovered"}
+	outOfReach := metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonMinDomainsOutOfReach, Message: "spec.constraints[0]: minDomains 4 ..."}
+	ref := v1.ObjectReference{APIVersion: v1alpha1.GroupVersion.String(), Kind: v1alpha1.KindSpreadPolicy, Namespace: "shop", Name: "zones"}
+	zoneD := []spread.UnservedZone{{Zone: "z-d", NodePool: "general", NodeClass: "EC2NodeClass default"}}
+	hard := func(key string) v1alpha1.Constraint {
+		return v1alpha1.Constraint{TopologyKey: key, MaxSkew: 1, WhenUnsatisfiable: v1.DoNotSchedule}
+	}
+	soft := v1alpha1.Constraint{TopologyKey: v1.LabelTopologyZone, MaxSkew: 1, WhenUnsatisfiable: v1.ScheduleAnyway}
+	domainsMsg := "spec.constraints[1] spread over topology.kubernetes.io/zone. Zone z-d is required by an autoscaler's node pool whose node class cannot serve it: " +
+		"no node comes up there, so pods that need it stay Pending. Remedy: ask the cluster's operator to remove z-d from the node pool's zone requirement, or to let its node class serve it."
+	domainsResult := health.ReportResult{Policy: "shop/zones", Rule: health.RuleUnservedZone, Result: health.ResultFail, Message: domainsMsg,
+		Properties: map[string]string{"topologyKey": v1.LabelTopologyZone, "zones": "z-d"}, Resources: []v1.ObjectReference{ref}}
+	tests := []struct {
+		name        string
+		ready       metav1.Condition
+		constraints []v1alpha1.Constraint
+		zones       []spread.UnservedZone
+		detail      spread.MessageDetail
+		wantReady   metav1.Condition
+		wantResults []health.ReportResult
+	}{
+		{
+			name:        "hard zone constraint, every zone served -> Ready as the audit found it, no result",
+			ready:       audited,
+			constraints: []v1alpha1.Constraint{hard(v1.LabelTopologyZone)},
+			detail:      spread.DetailDomains,
+			wantReady:   audited,
+		},
+		{
+			name:        "hostname and hard zone constraints, NodePool requires z-d its EC2NodeClass cannot serve, messageDetail domains -> Ready False naming the zone, not the NodePool",
+			ready:       audited,
+			constraints: []v1alpha1.Constraint{hard(v1.LabelHostname), hard(v1.LabelTopologyZone)},
+			zones:       zoneD,
+			detail:      spread.DetailDomains,
+			wantReady:   metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonZoneNotServed, Message: domainsMsg},
+			wantResults: []health.ReportResult{domainsResult},
+		},
+		{
+			name:        "hard zone constraint, zones z-d and z-e of two NodePools unserved, messageDetail nodes -> the NodePools and node classes named",
+			ready:       audited,
+			constraints: []v1alpha1.Constraint{hard(v1.LabelTopologyZone)},
+			zones:       []spread.UnservedZone{{Zone: "z-d", NodePool: "general", NodeClass: "EC2NodeClass default"}, {Zone: "z-e", NodePool: "spot", NodeClass: "EC2NodeClass spot"}},
+			detail:      spread.DetailNodes,
+			wantReady: metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonZoneNotServed,
+				Message: "spec.constraints[0] spread over topology.kubernetes.io/zone. Zones z-d, z-e are required by NodePool general (EC2NodeClass default) and NodePool spot (EC2NodeClass spot), whose node class cannot serve them: " +
+					"no node comes up there, so pods that need them stay Pending. Remedy: remove z-d, z-e from the topology.kubernetes.io/zone requirement of NodePool general, NodePool spot, or give its node class a subnet there."},
+			wantResults: []health.ReportResult{{Policy: "shop/zones", Rule: health.RuleUnservedZone, Result: health.ResultFail,
+				Message: "spec.constraints[0] spread over topology.kubernetes.io/zone. Zones z-d, z-e are required by NodePool general (EC2NodeClass default) and NodePool spot (EC2NodeClass spot), whose node class cannot serve them: " +
+					"no node comes up there, so pods that need them stay Pending. Remedy: remove z-d, z-e from the topology.kubernetes.io/zone requirement of NodePool general, NodePool spot, or give its node class a subnet there.",
+				Properties: map[string]string{"topologyKey": v1.LabelTopologyZone, "zones": "z-d,z-e", "nodePools": "general,spot"}, Resources: []v1.ObjectReference{ref}}},
+		},
+		{
+			name:        "only a soft zone constraint and a hostname one, z-d unserved -> not affected, no result",
+			ready:       audited,
+			constraints: []v1alpha1.Constraint{soft, hard(v1.LabelHostname)},
+			zones:       zoneD,
+			detail:      spread.DetailDomains,
+			wantReady:   audited,
+		},
+		{
+			name:        "hard zone constraint, z-d unserved, Ready already False for a minDomains out of reach -> Ready kept, the result still reported",
+			ready:       outOfReach,
+			constraints: []v1alpha1.Constraint{hard(v1.LabelHostname), hard(v1.LabelTopologyZone)},
+			zones:       zoneD,
+			detail:      spread.DetailDomains,
+			wantReady:   outOfReach,
+			wantResults: []health.ReportResult{domainsResult},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ready, results := health.Unserved(tt.ready, "shop/zones", ref, tt.constraints, tt.zones, tt.detail)
+			if diff := cmp.Diff(tt.wantReady, ready); diff != "" {
+				t.Errorf("Ready (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.wantResults, results); diff != "" {
+				t.Errorf("results (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

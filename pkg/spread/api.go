@@ -62,6 +62,9 @@ type Snapshot struct {
 	// Templates are the nodes an autoscaler can add. A later template of
 	// the same name replaces an earlier one.
 	Templates []Template
+	// UnservedZones are the zones an autoscaler's node pool requires that
+	// its node class cannot serve: a denial over zones names them.
+	UnservedZones []UnservedZone
 }
 
 // Verdict is the outcome of a feasibility check.

@@ -30,6 +30,7 @@ func checkBoth(t *testing.T, snap spread.Snapshot, pod *v1.Pod, opts spread.Opti
 		podsFirst.AddNode(n)
 	}
 	podsFirst.SetTemplates(snap.Templates)
+	podsFirst.SetUnservedZones(snap.UnservedZones)
 	for name, ix := range map[string]*spread.Index{"IndexFromSnapshot": spread.IndexFromSnapshot(snap), "pods before nodes": podsFirst} {
 		got, err := ix.Check(pod, opts)
 		if (err == nil) != (wantErr == nil) {

@@ -47,6 +47,9 @@ type Index struct {
 
 	// templates are the nodes an autoscaler can add, sorted by name.
 	templates []Template
+	// unserved are the zones an autoscaler's node pool requires that its
+	// node class cannot serve, sorted.
+	unserved []UnservedZone
 
 	serials    uint64
 	pods       map[podKey]counted
@@ -169,6 +172,7 @@ func IndexFromSnapshot(s Snapshot) *Index {
 		ix.AddPod(p)
 	}
 	ix.SetTemplates(s.Templates)
+	ix.SetUnservedZones(s.UnservedZones)
 	return ix
 }
 
@@ -188,6 +192,24 @@ func (ix *Index) Templates() []Template {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
 	return ix.templates
+}
+
+// SetUnservedZones replaces the zones an autoscaler's node pool requires
+// that its node class cannot serve: a denial of a pod spread over zones
+// says that pods needing them stay Pending.
+func (ix *Index) SetUnservedZones(zs []UnservedZone) {
+	sorted := SortedUnservedZones(zs)
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	ix.unserved = sorted
+}
+
+// UnservedZones returns what SetUnservedZones was last given, sorted; the
+// caller may read it, not modify it.
+func (ix *Index) UnservedZones() []UnservedZone {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	return ix.unserved
 }
 
 // words is the length of a bitset that can hold every node ID.

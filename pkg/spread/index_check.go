@@ -28,6 +28,7 @@ func (ix *Index) Check(pod *v1.Pod, opts Options) (*Result, error) {
 	// query goes back to the pool.
 	ix.withQuery(pod, cs, func(q *query) {
 		ev := q.evaluate()
+		ev.unserved = ix.unserved
 		if len(ix.templates) > 0 && (opts.Explain || ev.feasible == 0) {
 			ev.checkTemplates(ix.templates, pod, q)
 		}

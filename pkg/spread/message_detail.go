@@ -76,3 +76,32 @@ func NodesPerCount(counts map[string]int, domains int) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// UnservedSentence words zs, sorted, as the reason pods needing them stay
+// Pending, naming the NodePools and node classes only where d names nodes:
+// "Zone d is required by an autoscaler's node pool whose node class cannot
+// serve it: no node comes up there, so pods that need it stay Pending."
+// It is "" for no zone.
+func (d MessageDetail) UnservedSentence(zs []UnservedZone) string {
+	if len(zs) == 0 {
+		return ""
+	}
+	var zones, pools []string
+	for _, z := range zs {
+		if !slices.Contains(zones, z.Zone) {
+			zones = append(zones, z.Zone)
+		}
+		if p := "NodePool " + z.NodePool + " (" + z.NodeClass + ")"; !slices.Contains(pools, p) {
+			pools = append(pools, p)
+		}
+	}
+	what, it := "Zone "+zones[0]+" is", "it"
+	if len(zones) > 1 {
+		what, it = "Zones "+strings.Join(zones, ", ")+" are", "them"
+	}
+	by := "an autoscaler's node pool whose node class cannot serve " + it
+	if d.NamesNodes() {
+		by = strings.Join(pools, " and ") + ", whose node class cannot serve " + it
+	}
+	return fmt.Sprintf("%s required by %s: no node comes up there, so pods that need %s stay Pending.", what, by, it)
+}

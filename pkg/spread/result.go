@@ -36,6 +36,9 @@ type evaluation struct {
 	// facts answers the questions of a denial's message; when nil, the
 	// per-node reports do.
 	facts denialFacts
+	// unserved are the zones an autoscaler's node pool requires that its
+	// node class cannot serve, sorted.
+	unserved []UnservedZone
 }
 
 // newEvaluation returns an evaluation of constraints cs with its
@@ -237,15 +240,20 @@ func assemble(ev *evaluation, opts Options) (*Result, error) {
 	switch res.Verdict {
 	case VerdictFeasibleOnNewNode:
 		res.Message = ev.newNodeMessage()
+		if note := ev.unservedNote(); note != "" {
+			// Karpenter counts the unserved zone at 0 pods too: the new
+			// node it picks for the pod may be one it cannot add.
+			res.Message += "." + note
+		}
 	case VerdictUnsatisfiable:
 		if ev.candidates == 0 {
-			res.Message = "No node passes the pod's node affinity, nodeSelector, taints and cordons." + ev.templatesNote()
+			res.Message = "No node passes the pod's node affinity, nodeSelector, taints and cordons." + ev.templatesNote() + ev.unservedNote()
 			break
 		}
 		if ev.facts == nil {
 			ev.facts = reportFacts{ev}
 		}
-		res.Message = ev.unsatisfiableMessage() + ev.templatesNote()
+		res.Message = ev.unsatisfiableMessage() + ev.templatesNote() + ev.unservedNote()
 	case VerdictNoCandidateNodes:
 		res.Message = "No node passes the pod's node affinity, nodeSelector, taints and cordons, so topology spread is not what keeps it from being scheduled; the scheduler will leave it Pending until such a node exists."
 	}

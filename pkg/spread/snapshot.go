@@ -32,6 +32,7 @@ func (s Snapshot) Check(pod *v1.Pod, opts Options) (*Result, error) {
 	nodes, podsOn := s.normalize()
 	required := nodeaffinity.GetRequiredNodeAffinity(pod)
 	ev := prefilter(cs, pod, nodes, podsOn, required)
+	ev.unserved = SortedUnservedZones(s.UnservedZones)
 
 	// Filter.
 	tolerable := toleratesUnschedulable(pod.Spec.Tolerations)

@@ -70,6 +70,29 @@ func UniqueTemplates(ts []Template) []Template {
 	return out
 }
 
+// UnservedZone is a zone an autoscaler's node pool requires that its node
+// class cannot serve (pkg/autoscale finds them): no node ever comes up
+// there, yet Karpenter counts the zone as a topology domain with 0 pods, so
+// pods whose spread needs it stay Pending
+// (https://github.com/kubernetes-sigs/karpenter/issues/3272).
+type UnservedZone struct {
+	Zone string `json:"zone"`
+	// NodePool and NodeClass ("EC2NodeClass default") say what requires
+	// the zone; a message names them only where its detail names nodes.
+	NodePool  string `json:"nodePool,omitempty"`
+	NodeClass string `json:"nodeClass,omitempty"`
+}
+
+// SortedUnservedZones returns zs sorted by zone, then NodePool, without
+// duplicates.
+func SortedUnservedZones(zs []UnservedZone) []UnservedZone {
+	out := slices.Clone(zs)
+	slices.SortFunc(out, func(a, b UnservedZone) int {
+		return cmp.Or(cmp.Compare(a.Zone, b.Zone), cmp.Compare(a.NodePool, b.NodePool), cmp.Compare(a.NodeClass, b.NodeClass))
+	})
+	return slices.Compact(out)
+}
+
 // templateReport is the outcome of one template for one pod.
 type templateReport struct {
 	template *Template
@@ -190,6 +213,19 @@ func (ev *evaluation) newNodeMessage() string {
 		return fmt.Sprintf("no current node fits; a new node %s%s would", from, in)
 	}
 	return ""
+}
+
+// unservedNote says, after the denial of a pod with a hard constraint over
+// topology.kubernetes.io/zone (or the warning of one only a new node
+// fits), which zones an autoscaler's node pool requires but cannot serve:
+// the pod may be waiting for a node there that never comes. Every such
+// zone is named, whatever the pod's affinity: it is the autoscaler that
+// picks the NodePool.
+func (ev *evaluation) unservedNote() string {
+	if len(ev.unserved) == 0 || !slices.ContainsFunc(ev.constraints, func(c constraint) bool { return c.topologyKey == v1.LabelTopologyZone }) {
+		return ""
+	}
+	return " " + ev.detail.UnservedSentence(ev.unserved)
 }
 
 // templatesNote is the sentence an unsatisfiable pod's message ends with

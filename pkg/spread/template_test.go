@@ -256,3 +256,91 @@ func TestAMinDomainsOutOfReachIsWordedAlikeUnderEveryMessageDetail(t *testing.T)
 		t.Errorf("the out-of-reach sentence %q names the template", domains)
 	}
 }
+
+func TestADenialOverZonesSaysWhichZonesNoNodeComesUpIn(t *testing.T) {
+	// a1 holds 2 matching pods; b1, the only node in zone b, has a taint
+	// the pod does not tolerate: only a1 is a candidate, at skew 3.
+	nodes := []*v1.Node{st.MakeNode().Name("a1").Zone("a").Obj(), st.MakeNode().Name("b1").Zone("b").Taint("dedicated", "batch", v1.TaintEffectNoSchedule).Obj()}
+	zoneD := []spread.UnservedZone{{Zone: "d", NodePool: "general", NodeClass: "EC2NodeClass default"}}
+	overZones := st.MakePod().Name("incoming").Label("foo", "bar").SpreadConstraint(st.Constraint(1, v1.LabelTopologyZone).MatchLabel("foo", "bar").Obj()).Obj()
+	overHosts := st.MakePod().Name("incoming").Label("foo", "bar").SpreadConstraint(st.Constraint(1, v1.LabelHostname).MatchLabel("foo", "bar").Obj()).Obj()
+	tests := []struct {
+		name      string
+		pod       *v1.Pod
+		unserved  []spread.UnservedZone
+		templates []spread.Template
+		detail    spread.MessageDetail
+		// want ends the message; "" when no zone is said to be unserved.
+		want string
+		// verdict is VerdictUnsatisfiable when not set.
+		verdict spread.Verdict
+	}{
+		{
+			name:     "zones a, b, counts [2,0], b tainted, NodePool general requires d its EC2NodeClass cannot serve, messageDetail domains -> denied, zone d named, not the NodePool",
+			pod:      overZones,
+			unserved: zoneD,
+			detail:   spread.DetailDomains,
+			want:     " Zone d is required by an autoscaler's node pool whose node class cannot serve it: no node comes up there, so pods that need it stay Pending.",
+		},
+		{
+			name:     "the same under messageDetail nodes -> the NodePool and its node class named",
+			pod:      overZones,
+			unserved: zoneD,
+			detail:   spread.DetailNodes,
+			want:     " Zone d is required by NodePool general (EC2NodeClass default), whose node class cannot serve it: no node comes up there, so pods that need it stay Pending.",
+		},
+		{
+			name:     "zones d and e of two NodePools unserved, messageDetail domains -> both zones named once",
+			pod:      overZones,
+			unserved: []spread.UnservedZone{{Zone: "e", NodePool: "spot", NodeClass: "EC2NodeClass spot"}, {Zone: "d", NodePool: "general", NodeClass: "EC2NodeClass default"}},
+			detail:   spread.DetailDomains,
+			want:     " Zones d, e are required by an autoscaler's node pool whose node class cannot serve them: no node comes up there, so pods that need them stay Pending.",
+		},
+		{
+			name:      "zones a, b, counts [2,0], b tainted, a template in zone c, d unserved -> admitted for a new node in zone c, zone d named after it",
+			pod:       overZones,
+			unserved:  zoneD,
+			templates: []spread.Template{makeTemplate("nodepool/general/c").Zone("c").Obj()},
+			detail:    spread.DetailDomains,
+			want:      "no current node fits; a new node that an autoscaler can add in zone c would. Zone d is required by an autoscaler's node pool whose node class cannot serve it: no node comes up there, so pods that need it stay Pending.",
+			verdict:   spread.VerdictFeasibleOnNewNode,
+		},
+		{
+			name:     "a constraint over hostnames denied the same way, d unserved -> no word of zones",
+			pod:      overHosts,
+			unserved: zoneD,
+			detail:   spread.DetailNodes,
+		},
+		{
+			name:   "the zone constraint denied, every zone served -> no word of unserved zones",
+			pod:    overZones,
+			detail: spread.DetailNodes,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			snap := spread.Snapshot{Nodes: nodes, Pods: webPods(2, "a1"), Templates: tt.templates, UnservedZones: tt.unserved}
+			res, err := checkBoth(t, snap, tt.pod, spread.Options{Detail: tt.detail})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := tt.verdict
+			if want == "" {
+				want = spread.VerdictUnsatisfiable
+			}
+			if res.Verdict != want {
+				t.Fatalf("verdict %s, want %s: %s", res.Verdict, want, res.Message)
+			}
+			if tt.want == "" {
+				if strings.Contains(res.Message, "required by") {
+					t.Errorf("message %q speaks of an unserved zone", res.Message)
+				}
+				return
+			}
+			got := res.Message[max(0, len(res.Message)-len(tt.want)):]
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("end of the message (-want +got):\n%s\nwhole message: %s", diff, res.Message)
+			}
+		})
+	}
+}

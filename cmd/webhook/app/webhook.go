@@ -43,6 +43,7 @@ import (
 	"github.com/spreadguard/spreadguard/pkg/admission"
 	karpenterv1 "github.com/spreadguard/spreadguard/pkg/apis/karpenter/v1"
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
+	"github.com/spreadguard/spreadguard/pkg/autoscale"
 	"github.com/spreadguard/spreadguard/pkg/cache"
 	"github.com/spreadguard/spreadguard/pkg/config"
 	"github.com/spreadguard/spreadguard/pkg/controller/policies"
@@ -328,7 +329,11 @@ func addCaches(ctx context.Context, cfg *Config, mgr manager.Manager, mapper met
 	} else {
 		templateSources.ClusterAutoscalerStatus = types.NamespacedName{}
 	}
-	tw := templates.New(mgr.GetCache(), templateSources, templateWatched, ix.SetTemplates, halfSynced)
+	setTemplates := func(d autoscale.Derived) {
+		ix.SetTemplates(d.Templates)
+		ix.SetUnservedZones(d.Unserved())
+	}
+	tw := templates.New(mgr.GetCache(), templateSources, templateWatched, setTemplates, halfSynced)
 	if err := mgr.Add(tw); err != nil {
 		return nil, fmt.Errorf("adding the template watcher: %w", err)
 	}

@@ -39,7 +39,7 @@ func (c *Controller) writeStatus(ctx context.Context, tally map[health.PolicyKey
 	if err := c.reader.List(ctx, &nodes, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing the nodes: %w", err)
 	}
-	reach := reachInputs{nodes: pointers(nodes.Items), templates: c.cfg.Index.Templates(), reports: reports}
+	reach := reachInputs{nodes: pointers(nodes.Items), templates: c.cfg.Index.Templates(), unserved: c.cfg.Index.UnservedZones(), reports: reports}
 	var sps v1alpha1.SpreadPolicyList
 	if err := c.reader.List(ctx, &sps); err != nil {
 		return nil, fmt.Errorf("listing SpreadPolicies: %w", err)
@@ -78,16 +78,21 @@ func (c *Controller) writeStatus(ctx context.Context, tally map[health.PolicyKey
 type reachInputs struct {
 	nodes     []*v1.Node
 	templates []spread.Template
+	unserved  []spread.UnservedZone
 	reports   map[string]*health.Report
 }
 
 // reach returns ready as health.Reach words the constraints of spec that
-// the nodes and the templates cannot reach, and adds their results to the
-// Reports of namespaces, the policy's scope, that have one: a namespace
-// without an audited workload has no pod Pending for it.
+// the nodes and the templates cannot reach, and health.Unserved the zones
+// it spreads over that a node pool requires but cannot serve, and adds
+// their results to the Reports of namespaces, the policy's scope, that
+// have one: a namespace without an audited workload has no pod Pending
+// for it.
 func (c *Controller) reach(ready metav1.Condition, spec *v1alpha1.PolicySpec, name string, ref v1.ObjectReference, namespaces []string, in reachInputs) metav1.Condition {
 	out := autoscale.ConstraintsOutOfReach(spec.Constraints, in.nodes, in.templates)
 	ready, results := health.Reach(ready, name, ref, out, c.cfg.Engine.MessageDetail)
+	ready, unserved := health.Unserved(ready, name, ref, spec.Constraints, in.unserved, c.cfg.Engine.MessageDetail)
+	results = append(results, unserved...)
 	for _, ns := range namespaces {
 		if rep := in.reports[ns]; rep != nil && len(results) > 0 {
 			rep.Results = append(rep.Results, results...)

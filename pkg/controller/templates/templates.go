@@ -30,7 +30,6 @@ import (
 	"github.com/spreadguard/spreadguard/pkg/autoscale"
 	"github.com/spreadguard/spreadguard/pkg/cache"
 	"github.com/spreadguard/spreadguard/pkg/lookup"
-	"github.com/spreadguard/spreadguard/pkg/spread"
 )
 
 // Interval is the shortest time between two derivations of the templates.
@@ -48,7 +47,7 @@ type Watcher struct {
 	cache    crcache.Cache
 	watched  []client.Object
 	load     func(ctx context.Context) (lookup.Derived, error)
-	set      func([]spread.Template)
+	set      func(autoscale.Derived)
 	interval time.Duration
 	stale    chan struct{}
 	loaded   atomic.Bool
@@ -63,13 +62,13 @@ type Watcher struct {
 }
 
 // New returns a watcher that derives the templates from c as opts says
-// and hands them to set (the index's SetTemplates). watched are the kinds
+// and hands them to set (the index's SetTemplates and SetUnservedZones). watched are the kinds
 // the cache watches: a change to any of them that templates are derived
 // from marks the templates stale; a ConfigMap among them is
 // cluster-autoscaler's status, which the cache watches alone
 // (cache.WatchNamed). onLoaded, if not nil, runs once, after the first
 // templates were set.
-func New(c crcache.Cache, opts lookup.TemplateOptions, watched []client.Object, set func([]spread.Template), onLoaded func()) *Watcher {
+func New(c crcache.Cache, opts lookup.TemplateOptions, watched []client.Object, set func(autoscale.Derived), onLoaded func()) *Watcher {
 	return &Watcher{
 		cache: c, watched: watched,
 		load:     func(ctx context.Context) (lookup.Derived, error) { return lookup.Derive(ctx, c, opts) },
@@ -204,7 +203,7 @@ func (w *Watcher) Start(ctx context.Context) (err error) {
 			ts := d.Templates
 			w.logStatus(log, d.ClusterAutoscalerStatusErr)
 			w.logFindings(log, d.Findings())
-			w.set(ts)
+			w.set(d.Derived)
 			if !w.loaded.Swap(true) {
 				log.Info("templates of the nodes an autoscaler can add derived", "count", len(ts))
 				if w.onLoaded != nil {

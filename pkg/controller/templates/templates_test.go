@@ -41,7 +41,7 @@ func (l *loads) load(context.Context) (lookup.Derived, error) {
 	return lookup.Derived{Derived: autoscale.Derived{Templates: []spread.Template{{Name: "load-" + string(rune('0'+l.n))}}}}, nil
 }
 
-func (l *loads) set(ts []spread.Template) { l.got <- ts }
+func (l *loads) set(d autoscale.Derived) { l.got <- d.Templates }
 
 // newWatcher returns a watcher of no kinds whose derivations l counts,
 // every millisecond at most.

@@ -217,7 +217,8 @@ type PolicyStatus struct {
 	// Conditions hold the Ready condition: False, with a reason and a
 	// message naming the field, when the policy cannot do its work (an
 	// invalid spec, a topology key no node carries, a podSelector no pod
-	// matches).
+	// matches, a minDomains out of reach, a zone an autoscaler's node pool
+	// requires but cannot serve).
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -263,6 +264,10 @@ const (
 	// the domains the nodes and every node an autoscaler can add reach, so
 	// the pods beyond stay Pending.
 	ReasonMinDomainsOutOfReach = "MinDomainsOutOfReach"
+	// ReasonZoneNotServed: a hard constraint spreads over zones, and an
+	// autoscaler's node pool requires a zone its node class cannot serve,
+	// so the pods that need that zone stay Pending.
+	ReasonZoneNotServed = "ZoneNotServed"
 )
 
 // SpreadPolicy gives the pods of its namespace default topology spread
