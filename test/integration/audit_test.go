@@ -80,6 +80,9 @@ func startAuditorsWith(t *testing.T, leaseNS string, n int, opts ...app.Option) 
 		cfg.HealthProbeBindAddress = "0"
 		cfg.MetricsBindAddress = "0"
 		cfg.LeaderElectionNamespace = leaseNS
+		// The audit's replicas: the keeper's pod patches (TestDeletionCostKeeper)
+		// would mix with the audit's own requests these tests count.
+		cfg.DeletionCost = false
 		go func() {
 			a.done <- app.Run(ctx, cfg, append([]app.Option{
 				app.WithRESTConfig(suite.restConfig),
