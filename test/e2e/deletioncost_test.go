@@ -304,15 +304,7 @@ func (f *framework) createScaleDownPolicy(keeper bool) {
 			f.t.Logf("the SpreadPolicy CRD pruned spec.deletionCost: this spreadguard has no keeper to turn off")
 		}
 	}
-	// A Deny policy makes the webhook refuse a pod no node can take: once
-	// it does, the policy is in its cache and the Deployment's pods get the
-	// constraint.
-	f.eventually(policyChangeTimeout, "the webhook denies a pod no node can take (dry run)", func(ctx context.Context) error {
-		if _, err := f.dryRunCreate(ctx, k8s, impossiblePod(f.ns)); !deniedByWebhook(err) {
-			return fmt.Errorf("want a denial, got %v", err)
-		}
-		return nil
-	})
+	f.waitDenyPolicyServed()
 }
 
 // settle waits until Deployment name has rolled out want replicas, all

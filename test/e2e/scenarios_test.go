@@ -70,6 +70,19 @@ func zonePolicy(name string) *policytest.SpreadPolicyWrapper {
 	return policytest.MakeSpreadPolicy().Name(name).Constraint(hardZone(), softHost(2))
 }
 
+// waitDenyPolicyServed waits until the webhook refuses a pod no node can
+// take: a Deny policy of the namespace is then in its cache, and the pods
+// created next get its constraints rather than the cluster's default.
+func (f *framework) waitDenyPolicyServed() {
+	f.t.Helper()
+	f.eventually(policyChangeTimeout, "the webhook denies a pod no node can take (dry run)", func(ctx context.Context) error {
+		if _, err := f.dryRunCreate(ctx, k8s, impossiblePod(f.ns)); !deniedByWebhook(err) {
+			return fmt.Errorf("want a denial, got %v", err)
+		}
+		return nil
+	})
+}
+
 // hardZonePolicy is the policy "zones" with the one constraint hardZone,
 // whose verdicts are action.
 func hardZonePolicy(action v1alpha1.ValidationAction) *v1alpha1.SpreadPolicy {
