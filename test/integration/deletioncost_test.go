@@ -115,8 +115,12 @@ func TestDeletionCostKeeper(t *testing.T) {
 		if len(none) != 0 {
 			t.Errorf("pods without a cost: %v", none)
 		}
-		if n := registryValue(t, reg, `spreadguard_deletion_cost_patches_total{result="applied"} `); n != 12 {
-			t.Errorf("spreadguard_deletion_cost_patches_total{result=applied} = %v, want 12, one per pod", n)
+		// About one apply per pod: 12 when the keeper's start sees every
+		// pod and node at once; a few more when the informers' first events
+		// reach it in more than one batch and a pod's first cost moves (a
+		// loaded machine). The exact figure is BenchmarkKeeper's.
+		if n := registryValue(t, reg, `spreadguard_deletion_cost_patches_total{result="applied"} `); n < 12 || n > 18 {
+			t.Errorf("spreadguard_deletion_cost_patches_total{result=applied} = %v, want 12 to 18: about one per pod", n)
 		}
 	})
 
