@@ -21,14 +21,15 @@ import (
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
 	"github.com/spreadguard/spreadguard/pkg/policy"
 	"github.com/spreadguard/spreadguard/pkg/spread"
+	workloads "github.com/spreadguard/spreadguard/pkg/workload"
 )
 
-// The kinds of the workloads kept: the ReplicaSet controller's own, which
-// ranks pods by their deletion cost (a Deployment's through its
-// ReplicaSets).
-const (
-	KindReplicaSet            = "ReplicaSet"
-	KindReplicationController = "ReplicationController"
+// The kinds of the workloads kept, from the workload table: the ReplicaSet
+// controller's own, which ranks pods by their deletion cost (a
+// Deployment's through its ReplicaSets).
+var (
+	KindReplicaSet            = workloads.ReplicaSet.GVK.Kind
+	KindReplicationController = workloads.ReplicationController.GVK.Kind
 )
 
 type workloadKey struct{ kind, namespace, name string }
