@@ -200,8 +200,10 @@ func TestServiceMonitorAuthenticatesWithATokenFromASecret(t *testing.T) {
 			if got := e.Scheme; got != tc.wantScheme {
 				t.Errorf("scheme %q, want %q", got, tc.wantScheme)
 			}
-			//nolint:staticcheck // the deprecated fields must stay unset.
+			// The deprecated fields are read only to hold them unset.
+			//lint:ignore SA1019 the chart must leave the deprecated fields unset
 			if e.BearerTokenFile != "" || e.BearerTokenSecret != nil {
+				//lint:ignore SA1019 the message names the deprecated fields it found set
 				t.Errorf("the endpoint uses the deprecated bearerTokenFile %q / bearerTokenSecret %v", e.BearerTokenFile, e.BearerTokenSecret)
 			}
 			if diff := cmp.Diff(tc.wantAuth, e.Authorization); diff != "" {
