@@ -126,7 +126,7 @@ func clusterOf(nodes int) *benchCluster {
 func newBenchKeeper(b *testing.B, c *benchCluster) *Keeper {
 	b.Helper()
 	k, err := New(Config{
-		Log: logr.Discard(), Index: c.ix, Pods: c.pods, Reader: c.owners, Live: c.owners,
+		Log: logr.Discard(), Index: c.ix, Pods: c.pods, Reader: c.owners,
 		Policies: policy.SliceLister{}, Patcher: nil, QPS: defaultRate, Burst: 2 * defaultRate,
 		Synced: func() bool { return true }, Registry: prometheus.NewRegistry(),
 	})

@@ -73,10 +73,6 @@ type Config struct {
 	// ReplicaSets, ReplicationControllers, policies and namespaces.
 	Informers crcache.Informers
 	Reader    client.Reader
-	// Live reads one pod of a workload whose template declares no
-	// constraint, to learn those the webhook injected into its pods: the
-	// cache keeps none of a pod's spec.
-	Live client.Reader
 	// Policies resolves the policy that governs a workload's pods, as
 	// admission does (policy.Resolve).
 	Policies policy.Lister
@@ -112,7 +108,7 @@ type Keeper struct {
 	namespaces map[string]*namespaceWorkloads
 	nodeGen    uint64
 	// dirty are the workloads whose order is to be updated; sampled the
-	// waiting ones with a pod to read.
+	// waiting ones with a pod seen.
 	dirty, sampled []*workload
 	// counted is when the workloads were last counted for the metrics.
 	counted time.Time
@@ -348,7 +344,7 @@ func (k *Keeper) sync(ctx context.Context) error {
 	for _, e := range events {
 		k.podEvent(e)
 	}
-	k.resolveWaiting(ctx)
+	k.resolveWaiting()
 	if nodes {
 		if g := k.cfg.Index.NodeGeneration(); g != k.nodeGen {
 			k.nodeGen = g
@@ -385,8 +381,8 @@ func (k *Keeper) podEvent(e podEvent) {
 		case e.moved:
 			w.names = append(w.names, e.name)
 			k.markDirty(w)
-			if w.state == stateWaiting && w.sample == "" {
-				w.sample = e.name
+			if w.state == stateWaiting && !w.seen {
+				w.seen = true
 				k.sampled = append(k.sampled, w)
 			}
 		case w.order != nil:

@@ -201,17 +201,15 @@ func newHarness(t *testing.T, w world) *harness {
 		ix.AddNode(n)
 	}
 	pods := &fakePods{ix: ix, full: map[string]*v1.Pod{}, compact: map[string]*cache.Pod{}}
-	objs := slices.Clone(w.owners)
-	for _, p := range w.pods {
-		objs = append(objs, p)
-	}
-	c := fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithObjects(objs...).Build()
+	// The client holds the owners only: the keeper reads pods from the
+	// cache, never from the API server.
+	c := fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithObjects(w.owners...).Build()
 	patcher := &fakePatcher{pods: pods, fail: map[string]error{}, fails: map[string]int{}}
 	for name, f := range w.failing {
 		patcher.fail[name], patcher.fails[name] = f.err, f.times
 	}
 	k, err := New(Config{
-		Log: logr.Discard(), Index: ix, Pods: pods, Reader: c, Live: c,
+		Log: logr.Discard(), Index: ix, Pods: pods, Reader: c,
 		Policies: policy.SliceLister{Policies: w.policies}, ExcludedNamespaces: w.excluded,
 		Patcher: patcher, QPS: 1000, Burst: 1000, Synced: func() bool { return true },
 		Registry: prometheus.NewRegistry(),
@@ -317,9 +315,19 @@ func TestKeeperStart(t *testing.T) {
 			wantPatches: 12, wantCosts: fourPerZone, wantStates: map[string]float64{"kept": 1},
 		},
 		{
-			name:        "template without constraints, pods carrying the zone constraint the webhook injected -> one pod read, the same costs",
+			name:        "template without constraints, pods carrying the zone constraint the webhook injected -> the constraints from the index, the same costs",
 			world:       world{owners: []client.Object{replicaSet()}, pods: constrained},
 			wantPatches: 12, wantCosts: fourPerZone, wantStates: map[string]float64{"kept": 1},
+		},
+		{
+			name:        "template without constraints, 8 pods carrying the injected zone constraint and 4 created before the policy carrying none -> the set most carry, the same costs on all 12",
+			world:       world{owners: []client.Object{replicaSet()}, pods: append(slices.Clone(constrained[:8]), plain[8:]...)},
+			wantPatches: 12, wantCosts: fourPerZone, wantStates: map[string]float64{"kept": 1},
+		},
+		{
+			name:        "template without constraints, 6 pods carrying the injected zone constraint and 6 carrying none -> the tie goes to none, nothing written",
+			world:       world{owners: []client.Object{replicaSet()}, pods: append(slices.Clone(constrained[:6]), plain[6:]...)},
+			wantPatches: 0, wantCosts: map[string][]int32{}, wantStates: map[string]float64{"unconstrained": 1},
 		},
 		{
 			name:        "neither template nor pods carry a constraint -> nothing written",

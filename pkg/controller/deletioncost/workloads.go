@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
@@ -67,8 +66,8 @@ type workload struct {
 	selector labels.Selector
 	// template is the owner's pod template, as the cache keeps it.
 	template *v1.PodTemplateSpec
-	// pod is what the order is built from: the template's when it
-	// declares constraints, else the pod read (stateWaiting: nil).
+	// pod is what the order is built from: the template's, carrying the
+	// constraints its pods carry when it declares none (stateWaiting: nil).
 	pod   *v1.Pod
 	state state
 	order *spread.DeletionOrder
@@ -76,8 +75,9 @@ type workload struct {
 	// the order has to read the index again even if there is none.
 	names []string
 	dirty bool
-	// sample is a pod to read, of a waiting workload.
-	sample string
+	// seen: a pod of a waiting workload had an event since it began to
+	// wait, so the index may know the constraints its pods carry.
+	seen bool
 }
 
 // namespaceWorkloads are a namespace's workloads, and which of them each
@@ -355,10 +355,10 @@ func (k *Keeper) removeWorkload(key workloadKey) {
 	}
 }
 
-// classify sets w's state and order from its template (and its pod, once
-// read) and its policy.
+// classify sets w's state and order from its template (and the constraints
+// its pods carry, once known) and its policy.
 func (k *Keeper) classify(w *workload) {
-	w.order, w.names, w.sample = nil, nil, ""
+	w.order, w.names, w.seen = nil, nil, false
 	switch {
 	case slices.Contains(k.cfg.ExcludedNamespaces, w.key.namespace):
 		w.state = stateExcluded
@@ -428,53 +428,33 @@ func (k *Keeper) applyPolicies() {
 	}
 }
 
-// resolveWaiting reads one pod of each waiting workload that has one, a
-// few at once, and builds the order of those whose pods carry
-// constraints.
-func (k *Keeper) resolveWaiting(ctx context.Context) {
-	var waiting []*workload
-	var samples []string
+// resolveWaiting builds the order of each waiting workload with a pod
+// event since it began to wait, from the constraints its pods carry: the
+// index tallies them (Carried), so no pod is read from the API server.
+// When its pods carry different sets (some created before a policy, some
+// after), the order follows the set most of them carry, as the health
+// audit does.
+func (k *Keeper) resolveWaiting() {
 	for _, w := range k.sampled {
 		// Still the workload's, still waiting: neither replaced nor
 		// classified again since (nor listed twice).
-		if k.workloads[w.key] == w && w.state == stateWaiting && w.sample != "" {
-			waiting, samples = append(waiting, w), append(samples, w.sample)
-			w.sample = ""
-		}
-	}
-	k.sampled = k.sampled[:0]
-	if len(waiting) == 0 {
-		return
-	}
-	pods := make([]*v1.Pod, len(waiting))
-	sem := make(chan struct{}, 8)
-	var wg sync.WaitGroup
-	for i, w := range waiting {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			p := &v1.Pod{}
-			err := k.cfg.Live.Get(ctx, client.ObjectKey{Namespace: w.key.namespace, Name: samples[i]}, p)
-			if err != nil {
-				if !apierrors.IsNotFound(err) {
-					k.log.V(1).Info("reading a pod of a workload to learn its constraints", "pod", samples[i], "error", err.Error())
-				}
-				return
-			}
-			pods[i] = p
-		})
-	}
-	wg.Wait()
-	for i, w := range waiting {
-		p := pods[i]
-		if p == nil || !w.selector.Matches(labels.Set(p.Labels)) {
-			// The next pod event of the workload tries another.
+		if k.workloads[w.key] != w || w.state != stateWaiting || !w.seen {
 			continue
 		}
-		if len(p.Spec.TopologySpreadConstraints) == 0 {
+		w.seen = false
+		if k.cfg.Index.PodsMatching(w.key.namespace, w.selector) == 0 {
+			// Its pod is gone or terminating: the next one tells.
+			continue
+		}
+		carried := k.cfg.Index.Carried(w.key.namespace, w.selector, nil)
+		if carried == (spread.ConstraintSet{}) {
 			w.state, w.names = stateUnconstrained, nil
 			continue
 		}
+		p := podOf(w.key.namespace, w.template)
+		// p.Spec is a copy of the template's: setting one field of it
+		// leaves the cached template as it is.
+		p.Spec.TopologySpreadConstraints = carried.Constraints()
 		names := w.names
 		w.pod = p
 		k.build(w)
@@ -483,6 +463,7 @@ func (k *Keeper) resolveWaiting(ctx context.Context) {
 			k.namespaces[w.key.namespace].routes = nil
 		}
 	}
+	k.sampled = k.sampled[:0]
 }
 
 // podOf is the pod a template stands for in namespace: what the order
