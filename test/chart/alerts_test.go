@@ -210,6 +210,7 @@ func bucketOf(t *testing.T, d float64) (lower, upper float64) {
 }
 
 func TestAlertsFireOnTheirSymptomAndStayQuietWhenHealthy(t *testing.T) {
+	t.Parallel()
 	bin := promtool(t)
 	const timeoutSeconds = 3
 	rules, annotations := ruleFile(t, valuesYAML(t, fmt.Sprintf("{prometheusRule: {enabled: true}, webhook: {timeoutSeconds: %d}}", timeoutSeconds)))

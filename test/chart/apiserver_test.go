@@ -222,6 +222,7 @@ func dryRunAll(t *testing.T, c client.Client, w *warnings, objs []*unstructured.
 }
 
 func TestManifestsAcceptedByAPIServer(t *testing.T) {
+	t.Parallel()
 	_, c, w := startAPIServer(t)
 	// The release namespace enforces the restricted Pod Security Standard,
 	// as a platform team would configure it.

@@ -15,6 +15,7 @@ const plainCertManagerManifests = "../../certs/cert-manager.yaml"
 // installs without Helm, equal to what the chart renders in cert-manager mode
 // for a release named spreadguard in namespace spreadguard.
 func TestPlainCertManagerManifestsMatchTheChart(t *testing.T) {
+	t.Parallel()
 	data, err := os.ReadFile(plainCertManagerManifests)
 	if err != nil {
 		t.Fatal(err)

@@ -35,6 +35,7 @@ import (
 )
 
 func TestRenderedObjects(t *testing.T) {
+	t.Parallel()
 	common := []string{
 		"ClusterRole/" + fullname,
 		"ClusterRoleBinding/" + fullname,
@@ -127,6 +128,7 @@ func podWebhookSelectors(t *testing.T, r release) map[string]*metav1.LabelSelect
 }
 
 func TestNamespaceSelectorsLeaveOutTheSystemTheReleaseAndIgnoredNamespaces(t *testing.T) {
+	t.Parallel()
 	exclusions := func(names ...string) []metav1.LabelSelectorRequirement {
 		return []metav1.LabelSelectorRequirement{
 			{Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn, Values: names},
@@ -280,6 +282,7 @@ func hooks(t *testing.T, r release) []hook {
 }
 
 func TestWebhookConfigurations(t *testing.T) {
+	t.Parallel()
 	rule := func(group, version, resource string, scope admissionregistrationv1.ScopeType, ops ...admissionregistrationv1.OperationType) []admissionregistrationv1.RuleWithOperations {
 		return []admissionregistrationv1.RuleWithOperations{{
 			Operations: ops,
@@ -399,6 +402,7 @@ func everyWebhook(b []byte) map[string][]byte {
 }
 
 func TestCertificateModes(t *testing.T) {
+	t.Parallel()
 	for _, f := range ciFiles {
 		t.Run(f.name, func(t *testing.T) {
 			vals := ciValues(t, f.file)
@@ -544,6 +548,7 @@ func checkCertManagerChain(t *testing.T, r release) {
 // keeper writes (pods, by a patch), and their Leases in the release
 // namespace.
 func TestRBACReadsExactlyWhatTheServerReadsAndWritesOnlyEvents(t *testing.T) {
+	t.Parallel()
 	events := rbacv1.PolicyRule{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}}
 	audit := []rbacv1.PolicyRule{
 		{APIGroups: []string{"spreadguard.io"}, Resources: []string{"spreadpolicies/status", "clusterspreadpolicies/status"}, Verbs: []string{"patch"}},
@@ -659,6 +664,7 @@ func TestRBACReadsExactlyWhatTheServerReadsAndWritesOnlyEvents(t *testing.T) {
 }
 
 func TestNetworkPolicyAdmitsOnlyTheAPIServerAndTheScrapers(t *testing.T) {
+	t.Parallel()
 	np := find[*networkingv1.NetworkPolicy](t, render(t, ciValues(t, "self-signed-values.yaml")).objects, fullname)
 	tcp := corev1.ProtocolTCP
 	port := func(name string) []networkingv1.NetworkPolicyPort {
@@ -682,6 +688,7 @@ func TestNetworkPolicyAdmitsOnlyTheAPIServerAndTheScrapers(t *testing.T) {
 }
 
 func TestWebhookPodsRunRestricted(t *testing.T) {
+	t.Parallel()
 	wantPod := &corev1.PodSecurityContext{
 		RunAsNonRoot:   ptr.To(true),
 		RunAsUser:      ptr.To[int64](65532),
@@ -724,6 +731,7 @@ func TestWebhookPodsRunRestricted(t *testing.T) {
 }
 
 func TestWebhookDeployment(t *testing.T) {
+	t.Parallel()
 	spread := func(key string) corev1.TopologySpreadConstraint {
 		return corev1.TopologySpreadConstraint{
 			TopologyKey: key, MaxSkew: 1, WhenUnsatisfiable: corev1.ScheduleAnyway,
@@ -883,6 +891,7 @@ func serverConfig(t *testing.T, r release) map[string]any {
 }
 
 func TestServerConfigFile(t *testing.T) {
+	t.Parallel()
 	cfg := func(action string, excluded []any, refuse bool, logLevel string) map[string]any {
 		return map[string]any{
 			"apiVersion": "config.spreadguard.io/v1alpha1", "kind": "WebhookConfiguration",
@@ -987,6 +996,7 @@ func TestServerConfigFile(t *testing.T) {
 }
 
 func TestPolicies(t *testing.T) {
+	t.Parallel()
 	constraint := func(key string, skew int32, when corev1.UnsatisfiableConstraintAction) v1alpha1.Constraint {
 		return v1alpha1.Constraint{TopologyKey: key, MaxSkew: skew, WhenUnsatisfiable: when}
 	}
@@ -1055,6 +1065,7 @@ func TestPolicies(t *testing.T) {
 }
 
 func TestNodeTemplatesAreRenderedAsGiven(t *testing.T) {
+	t.Parallel()
 	r := render(t, valuesYAML(t, `nodeTemplates:
   - {name: gpu-c, labels: {topology.kubernetes.io/zone: c, gpu: "true"}, taints: [{key: gpu, value: "true", effect: NoSchedule}]}
   - {name: plain}`))
@@ -1081,6 +1092,7 @@ func TestNodeTemplatesAreRenderedAsGiven(t *testing.T) {
 }
 
 func TestNotesWarnAboutRiskySettings(t *testing.T) {
+	t.Parallel()
 	const (
 		failWarning    = "WARNING: failurePolicy is Fail"
 		replicaWarning = "WARNING: replicaCount is 1"

@@ -35,6 +35,7 @@ func generatedCRDs(t *testing.T) map[string]*apiextensionsv1.CustomResourceDefin
 }
 
 func TestCRDsAreRenderedFromTheGeneratedFiles(t *testing.T) {
+	t.Parallel()
 	generated := generatedCRDs(t)
 	tests := []struct {
 		name     string
@@ -87,6 +88,7 @@ func TestCRDsAreRenderedFromTheGeneratedFiles(t *testing.T) {
 // make every install fail as a conflict, and one there alone would never
 // be upgraded.
 func TestChartShipsNoCRDsDirectory(t *testing.T) {
+	t.Parallel()
 	if crds := loadChart(t).CRDObjects(); len(crds) > 0 {
 		var names []string
 		for _, c := range crds {
@@ -97,6 +99,7 @@ func TestChartShipsNoCRDsDirectory(t *testing.T) {
 }
 
 func TestChartCustomResourcesAreHooksUntilTheirKindIsServed(t *testing.T) {
+	t.Parallel()
 	const vals = `{policy: {namespaces: {team: {constraints: [{topologyKey: topology.kubernetes.io/zone, maxSkew: 1, whenUnsatisfiable: DoNotSchedule}]}}},
 		nodeTemplates: [{name: gpu-c, labels: {topology.kubernetes.io/zone: c}}]}`
 	policies := []string{"spreadguard.io/v1alpha1/ClusterSpreadPolicy", "spreadguard.io/v1alpha1/SpreadPolicy"}
@@ -166,6 +169,7 @@ func TestChartCustomResourcesAreHooksUntilTheirKindIsServed(t *testing.T) {
 }
 
 func TestKubeVersionIsChecked(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		version string

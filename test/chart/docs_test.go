@@ -14,6 +14,7 @@ import (
 )
 
 func TestREADMEIsUpToDate(t *testing.T) {
+	t.Parallel()
 	want, err := valuesdoc.Generate(chartDir)
 	if err != nil {
 		t.Fatalf("generate README: %v", err)
@@ -28,6 +29,7 @@ func TestREADMEIsUpToDate(t *testing.T) {
 }
 
 func TestEveryValueIsDocumented(t *testing.T) {
+	t.Parallel()
 	data, err := os.ReadFile(filepath.Join(chartDir, valuesdoc.ValuesFile))
 	if err != nil {
 		t.Fatal(err)
@@ -49,6 +51,7 @@ func TestEveryValueIsDocumented(t *testing.T) {
 // so a documented line, in values.yaml. Kubernetes structures the schema
 // describes by reference (affinity, tolerations, ...) are not followed.
 func TestSchemaAndValuesAgree(t *testing.T) {
+	t.Parallel()
 	var schema map[string]any
 	data, err := os.ReadFile(filepath.Join(chartDir, "values.schema.json"))
 	if err != nil {

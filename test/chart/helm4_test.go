@@ -75,6 +75,7 @@ func withoutGeneratedCerts(t *testing.T, objs []client.Object) []client.Object {
 }
 
 func TestHelm4RendersWhatHelm3Renders(t *testing.T) {
+	t.Parallel()
 	for _, f := range ciFiles {
 		t.Run(f.name, func(t *testing.T) {
 			v3 := render(t, ciValues(t, f.file))

@@ -71,6 +71,7 @@ func runbookAnchors(t *testing.T) []string {
 }
 
 func TestPrometheusRuleAlertsParseQueryExportedMetricsAndLinkTheirRunbook(t *testing.T) {
+	t.Parallel()
 	r := render(t, valuesYAML(t, "prometheusRule: {enabled: true, labels: {release: prometheus}}"))
 	rule := find[*monitoringv1.PrometheusRule](t, r.objects, fullname)
 	if got := rule.Labels["release"]; got != "prometheus" {
@@ -115,6 +116,7 @@ type grafanaDashboard struct {
 }
 
 func TestDashboardIsForTheGrafanaSidecarAndQueriesExportedMetrics(t *testing.T) {
+	t.Parallel()
 	r := render(t, valuesYAML(t, "dashboards: {enabled: true}"))
 	cm := find[*corev1.ConfigMap](t, r.objects, fullname+"-dashboard")
 	if got := cm.Labels["grafana_dashboard"]; got != "1" {
@@ -149,6 +151,7 @@ func TestDashboardIsForTheGrafanaSidecarAndQueriesExportedMetrics(t *testing.T) 
 }
 
 func TestDashboardAndAlertsAreOffByDefault(t *testing.T) {
+	t.Parallel()
 	for _, o := range render(t, ciValues(t, "default-values.yaml")).objects {
 		if _, ok := o.(*monitoringv1.PrometheusRule); ok || o.GetName() == fullname+"-dashboard" {
 			t.Errorf("%s rendered with the default values", id(o))
@@ -157,6 +160,7 @@ func TestDashboardAndAlertsAreOffByDefault(t *testing.T) {
 }
 
 func TestServiceMonitorAuthenticatesWithATokenFromASecret(t *testing.T) {
+	t.Parallel()
 	scraper := fullname + "-metrics-scraper"
 	tests := []struct {
 		name string

@@ -17,6 +17,7 @@ import (
 // the labels it finds them by, exactly one holds config.yaml, and the
 // webhook's decoder takes it.
 func TestKubectlSpreadReadsTheRenderedConfiguration(t *testing.T) {
+	t.Parallel()
 	// The chart's default autoscaler.clusterAutoscalerStatus.
 	const caStatus = "kube-system/cluster-autoscaler-status"
 	tests := []struct {

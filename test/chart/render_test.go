@@ -76,6 +76,7 @@ var ciFiles = []ciFile{
 // TestEveryCIFileIsCovered keeps ciFiles and the ci directory in step: a new
 // values file there gets rendered here too.
 func TestEveryCIFileIsCovered(t *testing.T) {
+	t.Parallel()
 	entries, err := os.ReadDir(filepath.Join(chartDir, "ci"))
 	if err != nil {
 		t.Fatal(err)

@@ -33,6 +33,7 @@ func (c cluster) GetClientFor(apiVersion, kind string) (dynamic.NamespaceableRes
 }
 
 func TestGeneratedCertificateSurvivesUpgrade(t *testing.T) {
+	t.Parallel()
 	vals := ciValues(t, "self-signed-values.yaml")
 	installed := renderWithLookup(t, vals, false, cluster{t: t})
 	first := find[*secret](t, installed, fullname+"-tls")

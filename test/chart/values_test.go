@@ -12,6 +12,7 @@ import (
 // TestSchemaRefusesBadValues renders, and lints, each values file of
 // testdata/invalid: each must fail with a message that names what is wrong.
 func TestSchemaRefusesBadValues(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		file string
@@ -77,6 +78,7 @@ func lint(t *testing.T, vals map[string]any) string {
 }
 
 func TestLintPassesOnEveryCIFile(t *testing.T) {
+	t.Parallel()
 	for _, f := range ciFiles {
 		t.Run(f.name, func(t *testing.T) {
 			if msgs := lint(t, ciValues(t, f.file)); msgs != "" {
@@ -89,6 +91,7 @@ func TestLintPassesOnEveryCIFile(t *testing.T) {
 // TestTemplatesRefuseContradictions covers what the schema cannot express:
 // combinations of values, and values that depend on the release.
 func TestTemplatesRefuseContradictions(t *testing.T) {
+	t.Parallel()
 	constraint := "{constraints: [{topologyKey: kubernetes.io/hostname, maxSkew: 1, whenUnsatisfiable: ScheduleAnyway}]}"
 	tests := []struct {
 		name    string

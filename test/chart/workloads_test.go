@@ -15,6 +15,7 @@ import (
 // The workload forecasts only warn, so their configuration must never
 // block an apply or a scale, whatever the pod webhooks' failurePolicy.
 func TestTheWorkloadForecastWebhookNeverBlocks(t *testing.T) {
+	t.Parallel()
 	for _, f := range ciFiles {
 		t.Run(f.name, func(t *testing.T) {
 			r := render(t, ciValues(t, f.file))
@@ -69,6 +70,7 @@ func TestTheWorkloadForecastWebhookNeverBlocks(t *testing.T) {
 // nobody reads. The e2e suite shows a real rollout and scale never reach
 // the server; this pins which identities the conditions name.
 func TestTheWorkloadForecastWebhookSkipsKubeControllerManager(t *testing.T) {
+	t.Parallel()
 	r := render(t, valuesYAML(t, ""))
 	w := find[*validatingConfig](t, r.objects, fullname+"-workloads").Webhooks[0]
 	var names []string
