@@ -26,6 +26,7 @@ const maxReported = 3
 // kube-scheduler plugins compute, for the plain Snapshot, the Index built
 // from it and the Index built from a stream of informer events.
 func TestFilterParity(t *testing.T) {
+	t.Parallel()
 	sched := newScheduler(t, nil)
 	for _, seed := range seeds(t) {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {

@@ -50,9 +50,14 @@ var injectDefaults = map[string][]v1.TopologySpreadConstraint{
 //     scheduler ignores matchLabelKeys in default constraints, which a
 //     SpreadPolicy may carry, so defaults that have some skip this check.
 func TestInjectedConstraintsParity(t *testing.T) {
-	explicit := newScheduler(t, nil)
+	t.Parallel()
 	for name, defaults := range injectDefaults {
 		t.Run(name, func(t *testing.T) {
+			// A scheduler serves one case at a time (it swaps its
+			// snapshot), so each configuration, run beside the others, has
+			// its own.
+			t.Parallel()
+			explicit := newScheduler(t, nil)
 			var listDefaulting *scheduler
 			if !slices.ContainsFunc(defaults, func(c v1.TopologySpreadConstraint) bool { return len(c.MatchLabelKeys) > 0 }) {
 				listDefaulting = newScheduler(t, schedulerDefaults(defaults))
