@@ -129,6 +129,16 @@ const GatedWarning = "spreadguard: this pod has schedulingGates, so its topology
 const NoCandidateNodesWarning = "no node passes this pod's node affinity, nodeSelector and taint tolerations; " +
 	"it will stay Pending for reasons other than topology spread"
 
+// unservedNote is the sentence a warning ends with when the pod may wait
+// for a node in a zone an autoscaler's node pool requires and cannot serve
+// (spread.Result.Unserved), worded at cfg's detail; "" otherwise.
+func unservedNote(res *spread.Result, cfg Config) string {
+	if len(res.Unserved) == 0 {
+		return ""
+	}
+	return ". " + cfg.MessageDetail.UnservedSentence(res.Unserved)
+}
+
 // NewNodeWarningPrefix starts the warning of a pod that no current node
 // takes but a node an autoscaler can add would; the check's message
 // follows it.
@@ -321,7 +331,7 @@ func Validate(pod *v1.Pod, src Sources, checker spread.Checker, cfg Config, expl
 	v := &Validation{Allowed: true, Result: res}
 	switch res.Verdict {
 	case spread.VerdictNoCandidateNodes:
-		v.Warnings = []string{NoCandidateNodesWarning}
+		v.Warnings = []string{NoCandidateNodesWarning + unservedNote(res, cfg)}
 		return v, nil
 	case spread.VerdictFeasibleOnNewNode:
 		v.NewNode = true

@@ -382,3 +382,55 @@ func TestReviewPodMutatesThenValidatesTheStoredPod(t *testing.T) {
 		t.Errorf("domains (-want +got):\n%s", diff)
 	}
 }
+
+func TestNoCandidateWarningNamesTheZonesNoNodeComesUpIn(t *testing.T) {
+	// The pod asks for zone d by nodeSelector; no node is there, and the
+	// NodePool that requires d has a node class that cannot serve it.
+	nodes := []*v1.Node{spreadtest.MakeNode().Name("a1").Zone("a").Obj(), spreadtest.MakeNode().Name("b1").Zone("b").Obj()}
+	zoneD := []spread.UnservedZone{{Zone: "d", NodePool: "general", NodeClass: "EC2NodeClass default"}}
+	overZones := spreadtest.Constraint(1, v1.LabelTopologyZone).DoNotSchedule().MatchLabel("app", "web").Obj()
+	overHosts := spreadtest.Constraint(1, v1.LabelHostname).DoNotSchedule().MatchLabel("app", "web").Obj()
+	tests := []struct {
+		name       string
+		constraint v1.TopologySpreadConstraint
+		unserved   []spread.UnservedZone
+		detail     spread.MessageDetail
+		want       string
+	}{
+		{
+			name:       "zone constraint, nodeSelector zone d, d unserved, messageDetail domains -> the warning names zone d, not the NodePool",
+			constraint: overZones, unserved: zoneD, detail: spread.DetailDomains,
+			want: engine.NoCandidateNodesWarning + ". Zone d is required by an autoscaler's node pool whose node class cannot serve it: no node comes up there, so pods that need it stay Pending.",
+		},
+		{
+			name:       "the same under messageDetail nodes -> the NodePool and its node class named",
+			constraint: overZones, unserved: zoneD, detail: spread.DetailNodes,
+			want: engine.NoCandidateNodesWarning + ". Zone d is required by NodePool general (EC2NodeClass default), whose node class cannot serve it: no node comes up there, so pods that need it stay Pending.",
+		},
+		{
+			name:       "zone constraint, every zone served -> the plain warning",
+			constraint: overZones, detail: spread.DetailDomains,
+			want: engine.NoCandidateNodesWarning,
+		},
+		{
+			name:       "hostname constraint, d unserved -> the plain warning: the pod's spread does not count zones",
+			constraint: overHosts, unserved: zoneD, detail: spread.DetailDomains,
+			want: engine.NoCandidateNodesWarning,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			snap := spread.Snapshot{Nodes: nodes, UnservedZones: tt.unserved}
+			pod := webPod().NodeSelector(v1.LabelTopologyZone, "d").SpreadConstraint(tt.constraint).Obj()
+			cfg := config
+			cfg.MessageDetail = tt.detail
+			v, err := engine.Validate(pod, load(t), snap, cfg, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff([]string{tt.want}, v.Warnings); diff != "" {
+				t.Errorf("warnings (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -202,7 +202,9 @@ func Run(w *Workload, src engine.Sources, c Cluster, cfg engine.Config, opts ...
 		f.Skipped = cmp.Or(m.Skipped.String(), NoHardConstraints)
 		return f, nil
 	case v.Result.Verdict == spread.VerdictNoCandidateNodes:
-		f.Skipped = engine.NoCandidateNodesWarning
+		// The pod path's warning: with the zones no node will come up in,
+		// when that is why.
+		f.Skipped = v.Warnings[0]
 		return f, nil
 	}
 	applied := v.Policy

@@ -187,6 +187,13 @@ type Result struct {
 	// Unsatisfiable, FeasibleOnNewNode and NoCandidateNodes, with or
 	// without Explain.
 	Message string `json:"message,omitempty"`
+	// Unserved are the zones an autoscaler's node pool requires that its
+	// node class cannot serve, when a hard constraint spreads over zones:
+	// what the messages' closing sentence names (MessageDetail's
+	// UnservedSentence), for the callers that word a message of their
+	// own. Left out of JSON: it names NodePools, which a tenant may not
+	// read.
+	Unserved []UnservedZone `json:"-"`
 }
 
 // Options tunes Check.

@@ -255,8 +255,9 @@ func assemble(ev *evaluation, opts Options) (*Result, error) {
 		}
 		res.Message = ev.unsatisfiableMessage() + ev.templatesNote() + ev.unservedNote()
 	case VerdictNoCandidateNodes:
-		res.Message = "No node passes the pod's node affinity, nodeSelector, taints and cordons, so topology spread is not what keeps it from being scheduled; the scheduler will leave it Pending until such a node exists."
+		res.Message = "No node passes the pod's node affinity, nodeSelector, taints and cordons, so topology spread is not what keeps it from being scheduled; the scheduler will leave it Pending until such a node exists." + ev.unservedNote()
 	}
+	res.Unserved = ev.unservedZones()
 	return res, nil
 }
 

@@ -222,10 +222,20 @@ func (ev *evaluation) newNodeMessage() string {
 // zone is named, whatever the pod's affinity: it is the autoscaler that
 // picks the NodePool.
 func (ev *evaluation) unservedNote() string {
-	if len(ev.unserved) == 0 || !slices.ContainsFunc(ev.constraints, func(c constraint) bool { return c.topologyKey == v1.LabelTopologyZone }) {
+	zs := ev.unservedZones()
+	if len(zs) == 0 {
 		return ""
 	}
-	return " " + ev.detail.UnservedSentence(ev.unserved)
+	return " " + ev.detail.UnservedSentence(zs)
+}
+
+// unservedZones are the zones unservedNote names: none unless a hard
+// constraint spreads over topology.kubernetes.io/zone.
+func (ev *evaluation) unservedZones() []UnservedZone {
+	if len(ev.unserved) == 0 || !slices.ContainsFunc(ev.constraints, func(c constraint) bool { return c.topologyKey == v1.LabelTopologyZone }) {
+		return nil
+	}
+	return ev.unserved
 }
 
 // templatesNote is the sentence an unsatisfiable pod's message ends with

@@ -306,6 +306,14 @@ func TestADenialOverZonesSaysWhichZonesNoNodeComesUpIn(t *testing.T) {
 			verdict:   spread.VerdictFeasibleOnNewNode,
 		},
 		{
+			name:     "a zone constraint and a nodeSelector for zone d, where no node is, d unserved, messageDetail domains -> no candidate node, zone d named after it",
+			pod:      st.MakePod().Name("incoming").Label("foo", "bar").NodeSelector(v1.LabelTopologyZone, "d").SpreadConstraint(st.Constraint(1, v1.LabelTopologyZone).MatchLabel("foo", "bar").Obj()).Obj(),
+			unserved: zoneD,
+			detail:   spread.DetailDomains,
+			want:     "until such a node exists. Zone d is required by an autoscaler's node pool whose node class cannot serve it: no node comes up there, so pods that need it stay Pending.",
+			verdict:  spread.VerdictNoCandidateNodes,
+		},
+		{
 			name:     "a constraint over hostnames denied the same way, d unserved -> no word of zones",
 			pod:      overHosts,
 			unserved: zoneD,
@@ -335,7 +343,14 @@ func TestADenialOverZonesSaysWhichZonesNoNodeComesUpIn(t *testing.T) {
 				if strings.Contains(res.Message, "required by") {
 					t.Errorf("message %q speaks of an unserved zone", res.Message)
 				}
+				if len(res.Unserved) != 0 {
+					t.Errorf("Unserved = %v, want none", res.Unserved)
+				}
 				return
+			}
+			// What the callers that word a message of their own read.
+			if diff := cmp.Diff(spread.SortedUnservedZones(tt.unserved), res.Unserved); diff != "" {
+				t.Errorf("Unserved (-want +got):\n%s", diff)
 			}
 			got := res.Message[max(0, len(res.Message)-len(tt.want)):]
 			if diff := cmp.Diff(tt.want, got); diff != "" {
