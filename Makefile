@@ -11,6 +11,13 @@ ROOT := $(abspath .)
 BIN := $(ROOT)/bin
 export PATH := $(BIN):$(PATH)
 GO ?= go
+# GO_TEST_VET is the -vet flag of every `go test` of the test targets.
+# `make lint` runs go vet with all its analyzers over every module and
+# build tag, so the tests leave out go test's own subset, which vetted the
+# same code again on every run (about half of the unit tests' time here).
+# `make test-unit GO_TEST_VET=` puts it back.
+GO_TEST_VET ?= -vet=off
+export GO_TEST_VET
 
 # Pinned versions of the cluster binaries, built by hack/build-binaries.sh.
 KUBE_VERSION ?= v1.37.1
@@ -70,7 +77,7 @@ test: $(TEST_TARGETS) ## Run every test: unit, lint, chart, e2e, fuzz, generated
 
 .PHONY: test-unit
 test-unit: ## Run the unit tests (no cluster binaries needed).
-	$(GO) test -count=1 ./...
+	$(GO) test $(GO_TEST_VET) -count=1 ./...
 
 ##@ Binaries
 

@@ -38,12 +38,14 @@ RELEASE=${RELEASE:-spreadguard}
 RELEASE_NAMESPACE=${RELEASE_NAMESPACE:-spreadguard-system}
 CERT_MANAGER_VERSION=${CERT_MANAGER_VERSION:-v1.21.2}
 GO_TEST_FLAGS=${GO_TEST_FLAGS:-}
+# make exports GO_TEST_VET (-vet=off: make lint vets every module).
+GO_TEST_VET=${GO_TEST_VET:-}
 export BIN
 
 go_test() {
   log "go test -tags e2e ./... in test/e2e, a module of its own (KUBECONFIG=$KUBECONFIG)"
   # shellcheck disable=SC2086
-  (cd "$ROOT/test/e2e" && go test -tags e2e -count=1 -v -timeout 20m ./... $GO_TEST_FLAGS)
+  (cd "$ROOT/test/e2e" && go test $GO_TEST_VET -tags e2e -count=1 -v -timeout 20m ./... $GO_TEST_FLAGS)
 }
 
 # ---------------------------------------------------------------- local
@@ -76,7 +78,8 @@ upgrade_e2e() {
     export SPREADGUARD_E2E_HELM=$BIN/helm
     export SPREADGUARD_E2E_ARTIFACTS=$ARTIFACTS
     log "go test -tags e2e -run '^TestUpgrade\$' ./... in test/e2e, a module of its own (KUBECONFIG=$KUBECONFIG)"
-    cd "$ROOT/test/e2e" && go test -tags e2e -count=1 -v -timeout 15m -run '^TestUpgrade$' ./...
+    # shellcheck disable=SC2086
+    cd "$ROOT/test/e2e" && go test $GO_TEST_VET -tags e2e -count=1 -v -timeout 15m -run '^TestUpgrade$' ./...
   ) || rc=$?
   kill -TERM "$upgrade_pid" 2>/dev/null || true
   wait "$upgrade_pid" 2>/dev/null || true

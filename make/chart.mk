@@ -33,7 +33,7 @@ chart-lint: $(HELM) ## Lint the chart (helm lint --strict) with its defaults and
 
 .PHONY: test-chart
 test-chart: $(HELM) $(ETCD) $(KUBE_APISERVER) $(PROMTOOL) ## Render the chart with Helm 3 and 4 for each ci/ values file, check the objects, dry-run them against kube-apiserver, and test every alert with promtool.
-	cd $(CHART_TEST_DIR) && $(GO) test -count=1 ./...
+	cd $(CHART_TEST_DIR) && $(GO) test $(GO_TEST_VET) -count=1 ./...
 
 .PHONY: certs
 certs: ## Write a development CA and a serving certificate for localhost/127.0.0.1 into certs/dev/ (kept when still good).

@@ -11,7 +11,7 @@ define run-fuzz
 	@set -e; for dir in $(FUZZ_DIRS); do \
 	  for fn in $$(grep -h '^func Fuzz' $$dir*_test.go | sed 's/^func \(Fuzz[A-Za-z0-9_]*\).*/\1/'); do \
 	    echo "fuzz ./$$dir $$fn for $(1)"; \
-	    $(GO) test ./$$dir -run '^$$' -fuzz "^$$fn$$" -fuzztime $(1); \
+	    $(GO) test $(GO_TEST_VET) ./$$dir -run '^$$' -fuzz "^$$fn$$" -fuzztime $(1); \
 	  done; \
 	done
 endef

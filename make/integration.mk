@@ -10,6 +10,6 @@
 .PHONY: test-integration
 test-integration: $(ETCD) $(KUBE_APISERVER) $(KARPENTER) $(KARPENTER_AWS_CRDS) ## Run the webhook against a real kube-apiserver and etcd (envtest).
 	KUBEBUILDER_ASSETS=$(BIN) KARPENTER_CRDS=$(BIN)/karpenter-crds KARPENTER_AWS_CRDS=$(BIN)/karpenter-aws-crds \
-	  $(GO) test -tags integration -count=1 ./test/integration/...
+	  $(GO) test $(GO_TEST_VET) -tags integration -count=1 ./test/integration/...
 
 TEST_TARGETS += test-integration

@@ -13,6 +13,6 @@ export PARITY_SEED PARITY_N PARITY_CASE
 
 .PHONY: test-parity
 test-parity: ## Compare pkg/spread with the real kube-scheduler v1.37.1 plugins on thousands of random clusters.
-	cd test/parity && $(GO) test -count=1 ./... $(PARITY_FLAGS)
+	cd test/parity && $(GO) test $(GO_TEST_VET) -count=1 ./... $(PARITY_FLAGS)
 
 TEST_TARGETS += test-parity
