@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,6 +10,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,7 +21,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -45,17 +44,27 @@ const (
 	// zonesFlag is the chart's autoscaler.zones: the zones new nodes may
 	// come up in, for a NodePool that leaves the zone open.
 	zonesFlag = "--autoscaler-zones"
+	// stopAtOnce is added to the starts of the webhook the scenarios make,
+	// so that the next restart stops it without the chart's shutdown
+	// delay (5 s): the delay lets a Service drop a stopping replica, and
+	// no lane is running when the scenarios restart it.
+	stopAtOnce = "--shutdown-delay=0s"
 	// admittedForNewNode starts the warning of a pod that no current node
 	// can take and a new node can; the zone follows. Under the chart's
 	// messageDetail (domains) it does not name the NodePool.
 	admittedForNewNode = "admitted: no current node fits; a new node that an autoscaler can add in "
 
-	// poolKey labels and taints the nodes of the autoscaler scenarios and
-	// the nodes their NodePool launches: the scenarios' pods select and
-	// tolerate it, so no other pod lands there or makes Karpenter launch a
-	// node.
-	poolKey   = "e2e.spreadguard.io/pool"
-	poolValue = "karpenter"
+	// poolKey labels and taints the nodes of each lane of the autoscaler
+	// scenarios and the nodes its NodePool launches, with the lane's own
+	// value: only the lane's pods select and tolerate it, so no other pod
+	// lands there or makes Karpenter launch a node from that NodePool.
+	poolKey = "e2e.spreadguard.io/pool"
+	// autoscalerKey labels, "true", the nodes and NodePools of every lane
+	// and so what Karpenter launches from those NodePools (their template
+	// carries it): what the autoscaler scenarios remove before and after
+	// they run, and not the rebalancing scenario's nodes, which share
+	// poolKey.
+	autoscalerKey = "e2e.spreadguard.io/autoscaler"
 	// kwokNodeAnnotation marks the nodes the local cluster's kwok
 	// controller keeps Ready; Karpenter's kwok provider sets it on the
 	// nodes it launches too.
@@ -87,75 +96,163 @@ var (
 	nodePoolListKind  = schema.GroupVersionKind{Group: "karpenter.sh", Version: "v1", Kind: "NodePoolList"}
 	nodeClaimListKind = schema.GroupVersionKind{Group: "karpenter.sh", Version: "v1", Kind: "NodeClaimList"}
 	kwokNodeClassKind = schema.GroupVersionKind{Group: "karpenter.kwok.sh", Version: "v1alpha1", Kind: "KWOKNodeClass"}
-	// nodePoolExists selects what Karpenter launched: it labels its
-	// NodeClaims and nodes with their NodePool's name.
-	nodePoolExists = mustRequirement(labels.NewRequirement("karpenter.sh/nodepool", selection.Exists, nil))
+)
+
+// The webhook as the lanes of the autoscaler scenarios need it: each
+// scenario's control under one of the first two, its awareness part under
+// the last.
+var (
+	withoutAwareness = webhookMode{
+		name:  "without NodePool awareness",
+		flags: []string{karpenterFlag + "=false"},
+	}
+	zonesSeenOnNodes = webhookMode{
+		name:  "with autoscaler.zones unset, the NodePool's zones are those seen on nodes",
+		flags: []string{karpenterFlag + "=true"},
+	}
+	// The operator's list gives its zones only to a NodePool that leaves
+	// the zone open: one that requires zones keeps its own, the list
+	// unread (zoneSources.resolve in pkg/autoscale). So the NodePools that
+	// require test zones a, b and c yield the same templates with the list
+	// as without it, and every scenario's awareness part runs under this
+	// one start of the webhook.
+	zonesListed = webhookMode{
+		name: "with NodePool awareness and autoscaler.zones naming the offerings' 4 zones",
+		flags: []string{karpenterFlag + "=true",
+			zonesFlag + "=" + strings.Join([]string{testZoneA, testZoneB, testZoneC, testZoneD}, ",")},
+	}
 )
 
 // TestAutoscaler runs the scenarios of a cluster with a node autoscaler:
 // Karpenter's kwok provider launches a node for a pod the scheduler leaves
 // Pending, so spreadguard must not refuse a pod that a new node would take.
-// Each scenario has kwok nodes of its own for a Deployment whose next
-// replica none of them can take, and a NodePool that can add the node it
-// needs. They run after one another, as they restart the webhook.
+// Each scenario is a Deployment whose next replica none of its kwok nodes
+// can take and that a node of its NodePool can, and it runs in three
+// parts, each a lane of its own: a control refused by the webhook, the
+// same left out of spreadguard, and the same admitted by the webhook aware
+// of NodePools.
+//
+// A lane has its own nodes, NodePool and pool value, so the lanes run side
+// by side, in one group per start of the webhook: the webhook is restarted
+// with a group's flags, the group's lanes run at once, and the next group
+// starts once they are all done and cleaned up. The lanes left out of
+// spreadguard never call the webhook and run with the first group, which
+// also keeps the node one of them launches in the fourth zone away from
+// the second group, whose webhook takes a NodePool's zones from the nodes.
 func TestAutoscaler(t *testing.T) {
 	requireKarpenter(t)
 	// What a run killed halfway left behind.
-	if err := removeAutoscalerNodes(t.Context()); err != nil {
+	if err := removePools(t.Context(), allLanes); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		if err := removePools(ctx, allLanes); err != nil {
+			t.Error(err)
+		}
+	})
 	webhook := newWebhookSwitch(t)
 	scenarios := []autoscalerScenario{
 		{
 			name:      "minDomains 3 with nodes in 2 zones: the third replica needs a node in the third zone",
-			nodePool:  "e2e-min-domains",
+			id:        "min-domains",
 			nodeZones: []string{testZoneA, testZoneB},
 			constraint: spreadtest.Constraint(1, zoneKey).DoNotSchedule().MinDomains(3).
 				NodeAffinityPolicy(v1.NodeInclusionPolicyHonor).MatchLabel("app", "web").Obj(),
 			launchZone: testZoneC,
+			control:    &withoutAwareness,
 		},
 		{
 			name:      "a zone whose node is cordoned, counted by nodeTaintsPolicy Ignore: the third replica needs a new node in that zone",
-			nodePool:  "e2e-cordoned",
+			id:        "cordoned",
 			nodeZones: []string{testZoneA, testZoneB, testZoneC},
 			cordoned:  testZoneB,
 			constraint: spreadtest.Constraint(1, zoneKey).DoNotSchedule().
 				NodeAffinityPolicy(v1.NodeInclusionPolicyHonor).NodeTaintsPolicy(v1.NodeInclusionPolicyIgnore).
 				MatchLabel("app", "web").Obj(),
 			launchZone: testZoneB,
+			control:    &withoutAwareness,
 		},
 		{
 			// As the NodePools of Karpenter's getting-started guide: no
 			// zone requirement, the zones are the offerings' (here the
 			// kwok provider's four). The suite's other nodes are in zones
 			// no offering has; the replicas' affinity keeps them out, as
-			// in a cluster whose nodes are all Karpenter's.
+			// in a cluster whose nodes are all Karpenter's. Only
+			// autoscaler.zones tells spreadguard the fourth zone.
 			name:      "a NodePool with no zone requirement, offerings in 4 zones, nodes in 3, minDomains 4: the fourth replica needs a node in the fourth zone",
-			nodePool:  "e2e-open-zone",
+			id:        "open-zone",
 			nodeZones: []string{testZoneA, testZoneB, testZoneC},
 			openZone:  true,
 			podZones:  []string{testZoneA, testZoneB, testZoneC, testZoneD},
 			constraint: spreadtest.Constraint(1, zoneKey).DoNotSchedule().MinDomains(4).
 				NodeAffinityPolicy(v1.NodeInclusionPolicyHonor).MatchLabel("app", "web").Obj(),
-			launchZone:   testZoneD,
-			control:      "with autoscaler.zones unset, the NodePool's zones are those seen on nodes",
-			controlFlags: []string{karpenterFlag + "=true"},
-			awareness:    "with autoscaler.zones naming the offerings' 4 zones",
-			awareFlags: []string{karpenterFlag + "=true",
-				zonesFlag + "=" + strings.Join([]string{testZoneA, testZoneB, testZoneC, testZoneD}, ",")},
+			launchZone: testZoneD,
+			control:    &zonesSeenOnNodes,
 		},
 	}
-	for _, s := range scenarios {
-		t.Run(s.name, func(t *testing.T) { s.run(t, webhook) })
+	// One group per start of the webhook, in this order; a lane that
+	// needs none goes with the first.
+	modes := []*webhookMode{&withoutAwareness, &zonesSeenOnNodes, &zonesListed}
+	for i, mode := range modes {
+		name := "the webhook started with " + strings.Join(mode.flags, " ")
+		if i == 0 {
+			name = "namespaces spreadguard leaves out, and " + name
+		}
+		t.Run(name, func(t *testing.T) {
+			unstarted := webhook.restart(t, mode.flags...)
+			type scenarioLanes struct {
+				autoscalerScenario
+				lanes []lane
+			}
+			var group []scenarioLanes
+			for _, s := range scenarios {
+				lanes := slices.DeleteFunc(s.lanes(), func(l lane) bool {
+					return l.mode != mode && (l.mode != nil || i > 0)
+				})
+				if len(lanes) > 0 {
+					group = append(group, scenarioLanes{s, lanes})
+				}
+			}
+			runAtOnce(t, group, func(s scenarioLanes) string { return s.name }, func(t *testing.T, s scenarioLanes) {
+				runAtOnce(t, s.lanes, lane.name, func(t *testing.T, l lane) {
+					if l.mode != nil && unstarted != "" {
+						t.Skip(unstarted)
+					}
+					l.run(t)
+				})
+			})
+		})
 	}
+}
+
+// runAtOnce runs fn on each of items, in a subtest of t named by name, all
+// at once, and returns when they are done. t.Run from goroutines, not
+// t.Parallel: the lanes of a group must all run at once, whatever
+// -parallel (GOMAXPROCS, 2 here) allows.
+func runAtOnce[T any](t *testing.T, items []T, name func(T) string, fn func(*testing.T, T)) {
+	var wg sync.WaitGroup
+	for _, it := range items {
+		wg.Go(func() { t.Run(name(it), func(t *testing.T) { fn(t, it) }) })
+	}
+	wg.Wait()
+}
+
+// webhookMode is a start of the webhook: what it knows of NodePools, in
+// words for the test names, and the flags that make it so.
+type webhookMode struct {
+	name  string
+	flags []string
 }
 
 // autoscalerScenario is a Deployment "web" with one replica on each of
 // the scenario's schedulable nodes, whose next replica no current node can
 // take and a node from the scenario's NodePool can.
 type autoscalerScenario struct {
-	name     string
-	nodePool string
+	name string
+	// id names the scenario's pools, NodePools and nodes.
+	id string
 	// nodeZones are the zones of the scenario's nodes, one node each.
 	nodeZones []string
 	// cordoned is the zone whose node is cordoned, if any.
@@ -169,11 +266,18 @@ type autoscalerScenario struct {
 	constraint v1.TopologySpreadConstraint
 	// launchZone is where the next replica's node must be launched.
 	launchZone string
-	// control and controlFlags are the webhook under which the next
-	// replica is refused; awareness and awareFlags the one under which it
-	// is admitted. Empty: without, then with, NodePool awareness.
-	control, awareness       string
-	controlFlags, awareFlags []string
+	// control is the webhook under which the next replica is refused;
+	// under zonesListed it is admitted.
+	control *webhookMode
+}
+
+// lanes are the scenario's three parts, each under the webhook it needs.
+func (s autoscalerScenario) lanes() []lane {
+	return []lane{
+		{autoscalerScenario: s, part: refusedPart, mode: s.control},
+		{autoscalerScenario: s, part: leftOutPart},
+		{autoscalerScenario: s, part: admittedPart, mode: &zonesListed},
+	}
 }
 
 // placed is how many replicas the scenario's nodes take: one per
@@ -191,59 +295,96 @@ func (s autoscalerScenario) nth() string {
 	return [...]string{"first", "second", "third", "fourth", "fifth"}[s.placed()]
 }
 
-func (s autoscalerScenario) run(t *testing.T, webhook *webhookSwitch) {
+// lanePart is what a lane shows of its scenario.
+type lanePart int
+
+const (
+	// refusedPart: the webhook refuses the next replica, and Karpenter,
+	// with no Pending pod, launches nothing.
+	refusedPart lanePart = iota
+	// leftOutPart: in a namespace spreadguard leaves out, Karpenter
+	// launches the node the next replica needs.
+	leftOutPart
+	// admittedPart: the webhook admits the next replica with a warning,
+	// and Karpenter launches its node.
+	admittedPart
+)
+
+// lane is one part of a scenario on a pool of its own: its kwok nodes,
+// its NodePool and what Karpenter launches from it carry poolKey=pool(),
+// which only its pods select and tolerate, so that lanes side by side
+// never share a node, and each counts only its own NodeClaims.
+type lane struct {
+	autoscalerScenario
+	part lanePart
+	// mode is the webhook the part runs under; nil for leftOutPart.
+	mode *webhookMode
+}
+
+// pool is the lane's value of poolKey, and names its NodePool and nodes.
+func (l lane) pool() string {
+	return l.id + "-" + [...]string{"refused", "left-out", "admitted"}[l.part]
+}
+
+func (l lane) nodePool() string { return "e2e-" + l.pool() }
+
+// name is the part in a sentence, for the lane's test.
+func (l lane) name() string {
+	switch l.part {
+	case refusedPart:
+		return fmt.Sprintf("%s, the %s replica is refused and Karpenter launches no node", l.mode.name, l.nth())
+	case leftOutPart:
+		return fmt.Sprintf("with spreadguard left out, Karpenter launches a node in %s for the %s replica", l.launchZone, l.nth())
+	}
+	return fmt.Sprintf("%s, the %s replica is admitted with a warning, Karpenter launches its node in %s and every replica runs", l.mode.name, l.nth(), l.launchZone)
+}
+
+// run creates the lane's nodes and NodePool, runs its part, and removes
+// them.
+func (l lane) run(t *testing.T) {
+	// Registered first, so that it runs last, once the part's pods are
+	// gone: kwok removes the pods of a deleted namespace only from nodes
+	// that still exist.
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		if err := removeAutoscalerNodes(ctx); err != nil {
+		if err := removePools(ctx, lanePool(l.pool())); err != nil {
 			t.Error(err)
 		}
 	})
-	for _, zone := range s.nodeZones {
-		createPoolNode(t, zone, zone == s.cordoned)
-	}
-	pool := makeNodePool(s.nodePool)
-	if !s.openZone {
+	createPoolNodes(t, l.pool(), l.nodeZones, l.cordoned)
+	pool := makeNodePool(l.nodePool(), l.pool())
+	if !l.openZone {
 		pool = pool.Zones(testZoneA, testZoneB, testZoneC)
 	}
 	if err := k8s.Create(t.Context(), pool.Obj()); err != nil {
-		t.Fatalf("create NodePool %s: %v", s.nodePool, err)
+		t.Fatalf("create NodePool %s: %v", l.nodePool(), err)
 	}
-	control, controlFlags := cmp.Or(s.control, "without NodePool awareness"), s.controlFlags
-	if controlFlags == nil {
-		controlFlags = []string{karpenterFlag + "=false"}
+	switch l.part {
+	case refusedPart:
+		l.refused(t)
+	case leftOutPart:
+		l.launchedWithoutSpreadguard(t)
+	case admittedPart:
+		l.admitted(t)
 	}
-	awareness, awareFlags := cmp.Or(s.awareness, "with NodePool awareness"), s.awareFlags
-	if awareFlags == nil {
-		awareFlags = []string{karpenterFlag + "=true"}
-	}
-
-	t.Run(fmt.Sprintf("%s, the %s replica is refused and Karpenter launches no node", control, s.nth()), func(t *testing.T) {
-		webhook.restart(t, controlFlags...)
-		s.refused(t)
-	})
-	t.Run(fmt.Sprintf("with spreadguard left out, Karpenter launches a node in %s for the %s replica", s.launchZone, s.nth()), s.launchedWithoutSpreadguard)
-	t.Run(fmt.Sprintf("%s, the %s replica is admitted with a warning, Karpenter launches its node in %s and every replica runs", awareness, s.nth(), s.launchZone), func(t *testing.T) {
-		webhook.restart(t, awareFlags...)
-		s.admitted(t)
-	})
 }
 
 // replica is a pod of the Deployment, for its template and for dry runs of
-// one more replica.
-func (s autoscalerScenario) replica() *v1.Pod {
+// one more replica: it goes only to the lane's nodes.
+func (l lane) replica() *v1.Pod {
 	p := spreadtest.MakePod().Name("web-next").Label("app", "web").
-		NodeSelector(poolKey, poolValue).
-		Toleration(poolKey, v1.TolerationOpEqual, poolValue, v1.TaintEffectNoSchedule).
-		SpreadConstraint(s.constraint)
-	if s.podZones != nil {
-		p = p.NodeAffinityIn(zoneKey, s.podZones...)
+		NodeSelector(poolKey, l.pool()).
+		Toleration(poolKey, v1.TolerationOpEqual, l.pool(), v1.TaintEffectNoSchedule).
+		SpreadConstraint(l.constraint)
+	if l.podZones != nil {
+		p = p.NodeAffinityIn(zoneKey, l.podZones...)
 	}
 	return pod(p)
 }
 
-func (s autoscalerScenario) deployment(replicas int32) *appsv1.Deployment {
-	return makeDeployment("web").Replicas(replicas).PodSpec(s.replica().Spec).Obj()
+func (l lane) deployment(replicas int32) *appsv1.Deployment {
+	return makeDeployment("web").Replicas(replicas).PodSpec(l.replica().Spec).Obj()
 }
 
 // placement is one replica in each schedulable zone of the scenario and
@@ -264,31 +405,31 @@ func (s autoscalerScenario) placement(launched ...string) map[string]int {
 	return want
 }
 
-// place runs s.placed() replicas, one in each zone they may use, and
+// place runs l.placed() replicas, one in each zone they may use, and
 // returns the Deployment's pod selector.
-func (s autoscalerScenario) place(f *framework) labels.Selector {
+func (l lane) place(f *framework) labels.Selector {
 	f.t.Helper()
 	web := labels.SelectorFromSet(labels.Set{"app": "web"})
-	f.create(s.deployment(s.placed()))
-	f.expectZones(f.waitRunning(web, int(s.placed()), placeTimeout), s.placement())
+	f.create(l.deployment(l.placed()))
+	f.expectZones(f.waitRunning(web, int(l.placed()), placeTimeout), l.placement())
 	return web
 }
 
-func (s autoscalerScenario) refused(t *testing.T) {
+func (l lane) refused(t *testing.T) {
 	f := newFramework(t)
-	// Before the next part: its webhook would admit the pod this
-	// Deployment keeps trying to create.
-	t.Cleanup(f.removeLaunched)
-	web := s.place(f)
-	next := s.replica()
-	f.eventually(policyChangeTimeout, fmt.Sprintf("the webhook counts the %d replicas and denies a %s (dry run)", s.placed(), s.nth()), func(ctx context.Context) error {
+	// Before the group's end: the next group's webhook would admit the
+	// pod this Deployment keeps trying to create.
+	t.Cleanup(f.removeWeb)
+	web := l.place(f)
+	next := l.replica()
+	f.eventually(policyChangeTimeout, fmt.Sprintf("the webhook counts the %d replicas and denies a %s (dry run)", l.placed(), l.nth()), func(ctx context.Context) error {
 		if _, err := f.dryRunCreate(ctx, k8s, next); !deniedByWebhook(err) {
 			return fmt.Errorf("want a denial, got %v", err)
 		}
 		return nil
 	})
-	f.scale("web", s.placed()+1)
-	f.eventually(30*time.Second, "the ReplicaSet reports spreadguard's refusal of its "+s.nth()+" pod", func(ctx context.Context) error {
+	f.scale("web", l.placed()+1)
+	f.eventually(30*time.Second, "the ReplicaSet reports spreadguard's refusal of its "+l.nth()+" pod", func(ctx context.Context) error {
 		msgs, err := f.failedCreates(ctx)
 		if err != nil {
 			return err
@@ -299,8 +440,8 @@ func (s autoscalerScenario) refused(t *testing.T) {
 		return nil
 	})
 	// A refused pod never goes Pending, so Karpenter has nothing to act on.
-	f.consistently(noLaunchWait, fmt.Sprintf("Karpenter launches no node and the Deployment keeps %d pods", s.placed()), func(ctx context.Context) error {
-		claims, err := poolNodeClaims(ctx)
+	f.consistently(noLaunchWait, fmt.Sprintf("Karpenter launches no node and the Deployment keeps %d pods", l.placed()), func(ctx context.Context) error {
+		claims, err := poolNodeClaims(ctx, lanePool(l.pool()))
 		if err != nil {
 			return err
 		}
@@ -311,8 +452,8 @@ func (s autoscalerScenario) refused(t *testing.T) {
 		if err := k8s.List(ctx, &pods, client.InNamespace(f.ns), client.MatchingLabelsSelector{Selector: web}); err != nil {
 			return err
 		}
-		if len(pods.Items) != int(s.placed()) {
-			return fmt.Errorf("%d pods, want the %d placed before the refusal", len(pods.Items), s.placed())
+		if len(pods.Items) != int(l.placed()) {
+			return fmt.Errorf("%d pods, want the %d placed before the refusal", len(pods.Items), l.placed())
 		}
 		return nil
 	})
@@ -321,37 +462,37 @@ func (s autoscalerScenario) refused(t *testing.T) {
 // launchedWithoutSpreadguard proves the autoscaler half alone: in a
 // namespace spreadguard's webhooks leave out, the scheduler leaves the
 // next replica Pending and Karpenter launches the node it needs.
-func (s autoscalerScenario) launchedWithoutSpreadguard(t *testing.T) {
+func (l lane) launchedWithoutSpreadguard(t *testing.T) {
 	f := newFramework(t, func(ns *v1.Namespace) { ns.Labels[v1alpha1.LabelIgnoreNamespace] = "true" })
-	t.Cleanup(f.removeLaunched)
+	t.Cleanup(f.removeWeb)
 	web := labels.SelectorFromSet(labels.Set{"app": "web"})
 	start := time.Now()
-	all := s.placed() + 1
-	f.create(s.deployment(all))
-	node := f.waitLaunched(s.launchZone)
-	f.expectZones(f.waitRunning(web, int(all), launchTimeout), s.placement(s.launchZone))
-	t.Logf("Karpenter launched node %s in %s; %d replicas Running %v after the Deployment", node, s.launchZone, all, time.Since(start).Round(time.Millisecond))
+	all := l.placed() + 1
+	f.create(l.deployment(all))
+	node := f.waitLaunched(l.pool(), l.launchZone)
+	f.expectZones(f.waitRunning(web, int(all), launchTimeout), l.placement(l.launchZone))
+	t.Logf("Karpenter launched node %s in %s; %d replicas Running %v after the Deployment", node, l.launchZone, all, time.Since(start).Round(time.Millisecond))
 }
 
-func (s autoscalerScenario) admitted(t *testing.T) {
+func (l lane) admitted(t *testing.T) {
 	f := newFramework(t)
-	t.Cleanup(f.removeLaunched)
-	web := s.place(f)
+	t.Cleanup(f.removeWeb)
+	web := l.place(f)
 	c, warnings := warningClient(t)
-	next := s.replica()
-	f.eventually(policyChangeTimeout, "the webhook admits a "+s.nth()+" replica, warning that a new node in "+s.launchZone+" would take it, without naming NodePool "+s.nodePool+" (dry run)", func(ctx context.Context) error {
+	next := l.replica()
+	f.eventually(policyChangeTimeout, "the webhook admits a "+l.nth()+" replica, warning that a new node in "+l.launchZone+" would take it, without naming NodePool "+l.nodePool()+" (dry run)", func(ctx context.Context) error {
 		warnings.take()
 		if _, err := f.dryRunCreate(ctx, c, next); err != nil {
 			return err
 		}
-		return newNodeWarning(warnings.take(), s.nodePool, s.launchZone)
+		return newNodeWarning(warnings.take(), l.nodePool(), l.launchZone)
 	})
 	start := time.Now()
-	all := s.placed() + 1
+	all := l.placed() + 1
 	f.scale("web", all)
-	node := f.waitLaunched(s.launchZone)
-	f.expectZones(f.waitRunning(web, int(all), launchTimeout), s.placement(s.launchZone))
-	t.Logf("Karpenter launched node %s in %s; %d replicas Running %v after the scale-up", node, s.launchZone, all, time.Since(start).Round(time.Millisecond))
+	node := f.waitLaunched(l.pool(), l.launchZone)
+	f.expectZones(f.waitRunning(web, int(all), launchTimeout), l.placement(l.launchZone))
+	t.Logf("Karpenter launched node %s in %s; %d replicas Running %v after the scale-up", node, l.launchZone, all, time.Since(start).Round(time.Millisecond))
 	msgs, err := f.failedCreates(t.Context())
 	if err != nil {
 		t.Fatal(err)
@@ -397,14 +538,18 @@ func requireKarpenter(t *testing.T) {
 }
 
 // NodePoolWrapper builds a Karpenter NodePool (karpenter.sh/v1) of the
-// KWOKNodeClass kwokNodeClass, whose nodes carry poolKey as a label and a
-// taint. It is unstructured: the suite does not import Karpenter.
+// KWOKNodeClass kwokNodeClass for a lane, whose nodes carry poolKey=pool as
+// a label and a taint, and autoscalerKey. It is unstructured: the suite
+// does not import Karpenter.
 type NodePoolWrapper struct {
 	name  string
+	pool  string
 	zones []string
 }
 
-func makeNodePool(name string) *NodePoolWrapper { return &NodePoolWrapper{name: name} }
+func makeNodePool(name, pool string) *NodePoolWrapper {
+	return &NodePoolWrapper{name: name, pool: pool}
+}
 
 // Zones sets the zones the NodePool may launch nodes in; without, it has
 // no zone requirement, and Karpenter launches in its offerings' zones.
@@ -413,24 +558,25 @@ func (p *NodePoolWrapper) Zones(zones ...string) *NodePoolWrapper {
 	return p
 }
 
-// Obj returns the NodePool. It never consolidates: the scenarios decide
-// when its nodes go.
+// Obj returns the NodePool, labelled as its nodes are. It never
+// consolidates: the scenarios decide when its nodes go.
 func (p *NodePoolWrapper) Obj() *unstructured.Unstructured {
 	requirements := []map[string]any{{"key": "karpenter.sh/capacity-type", "operator": "In", "values": []string{"on-demand"}}}
 	if len(p.zones) > 0 {
 		requirements = append([]map[string]any{{"key": zoneKey, "operator": "In", "values": p.zones}}, requirements...)
 	}
+	labels := poolLabels(p.pool)
 	pool := map[string]any{
 		"apiVersion": nodePoolKind.GroupVersion().String(),
 		"kind":       nodePoolKind.Kind,
-		"metadata":   map[string]any{"name": p.name, "labels": map[string]string{e2eLabel: "true"}},
+		"metadata":   map[string]any{"name": p.name, "labels": labels},
 		"spec": map[string]any{
 			"disruption": map[string]any{"consolidationPolicy": "WhenEmpty", "consolidateAfter": "Never"},
 			"template": map[string]any{
-				"metadata": map[string]any{"labels": map[string]string{poolKey: poolValue}},
+				"metadata": map[string]any{"labels": labels},
 				"spec": map[string]any{
 					"nodeClassRef": map[string]any{"group": kwokNodeClassKind.Group, "kind": kwokNodeClassKind.Kind, "name": kwokNodeClass},
-					"taints":       []v1.Taint{poolTaint()},
+					"taints":       []v1.Taint{{Key: poolKey, Value: p.pool, Effect: v1.TaintEffectNoSchedule}},
 					"requirements": requirements,
 				},
 			},
@@ -449,26 +595,36 @@ func (p *NodePoolWrapper) Obj() *unstructured.Unstructured {
 	return u
 }
 
-func mustRequirement(r *labels.Requirement, err error) labels.Requirement {
-	if err != nil {
-		panic(err)
-	}
-	return *r
+// poolLabels are the labels of a lane's nodes, NodePool and NodeClaims.
+func poolLabels(pool string) map[string]string {
+	return map[string]string{poolKey: pool, autoscalerKey: "true"}
 }
 
-func poolTaint() v1.Taint {
-	return v1.Taint{Key: poolKey, Value: poolValue, Effect: v1.TaintEffectNoSchedule}
+// lanePool selects the nodes, NodePool and NodeClaims of the lane whose
+// pool value is pool.
+func lanePool(pool string) labels.Selector {
+	return labels.SelectorFromSet(labels.Set{poolKey: pool})
 }
 
-// createPoolNode creates a kwok node of the scenario in zone, as a node of
-// the NodePool would be but not launched by Karpenter, and waits until it
-// is Ready without the taints of a new node; cordoned, it is cordoned then.
-func createPoolNode(t *testing.T, zone string, cordoned bool) {
+// allLanes selects those of every lane.
+var allLanes = labels.SelectorFromSet(labels.Set{autoscalerKey: "true"})
+
+// createPoolNodes creates a kwok node of the lane's pool in each of zones,
+// as nodes of its NodePool would be but not launched by Karpenter, and
+// waits until they are Ready without the taints of a new node; the one in
+// cordoned, if any, is cordoned then.
+func createPoolNodes(t *testing.T, pool string, zones []string, cordoned string) {
 	t.Helper()
-	n := poolNode("e2e-pool-"+zone, zone, poolValue)
-	createReadyNode(t, n)
-	if cordoned {
-		if err := setCordon(t.Context(), n.Name, true); err != nil {
+	name := func(zone string) string { return "e2e-" + pool + "-" + zone }
+	var nodes []*v1.Node
+	for _, zone := range zones {
+		n := poolNode(name(zone), zone, pool)
+		n.Labels[autoscalerKey] = "true"
+		nodes = append(nodes, n)
+	}
+	createReadyNodes(t, nodes...)
+	if cordoned != "" {
+		if err := setCordon(t.Context(), name(cordoned), true); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -482,35 +638,41 @@ func poolNode(name, zone, pool string) *v1.Node {
 		Annotation(kwokNodeAnnotation, "fake").Taint(poolKey, pool, v1.TaintEffectNoSchedule).Obj()
 }
 
-// createReadyNode creates n and waits until the kwok controller has made
-// it Ready and the node-lifecycle controller has removed the taints of a
-// new node, leaving n's own.
-func createReadyNode(t *testing.T, n *v1.Node) {
+// createReadyNodes creates nodes and waits until the kwok controller has
+// made each Ready and the node-lifecycle controller has removed the taints
+// of a new node, leaving its own. All are created before the wait, so they
+// become Ready together.
+func createReadyNodes(t *testing.T, nodes ...*v1.Node) {
 	t.Helper()
-	want := len(n.Spec.Taints)
-	if err := k8s.Create(t.Context(), n); err != nil {
-		t.Fatalf("create node %s: %v", n.Name, err)
+	own := make([]int, len(nodes))
+	for i, n := range nodes {
+		own[i] = len(n.Spec.Taints)
+		if err := k8s.Create(t.Context(), n); err != nil {
+			t.Fatalf("create node %s: %v", n.Name, err)
+		}
 	}
-	eventually(t, 30*time.Second, "node "+n.Name+" is Ready with only its own taints", func(ctx context.Context) error {
-		if err := k8s.Get(ctx, client.ObjectKeyFromObject(n), n); err != nil {
-			return err
-		}
-		ready := slices.ContainsFunc(n.Status.Conditions, func(c v1.NodeCondition) bool {
-			return c.Type == v1.NodeReady && c.Status == v1.ConditionTrue
+	for i, n := range nodes {
+		eventually(t, 30*time.Second, "node "+n.Name+" is Ready with only its own taints", func(ctx context.Context) error {
+			if err := k8s.Get(ctx, client.ObjectKeyFromObject(n), n); err != nil {
+				return err
+			}
+			ready := slices.ContainsFunc(n.Status.Conditions, func(c v1.NodeCondition) bool {
+				return c.Type == v1.NodeReady && c.Status == v1.ConditionTrue
+			})
+			if !ready || len(n.Spec.Taints) != own[i] {
+				return fmt.Errorf("ready %v, taints %v", ready, n.Spec.Taints)
+			}
+			return nil
 		})
-		if !ready || len(n.Spec.Taints) != want {
-			return fmt.Errorf("ready %v, taints %v", ready, n.Spec.Taints)
-		}
-		return nil
-	})
+	}
 }
 
-// poolNodeClaims lists the NodeClaims Karpenter made for the scenarios'
-// NodePools, which carry their template's labels.
-func poolNodeClaims(ctx context.Context) ([]unstructured.Unstructured, error) {
+// poolNodeClaims lists the NodeClaims Karpenter made for the NodePools
+// that sel selects, which carry their template's labels.
+func poolNodeClaims(ctx context.Context, sel labels.Selector) ([]unstructured.Unstructured, error) {
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(nodeClaimListKind)
-	if err := k8s.List(ctx, list, client.MatchingLabels{poolKey: poolValue}); err != nil {
+	if err := k8s.List(ctx, list, client.MatchingLabelsSelector{Selector: sel}); err != nil {
 		return nil, fmt.Errorf("list NodeClaims: %w", err)
 	}
 	return list.Items, nil
@@ -529,13 +691,16 @@ func nodeOfClaim(c unstructured.Unstructured) string {
 	return name
 }
 
-// waitLaunched waits until Karpenter has launched one node, in zone, and
-// returns its name; a node launched in another zone fails the test at once.
-func (f *framework) waitLaunched(zone string) string {
+// waitLaunched waits until Karpenter has launched one node for the lane
+// of pool, in zone, and returns its name; a node launched in another zone
+// fails the test at once. The other lanes' NodeClaims, launched meanwhile,
+// are not counted: Karpenter makes one per NodePool that a Pending pod
+// fits, and a lane's pods fit only the lane's.
+func (f *framework) waitLaunched(pool, zone string) string {
 	f.t.Helper()
 	var node string
 	f.eventually(launchTimeout, "Karpenter launches one node in "+zone, func(ctx context.Context) error {
-		claims, err := poolNodeClaims(ctx)
+		claims, err := poolNodeClaims(ctx, lanePool(pool))
 		if err != nil {
 			return err
 		}
@@ -553,12 +718,11 @@ func (f *framework) waitLaunched(zone string) string {
 	return node
 }
 
-// removeLaunched deletes the test's Deployment "web" and waits until its
-// pods are gone, then deletes the nodes Karpenter launched and waits until
-// they are gone, so that the next part starts from the scenario's own
-// nodes. In this order: a node's drain evicts its pods, which the
-// Deployment would replace, and Karpenter would launch a node for those.
-func (f *framework) removeLaunched() {
+// removeWeb deletes the test's Deployment "web" and waits until its pods
+// are gone, before the lane's nodes go: a node's drain evicts its pods,
+// which the Deployment would replace, and Karpenter would launch a node
+// for those.
+func (f *framework) removeWeb() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "web"}}
@@ -575,23 +739,18 @@ func (f *framework) removeLaunched() {
 		}
 		return nil
 	})
-	if err == nil {
-		// Karpenter's nodes, not the scenario's own: those have no NodeClaim.
-		launched := labels.SelectorFromSet(labels.Set{poolKey: poolValue}).Add(nodePoolExists)
-		err = removeNodeClaims(ctx, launched)
-	}
 	if err != nil {
 		f.t.Error(err)
 	}
 }
 
-// removeAutoscalerNodes deletes the scenarios' NodePools, what Karpenter
-// launched for them and the scenarios' own nodes, and waits until they are
-// gone.
-func removeAutoscalerNodes(ctx context.Context) error {
+// removePools deletes the lanes' NodePools that sel selects, what
+// Karpenter launched for them and the lanes' own nodes, and waits until
+// they are gone.
+func removePools(ctx context.Context, sel labels.Selector) error {
 	pools := &unstructured.UnstructuredList{}
 	pools.SetGroupVersionKind(nodePoolListKind)
-	if err := k8s.List(ctx, pools, client.MatchingLabels{e2eLabel: "true"}); err != nil {
+	if err := k8s.List(ctx, pools, client.MatchingLabelsSelector{Selector: sel}); err != nil {
 		return fmt.Errorf("list NodePools: %w", err)
 	}
 	for i := range pools.Items {
@@ -599,18 +758,17 @@ func removeAutoscalerNodes(ctx context.Context) error {
 			return fmt.Errorf("delete NodePool %s: %w", pools.Items[i].GetName(), err)
 		}
 	}
-	nodes := labels.SelectorFromSet(labels.Set{poolKey: poolValue})
-	if err := k8s.DeleteAllOf(ctx, &v1.Node{}, client.MatchingLabelsSelector{Selector: nodes}); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("delete the scenarios' nodes: %w", err)
+	if err := k8s.DeleteAllOf(ctx, &v1.Node{}, client.MatchingLabelsSelector{Selector: sel}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete the nodes of %s: %w", sel, err)
 	}
-	return removeNodeClaims(ctx, nodes)
+	return removeNodeClaims(ctx, sel)
 }
 
-// removeNodeClaims deletes the NodeClaims of the scenarios' NodePools and
-// waits until they and the nodes nodes selects are gone: Karpenter deletes
-// a NodeClaim's node once it has drained it.
-func removeNodeClaims(ctx context.Context, nodes labels.Selector) error {
-	claims, err := poolNodeClaims(ctx)
+// removeNodeClaims deletes the NodeClaims sel selects and waits until
+// they and the nodes sel selects are gone: Karpenter deletes a NodeClaim's
+// node once it has drained it.
+func removeNodeClaims(ctx context.Context, sel labels.Selector) error {
+	claims, err := poolNodeClaims(ctx, sel)
 	if err != nil {
 		return err
 	}
@@ -620,16 +778,16 @@ func removeNodeClaims(ctx context.Context, nodes labels.Selector) error {
 		}
 	}
 	return poll(ctx, time.Minute, func(ctx context.Context) error {
-		claims, err := poolNodeClaims(ctx)
+		claims, err := poolNodeClaims(ctx, sel)
 		if err != nil {
 			return err
 		}
 		var left v1.NodeList
-		if err := k8s.List(ctx, &left, client.MatchingLabelsSelector{Selector: nodes}); err != nil {
+		if err := k8s.List(ctx, &left, client.MatchingLabelsSelector{Selector: sel}); err != nil {
 			return fmt.Errorf("list nodes: %w", err)
 		}
 		if len(claims) != 0 || len(left.Items) != 0 {
-			return fmt.Errorf("still there: %d NodeClaims (%s) and %d nodes", len(claims), claimNames(claims), len(left.Items))
+			return fmt.Errorf("still there: %d NodeClaims (%s) and %d nodes of %s", len(claims), claimNames(claims), len(left.Items), sel)
 		}
 		return nil
 	})
@@ -658,20 +816,22 @@ func newWebhookSwitch(t *testing.T) *webhookSwitch {
 	return w
 }
 
-// restart stops the webhook and starts it with flags, or skips the test
-// where the suite cannot.
-func (w *webhookSwitch) restart(t *testing.T, flags ...string) {
+// restart stops the webhook and starts it with flags. Where the suite
+// cannot, it returns why, for the tests that need the webhook so started
+// to skip.
+func (w *webhookSwitch) restart(t *testing.T, flags ...string) (unstarted string) {
 	t.Helper()
 	if os.Getenv(envStopCmd) == "" || os.Getenv(envStartFlagsCmd) == "" || os.Getenv(envStartCmd) == "" {
-		t.Skipf("%s, %s or %s unset: the suite cannot restart the webhook with %v", envStopCmd, envStartFlagsCmd, envStartCmd, flags)
+		return fmt.Sprintf("%s, %s or %s unset: the suite cannot restart the webhook with %v", envStopCmd, envStartFlagsCmd, envStartCmd, flags)
 	}
 	w.restarted = true
 	if err := runHook(t.Context(), t, envStopCmd); err != nil {
 		t.Fatal(err)
 	}
-	if err := runHook(t.Context(), t, envStartFlagsCmd, flags...); err != nil {
+	if err := runHook(t.Context(), t, envStartFlagsCmd, append(slices.Clone(flags), stopAtOnce)...); err != nil {
 		t.Fatal(err)
 	}
+	return ""
 }
 
 // ---------------------------------------------------------------- helpers

@@ -96,7 +96,7 @@ func TestDeschedulerRebalance(t *testing.T) {
 	for _, zone := range cluster.zones {
 		for i := 1; i <= rebalanceNodesPerZone; i++ {
 			n := poolNode(fmt.Sprintf("e2e-%s-%s-%d", rebalancePool, zone, i), zone, rebalancePool)
-			createReadyNode(t, n)
+			createReadyNodes(t, n)
 			nodesOf[zone] = append(nodesOf[zone], n.Name)
 		}
 	}
