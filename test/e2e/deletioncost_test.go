@@ -304,7 +304,7 @@ func (f *framework) createScaleDownPolicy(keeper bool) {
 			f.t.Logf("the SpreadPolicy CRD pruned spec.deletionCost: this spreadguard has no keeper to turn off")
 		}
 	}
-	f.waitDenyPolicyServed()
+	f.waitPolicyServed("zones")
 }
 
 // settle waits until Deployment name has rolled out want replicas, all

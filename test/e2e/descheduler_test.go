@@ -111,7 +111,7 @@ func TestDeschedulerRebalance(t *testing.T) {
 
 	step("6 replicas under a zone policy are placed 2/2/2 and carry the injected constraint with nodeTaintsPolicy Honor; the budget allows 1 disruption", func(t *testing.T) {
 		f.create(hardZonePolicy(v1alpha1.ActionDeny))
-		f.waitDenyPolicyServed()
+		f.waitPolicyServed("zones")
 		f.create(rebalanceBudget())
 		replica := pod(spreadtest.MakePod().Name("web").Label("app", "web").
 			NodeSelector(poolKey, rebalancePool).

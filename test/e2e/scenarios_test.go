@@ -70,14 +70,24 @@ func zonePolicy(name string) *policytest.SpreadPolicyWrapper {
 	return policytest.MakeSpreadPolicy().Name(name).Constraint(hardZone(), softHost(2))
 }
 
-// waitDenyPolicyServed waits until the webhook refuses a pod no node can
-// take: a Deny policy of the namespace is then in its cache, and the pods
-// created next get its constraints rather than the cluster's default.
-func (f *framework) waitDenyPolicyServed() {
+// waitPolicyServed waits until the webhook serves the namespace's policy
+// name: a probe pod, selected by a Service of its own, gets name in its
+// policy annotation on a dry run, so the pods created next get its
+// constraints rather than the cluster's default. A denial of a pod no node
+// can take would not tell the two apart, as the chart's cluster default
+// denies too.
+func (f *framework) waitPolicyServed(name string) {
 	f.t.Helper()
-	f.eventually(policyChangeTimeout, "the webhook denies a pod no node can take (dry run)", func(ctx context.Context) error {
-		if _, err := f.dryRunCreate(ctx, k8s, impossiblePod(f.ns)); !deniedByWebhook(err) {
-			return fmt.Errorf("want a denial, got %v", err)
+	f.create(service(spreadtest.MakeService().Name("policy-probe").Selector("e2e-probe", "true")))
+	probe := pod(spreadtest.MakePod().Name("policy-probe").Label("e2e-probe", "true"))
+	want := f.ns + "/" + name
+	f.eventually(policyChangeTimeout, fmt.Sprintf("a pod of the namespace gets policy %s (dry run)", want), func(ctx context.Context) error {
+		p, err := f.dryRunCreate(ctx, k8s, probe)
+		if err != nil {
+			return err
+		}
+		if got := p.Annotations[policyAnnotation]; got != want {
+			return fmt.Errorf("policy annotation %q, want %q", got, want)
 		}
 		return nil
 	})
