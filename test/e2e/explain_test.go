@@ -37,6 +37,7 @@ func explainAgrees(t *testing.T) {
 	f := newFramework(t)
 	policy := zonePolicy("zones").Obj()
 	f.create(policy)
+	f.waitPolicyServed(policy.Name)
 	f.create(makeDeployment("web").Replicas(9).Obj())
 	pods := f.waitRunning(labels.SelectorFromSet(labels.Set{"app": "web"}), 9, placeTimeout)
 	placed, err := zoneCounts(t.Context(), pods)

@@ -41,6 +41,7 @@ func TestSpreadHealth(t *testing.T) {
 	f.create(policytest.MakeSpreadPolicy().Namespace(f.ns).Name("zones").Constraint(
 		policytest.MakeConstraint().MaxSkew(1).TopologyKey(zoneKey).ScheduleAnyway().
 			NodeAffinityPolicy(v1.NodeInclusionPolicyIgnore).Obj()).Obj())
+	f.waitPolicyServed("zones")
 	const replicas = 6
 	d := makeDeployment("web").Replicas(replicas).Obj()
 	d.Namespace = f.ns

@@ -78,7 +78,11 @@ func zonePolicy(name string) *policytest.SpreadPolicyWrapper {
 // denies too.
 func (f *framework) waitPolicyServed(name string) {
 	f.t.Helper()
-	f.create(service(spreadtest.MakeService().Name("policy-probe").Selector("e2e-probe", "true")))
+	svc := service(spreadtest.MakeService().Name("policy-probe").Selector("e2e-probe", "true"))
+	svc.Namespace = f.ns
+	if err := k8s.Create(f.t.Context(), svc); err != nil && !apierrors.IsAlreadyExists(err) {
+		f.t.Fatalf("create Service %s: %v", svc.Name, err)
+	}
 	probe := pod(spreadtest.MakePod().Name("policy-probe").Label("e2e-probe", "true"))
 	want := f.ns + "/" + name
 	f.eventually(policyChangeTimeout, fmt.Sprintf("a pod of the namespace gets policy %s (dry run)", want), func(ctx context.Context) error {
@@ -122,6 +126,7 @@ func deploymentIsSpread(t *testing.T) {
 	f := newFramework(t)
 	policy := zonePolicy("zones").Obj()
 	f.create(policy)
+	f.waitPolicyServed(policy.Name)
 	f.create(makeDeployment("web").Replicas(9).Obj())
 
 	pods := f.waitRunning(labels.SelectorFromSet(labels.Set{"app": "web"}), 9, placeTimeout)
@@ -136,6 +141,7 @@ func statefulSetIsSpread(t *testing.T) {
 	f := newFramework(t)
 	policy := zonePolicy("zones").Obj()
 	f.create(policy)
+	f.waitPolicyServed(policy.Name)
 	// The governing Service selects the same pods, so the derived selector
 	// is the union of two equal selectors: app=db once.
 	f.create(service(spreadtest.MakeService().Name("db").Selector("app", "db")))
@@ -154,6 +160,7 @@ func rollingUpdateKeepsRevisionsSpread(t *testing.T) {
 	f := newFramework(t)
 	policy := zonePolicy("zones").Obj()
 	f.create(policy)
+	f.waitPolicyServed(policy.Name)
 	deploy := makeDeployment("web").Replicas(9).RollingUpdate(3, 0).Obj()
 	f.create(deploy)
 	app := labels.SelectorFromSet(labels.Set{"app": "web"})
@@ -220,6 +227,7 @@ func cordonedZone(t *testing.T) {
 
 	policy := hardZonePolicy(v1alpha1.ActionDeny)
 	f.create(policy)
+	f.waitPolicyServed(policy.Name)
 	f.create(makeDeployment("web").Replicas(4).Obj())
 
 	// Injected constraints honour taints: the cordoned zone is no domain,
