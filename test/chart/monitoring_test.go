@@ -38,7 +38,7 @@ func exportedMetric(t *testing.T) func(name string) bool {
 // and returns the metrics it selects.
 func queriedMetrics(t *testing.T, expr string) []string {
 	t.Helper()
-	e, err := parser.ParseExpr(expr)
+	e, err := parser.NewParser(parser.Options{}).ParseExpr(expr)
 	if err != nil {
 		t.Fatalf("%q does not parse: %v", expr, err)
 	}
