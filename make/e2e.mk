@@ -71,8 +71,8 @@ TEST_TARGETS += e2e
 # serves one (STAGING_PINS) and without the checksum database, which lacks
 # several of them (GONOSUMDB=k8s.io); the checksums still go into the build
 # module's go.sum. Its binaries live in bin/$(OLDEST_KUBE_VERSION), apart
-# from the ones make test uses. Karpenter is not run: it is untried against
-# this Kubernetes, and TestAutoscaler skips without it.
+# from the ones make test uses; etcd, kwok, helm, Karpenter and the
+# descheduler are make test's own, linked in, so the whole suite runs.
 OLDEST_KUBE_VERSION ?= v1.31.14
 OLDEST_STAGING_PINS ?= k8s.io/cri-client@v0.31.4 k8s.io/csi-translation-lib@v0.31.12 \
 	k8s.io/endpointslice@v0.31.4 k8s.io/kube-controller-manager@v0.31.5 \
@@ -80,9 +80,9 @@ OLDEST_STAGING_PINS ?= k8s.io/cri-client@v0.31.4 k8s.io/csi-translation-lib@v0.3
 OLDEST_BIN := $(BIN)/$(OLDEST_KUBE_VERSION)
 
 .PHONY: e2e-oldest
-e2e-oldest: $(BIN)/.stamps/etcd-$(ETCD_VERSION) $(BIN)/.stamps/kwok-$(KWOK_VERSION) $(HELM_BINARY) certs ## Run the e2e suite against the oldest supported Kubernetes (OLDEST_KUBE_VERSION), built from source; not part of make test.
+e2e-oldest: $(BIN)/.stamps/etcd-$(ETCD_VERSION) $(BIN)/.stamps/kwok-$(KWOK_VERSION) $(HELM_BINARY) $(KARPENTER_BINARY) $(DESCHEDULER_BINARY) certs ## Run the e2e suite against the oldest supported Kubernetes (OLDEST_KUBE_VERSION), built from source; not part of make test.
 	mkdir -p $(OLDEST_BIN)
 	GONOSUMDB=k8s.io STAGING_PINS="$(OLDEST_STAGING_PINS)" BIN=$(OLDEST_BIN) KUBE_VERSION=$(OLDEST_KUBE_VERSION) \
 	  hack/build-binaries.sh kube-apiserver kube-scheduler kube-controller-manager kubectl
-	for b in etcd kwok helm; do ln -sf ../$$b $(OLDEST_BIN)/$$b; done
-	LOCAL_CLUSTER_KARPENTER=0 BIN=$(OLDEST_BIN) PATH=$(OLDEST_BIN):$$PATH hack/e2e.sh local
+	for b in etcd kwok helm karpenter-kwok karpenter-crds descheduler; do ln -sfn ../$$b $(OLDEST_BIN)/$$b; done
+	BIN=$(OLDEST_BIN) PATH=$(OLDEST_BIN):$$PATH hack/e2e.sh local
