@@ -444,9 +444,11 @@ EOF
 # NodePool and NodeClaim kinds, so it starts after the CRDs are served.
 start_karpenter() {
   # Server-side: the NodePool CRD is too large for the annotation of a
-  # client-side apply.
-  k apply --server-side -f "$BIN/karpenter-crds" >/dev/null
-  k wait --for=condition=Established --timeout=60s -f "$BIN/karpenter-crds" >/dev/null
+  # client-side apply. The trailing slash: kubectl before 1.33 reads a
+  # symlink to a directory (make e2e-oldest links bin/karpenter-crds) as a
+  # file.
+  k apply --server-side -f "$BIN/karpenter-crds/" >/dev/null
+  k wait --for=condition=Established --timeout=60s -f "$BIN/karpenter-crds/" >/dev/null
   karpenter_instance_types >"$DIR/karpenter-instance-types.json"
   # Short batches: the e2e creates one pod at a time and waits for it.
   start karpenter env KUBECONFIG="$DIR/karpenter.kubeconfig" \
