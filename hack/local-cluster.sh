@@ -444,7 +444,7 @@ EOF
 # NodePool and NodeClaim kinds, so it starts after the CRDs are served.
 start_karpenter() {
   # Server-side: the NodePool CRD is too large for the annotation of a
-  # client-side apply. The trailing slash: kubectl before 1.33 reads a
+  # client-side apply. The trailing slash: kubectl 1.31 reads a
   # symlink to a directory (make e2e-oldest links bin/karpenter-crds) as a
   # file.
   k apply --server-side -f "$BIN/karpenter-crds/" >/dev/null

@@ -189,6 +189,21 @@ func (h *WorkloadForecaster) workload(ctx context.Context, req admission.Request
 		}
 		if !kind.NewRevision(old, obj) {
 			existing = kind.Replicas(old)
+			// The replicas go to the current ReplicaSet, under the hash its
+			// controller gave it. Computing the hash from the template
+			// gives that hash only where kube-controller-manager prints a
+			// PodSpec with the fields this build knows: an older
+			// Kubernetes (1.31) hashes to another value, and a forecast
+			// under it would count none of the pods that exist.
+			if d, ok := obj.(*appsv1.Deployment); ok && h.Workloads != nil {
+				hash, err := h.currentRevision(ctx, d)
+				if err != nil {
+					return nil, fmt.Errorf("%w: the replica sets of deployment %s/%s: %w", errReadWorkload, d.Namespace, d.Name, err)
+				}
+				if hash != "" {
+					return forecast.OfRevision(d, hash, existing), nil
+				}
+			}
 		}
 	}
 	return forecast.Of(obj, existing)

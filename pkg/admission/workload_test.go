@@ -73,11 +73,27 @@ func TestWorkloadForecaster(t *testing.T) {
 		spreadtest.MakePod().Namespace(shop).Name("web-1").Label("app", "web").Label(appsv1.DefaultDeploymentUniqueLabelKey, hash).Node("a1").Obj(),
 		spreadtest.MakePod().Namespace(shop).Name("web-2").Label("app", "web").Label(appsv1.DefaultDeploymentUniqueLabelKey, hash).Node("b1").Obj(),
 	}})
+	// olderHash is what a kube-controller-manager older than this build
+	// (whose PodSpec has fewer fields to print) hashed the same template
+	// to: its ReplicaSet and pods carry it.
+	const olderHash = "7d4b9c6f5"
+	withTwoOlderHash := spread.IndexFromSnapshot(spread.Snapshot{Nodes: nodes, Pods: []*v1.Pod{
+		spreadtest.MakePod().Namespace(shop).Name("web-1").Label("app", "web").Label(appsv1.DefaultDeploymentUniqueLabelKey, olderHash).Node("a1").Obj(),
+		spreadtest.MakePod().Namespace(shop).Name("web-2").Label("app", "web").Label(appsv1.DefaultDeploymentUniqueLabelKey, olderHash).Node("b1").Obj(),
+	}})
 	src := shopSources()
 	src.Policies[0] = policytest.MakeSpreadPolicy().Namespace(shop).Name("zones").Constraint(
 		policytest.MakeConstraint().Zone().MaxSkew(1).DoNotSchedule().NodeTaintsPolicy(v1.NodeInclusionPolicyIgnore).Obj()).Obj()
 	stored := webDeployment(2)
 	reader := fake.NewClientBuilder().WithObjects(stored).Build()
+	olderRS := &appsv1.ReplicaSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: shop, Name: "web-" + olderHash, UID: "uid-web-" + olderHash,
+			Annotations:     map[string]string{workload.RevisionAnnotation: "1"},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(stored, appsv1.SchemeGroupVersion.WithKind("Deployment"))}},
+		Spec: appsv1.ReplicaSetSpec{Replicas: new(int32(2)), Template: stored.Spec.Template,
+			Selector: spreadtest.WithMatchLabel(stored.Spec.Selector.DeepCopy(), appsv1.DefaultDeploymentUniqueLabelKey, olderHash)},
+	}
+	olderReader := fake.NewClientBuilder().WithObjects(stored, olderRS).Build()
 	warning := "spreadguard: replica 3 of 3 would be refused: zone-c has no schedulable node; " +
 		"zone: zone-a=1 zone-b=1 zone-c=0, maxSkew 1 (policy shop/zones)"
 	changed := webDeployment(3)
@@ -89,6 +105,7 @@ func TestWorkloadForecaster(t *testing.T) {
 	tests := []struct {
 		name         string
 		cluster      *spread.Index
+		workloads    client.Reader // nil: reader
 		req          admission.Request
 		wantWarnings []string
 		wantResult   string
@@ -107,6 +124,15 @@ func TestWorkloadForecaster(t *testing.T) {
 		{
 			name:    "UPDATE from 2 to 3 replicas, same template -> replica 3 forecast from the 2 that exist",
 			cluster: withTwo,
+			req: makeRequest().Operation(admissionv1.Update).Workload(deployments, "Deployment", webDeployment(3)).
+				OldObject(webDeployment(2)).Obj(),
+			wantWarnings: []string{warning},
+			wantResult:   ResultWarned,
+		},
+		{
+			name:      "UPDATE from 2 to 3 replicas, same template, its ReplicaSet hashed by an older Kubernetes -> replica 3 forecast from that ReplicaSet's 2 pods",
+			cluster:   withTwoOlderHash,
+			workloads: olderReader,
 			req: makeRequest().Operation(admissionv1.Update).Workload(deployments, "Deployment", webDeployment(3)).
 				OldObject(webDeployment(2)).Obj(),
 			wantWarnings: []string{warning},
@@ -148,8 +174,12 @@ func TestWorkloadForecaster(t *testing.T) {
 			if cluster == nil {
 				cluster = empty
 			}
+			workloads := tt.workloads
+			if workloads == nil {
+				workloads = reader
+			}
 			h := &WorkloadForecaster{Sources: staticSources(src), Config: testEngineConfig, Cluster: cluster,
-				Synced: func() bool { return true }, Workloads: reader, Metrics: m}
+				Synced: func() bool { return true }, Workloads: workloads, Metrics: m}
 			resp := handle(t, h, tt.req, http.StatusOK)
 			if len(resp.Patches) > 0 || resp.Patch != nil {
 				t.Errorf("the workload was patched: %v", resp.Patches)
