@@ -165,8 +165,8 @@ suite_e2e() {
   export SPREADGUARD_E2E_EXTRA_KILL_CMD="DEV_ENV=$DEV_ENV $WEBHOOK_EXTRA_KILL_CMD"
   export SPREADGUARD_E2E_RESTART_APISERVER_CMD=$RESTART_APISERVER_CMD
   # The descheduler of the rebalancing scenario (hack/build-binaries.sh
-  # descheduler, a prerequisite of make e2e); where BIN has none (make
-  # e2e-oldest) the scenario is skipped.
+  # descheduler, a prerequisite of make e2e and make e2e-oldest); where BIN
+  # has none the scenario is skipped.
   if [[ -z ${SPREADGUARD_E2E_DESCHEDULER:-} && -x $BIN/descheduler ]]; then
     export SPREADGUARD_E2E_DESCHEDULER=$BIN/descheduler
   fi
