@@ -17,7 +17,9 @@
 # suite runs once per rebalancing step. promtool is Prometheus's, for
 # `promtool test rules` on the chart's alerts, at the version of
 # github.com/prometheus/prometheus that test/chart requires
-# (PROMETHEUS_VERSION overrides it). A binary whose version stamp exists in
+# (PROMETHEUS_VERSION overrides it). helm and promtool, at the versions
+# test/chart requires, are that module's tools and are built in it, sharing
+# the chart tests' compiled packages. A binary whose version stamp exists in
 # bin/.stamps is not rebuilt, so a second run is a no-op.
 #
 # Why from source: no prebuilt binary can be downloaded on the machines this
@@ -47,7 +49,7 @@ KARPENTER_AWS_VERSION=${KARPENTER_AWS_VERSION:-v1.15.1}
 CERT_MANAGER_VERSION=${CERT_MANAGER_VERSION:-v1.21.2}
 DESCHEDULER_VERSION=${DESCHEDULER_VERSION:-v0.36.0}
 # One version of Prometheus's module for the chart tests and their promtool.
-PROMETHEUS_VERSION=${PROMETHEUS_VERSION:-$(awk '$1 == "github.com/prometheus/prometheus" { print $2 }' "$ROOT/test/chart/go.mod")}
+PROMETHEUS_VERSION=${PROMETHEUS_VERSION:-$(awk '$1 == "github.com/prometheus/prometheus" && $2 ~ /^v/ { print $2; exit }' "$ROOT/test/chart/go.mod")}
 
 STAMPS=$BIN/.stamps
 WORK=$BIN/.build
@@ -164,16 +166,58 @@ helm_ldflags() {
   echo
 }
 
-# build_promtool builds Prometheus's promtool. Its module's go.mod has a
+# chart_requires MODULE prints the version of MODULE that test/chart/go.mod
+# requires, empty if none.
+chart_requires() { awk -v m="$1" '$1 == m && $2 ~ /^v/ { print $2; exit }' "$ROOT/test/chart/go.mod"; }
+
+# chart_tool PKG VERSION MODULE succeeds when test/chart/go.mod lists PKG as
+# a tool and requires MODULE at VERSION.
+chart_tool() {
+  grep -qxF "$(printf '\t%s' "$1")" "$ROOT/test/chart/go.mod" && [[ $(chart_requires "$3") == "$2" ]]
+}
+
+# build_chart_tool builds a tool of test/chart's module (helm, promtool)
+# there, with go build's default flags, the ones go test uses: the packages
+# it shares with the chart tests (most of helm's and Prometheus's) are then
+# compiled once on a cold machine, not once per flag set and module.
+build_chart_tool() {
+  local name=$1 pkg=$2 version=$3 ldflags=$4
+  shift 4
+  log "building $name $version in test/chart's module"
+  (
+    cd "$ROOT/test/chart"
+    run_logged "$LOGS/$name-build.log" "go build $pkg" go build "$@" -ldflags "-s -w $ldflags" -o "$BIN/$name" "$pkg"
+  )
+  mark "$name" "$version"
+}
+
+# build_helm builds helm in test/chart's module at the version the chart
+# tests render with, or with go install at any other HELM_VERSION.
+build_helm() {
+  local mod="helm.sh/helm/v${HELM_VERSION:1:1}"
+  done_already helm "$HELM_VERSION" && { log "helm $HELM_VERSION already built"; return; }
+  if chart_tool "$mod/cmd/helm" "$HELM_VERSION" "$mod"; then
+    build_chart_tool helm "$mod/cmd/helm" "$HELM_VERSION" "$(helm_ldflags)"
+  else
+    go_install helm "$mod/cmd/helm" "$HELM_VERSION" "$(helm_ldflags)"
+  fi
+}
+
+# build_promtool builds Prometheus's promtool. The tests only run `promtool
+# test rules`, which discovers no targets: the remove_all_sd tag (Prometheus
+# 3.10 and later) leaves out the cloud providers' service discovery and
+# their SDKs, most of what a cold build compiled. At the version test/chart
+# requires it is that module's tool; at another, its module's go.mod has a
 # replace directive, which `go install pkg@version` refuses, so it is built
-# from a throwaway module that requires it, as etcd is. The tests only run
-# `promtool test rules`, which discovers no targets: the remove_all_sd tag
-# (Prometheus 3.10 and later) leaves out the cloud providers' service
-# discovery and their SDKs, most of what a cold build compiled.
+# from a throwaway module that requires it, as etcd is.
 build_promtool() {
-  local v=$PROMETHEUS_VERSION
+  local v=$PROMETHEUS_VERSION pkg=github.com/prometheus/prometheus/cmd/promtool
   [[ -n $v ]] || die "no github.com/prometheus/prometheus requirement in test/chart/go.mod; set PROMETHEUS_VERSION"
   done_already promtool "$v" && { log "promtool $v already built"; return; }
+  if chart_tool "$pkg" "$v" github.com/prometheus/prometheus; then
+    build_chart_tool promtool "$pkg" "$v" "" -tags remove_all_sd
+    return
+  fi
   local dir=$WORK/promtool-$v
   log "building promtool $v (a few minutes when cold)"
   rm -rf "$dir" && mkdir -p "$dir"
@@ -181,10 +225,9 @@ build_promtool() {
     cd "$dir"
     run_logged "$LOGS/promtool-mod-init.log" "go mod init" go mod init spreadguard.local/build/promtool
     printf 'package build\n' >doc.go
-    run_logged "$LOGS/promtool-get.log" "go get github.com/prometheus/prometheus/cmd/promtool@$v" \
-      go get "github.com/prometheus/prometheus/cmd/promtool@$v"
+    run_logged "$LOGS/promtool-get.log" "go get $pkg@$v" go get "$pkg@$v"
     run_logged "$LOGS/promtool-build.log" "go build promtool" env CGO_ENABLED=0 go build -trimpath -tags remove_all_sd \
-      -ldflags "-s -w" -o "$BIN/promtool" github.com/prometheus/prometheus/cmd/promtool
+      -ldflags "-s -w" -o "$BIN/promtool" "$pkg"
   )
   mark promtool "$v"
 }
@@ -323,7 +366,7 @@ build_one() {
       build_k8s "$1" "k8s.io/kubernetes/cmd/$1" ;;
     kwok|descheduler) build_kwok_descheduler ;;
     cert-manager) build_cert_manager ;;
-    helm) go_install helm "helm.sh/helm/v${HELM_VERSION:1:1}/cmd/helm" "$HELM_VERSION" "$(helm_ldflags)" ;;
+    helm) build_helm ;;
     karpenter|karpenter-kwok) build_karpenter ;;
     karpenter-aws-crds) copy_karpenter_aws_crds ;;
     promtool) build_promtool ;;
