@@ -46,13 +46,6 @@ conflicts() {
     END { for (m in n) if (n[m] > 1) print m v[m] }' | sort
 }
 
-# semver_sort sorts versions in semantic-version order. sort -V alone puts
-# v1.2.3-0.2026... (a pseudo-version before v1.2.3) after v1.2.3; a "~"
-# sorts before everything, even the end of the string.
-semver_sort() {
-  sed -E 's/^(v[0-9]+\.[0-9]+\.[0-9]+)-/\1~/' | sort -V | sed 's/~/-/'
-}
-
 found=$(conflicts "$@")
 if [[ -z $found ]]; then
   log "the modules $* compile every dependency at one version"

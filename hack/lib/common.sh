@@ -101,3 +101,11 @@ wait_url() {
     sleep 0.5
   done
 }
+
+# semver_sort sorts the Go module versions on its input, one a line, in
+# semantic-version order, lowest first. sort -V alone puts a pre-release
+# or a pseudo-version of v1.2.3 (v1.2.3-0.2026...) after v1.2.3; a "~"
+# sorts before everything, even the end of the string.
+semver_sort() {
+  sed -E 's/^(v[0-9]+\.[0-9]+\.[0-9]+)-/\1~/' | sort -V | sed -E 's/^(v[0-9]+\.[0-9]+\.[0-9]+)~/\1-/'
+}

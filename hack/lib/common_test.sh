@@ -68,5 +68,25 @@ out=$(bash -c 'source "$1"; gone() { die "the process is gone"; }; wait_until 10
 [[ $rc == 1 && $out == *"the process is gone"* && $out != *"waited on"* ]] ||
   fail "a condition that dies: exit $rc, output \"$out\"; want exit 1 and its message"
 
+# semver_sort orders Go module versions as go get compares them: a
+# pseudo-version or a pre-release of v1.36.12 below v1.36.12, numbers as
+# numbers, pseudo-versions by their time.
+check
+want='v0.0.0-20260610212136-7ab31c22f7ad
+v0.0.0-20261012220534-4341edf3f941
+v0.9.0
+v0.10.0
+v1.36.11
+v1.36.12-0.20260120151049-f2248ac996af
+v1.36.12-rc.1
+v1.36.12
+v2.0.0+incompatible'
+got=$(printf '%s\n' v1.36.12 v2.0.0+incompatible v0.10.0 v1.36.12-rc.1 v0.0.0-20261012220534-4341edf3f941 \
+  v1.36.12-0.20260120151049-f2248ac996af v0.9.0 v1.36.11 v0.0.0-20260610212136-7ab31c22f7ad | semver_sort)
+[[ $got == "$want" ]] || fail "semver_sort gave
+$got
+want
+$want"
+
 if ((failures > 0)); then echo "common: $failures of $checks checks failed"; exit 1; fi
 echo "common: $checks checks passed"
