@@ -181,29 +181,35 @@ func (h *WorkloadForecaster) workload(ctx context.Context, req admission.Request
 	if obj.GetNamespace() == "" {
 		obj.SetNamespace(req.Namespace)
 	}
-	existing := int32(0)
 	if req.Operation == admissionv1.Update && len(req.OldObject.Raw) > 0 {
 		old := kind.New()
 		if err := json.Unmarshal(req.OldObject.Raw, old); err != nil {
 			return nil, fmt.Errorf("decoding the old %s: %w", req.Resource.Resource, err)
 		}
 		if !kind.NewRevision(old, obj) {
-			existing = kind.Replicas(old)
-			// The replicas go to the current ReplicaSet, under the hash its
-			// controller gave it. Computing the hash from the template
-			// gives that hash only where kube-controller-manager prints a
-			// PodSpec with the fields this build knows: an older
-			// Kubernetes (1.31) hashes to another value, and a forecast
-			// under it would count none of the pods that exist.
-			if d, ok := obj.(*appsv1.Deployment); ok && h.Workloads != nil {
-				hash, err := h.currentRevision(ctx, d)
-				if err != nil {
-					return nil, fmt.Errorf("%w: the replica sets of deployment %s/%s: %w", errReadWorkload, d.Namespace, d.Name, err)
-				}
-				if hash != "" {
-					return forecast.OfRevision(d, hash, existing), nil
-				}
-			}
+			return h.ofCurrentRevision(ctx, obj, kind.Replicas(old))
+		}
+	}
+	return forecast.Of(obj, 0)
+}
+
+// ofCurrentRevision is the workload of obj, whose pods of the current
+// revision number existing. A Deployment's replicas go to its current
+// ReplicaSet, under the pod-template-hash its controller gave it, which the
+// ReplicaSet says: the hash computed from the template is that one only
+// where kube-controller-manager prints a PodSpec with the fields this build
+// knows (Kubernetes 1.31 hashes to another value, and a forecast under it
+// would count none of the pods that exist); and a Deployment read from the
+// cache has lost most of its template. With no ReplicaSet yet, there are no
+// pods either, and the computed hash serves.
+func (h *WorkloadForecaster) ofCurrentRevision(ctx context.Context, obj workload.Object, existing int32) (*forecast.Workload, error) {
+	if d, ok := obj.(*appsv1.Deployment); ok && h.Workloads != nil {
+		hash, err := h.currentRevision(ctx, d)
+		if err != nil {
+			return nil, fmt.Errorf("%w: the replica sets of deployment %s/%s: %w", errReadWorkload, d.Namespace, d.Name, err)
+		}
+		if hash != "" {
+			return forecast.OfRevision(d, hash, existing), nil
 		}
 	}
 	return forecast.Of(obj, existing)
@@ -231,19 +237,7 @@ func (h *WorkloadForecaster) scaled(ctx context.Context, req admission.Request, 
 		existing = old.Spec.Replicas
 	}
 	kind.SetReplicas(obj, scale.Spec.Replicas)
-	// A Deployment read from the cache has lost the part of its template
-	// its pod-template-hash is computed from: its current ReplicaSet says
-	// the hash.
-	if d, ok := obj.(*appsv1.Deployment); ok {
-		hash, err := h.currentRevision(ctx, d)
-		if err != nil {
-			return nil, fmt.Errorf("%w: the replica sets of deployment %s/%s: %w", errReadWorkload, d.Namespace, d.Name, err)
-		}
-		if hash != "" {
-			return forecast.OfRevision(d, hash, existing), nil
-		}
-	}
-	return forecast.Of(obj, existing)
+	return h.ofCurrentRevision(ctx, obj, existing)
 }
 
 // currentRevision returns the pod-template-hash of d's current ReplicaSet,
