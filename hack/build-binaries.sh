@@ -48,8 +48,11 @@ KARPENTER_GOTOOLCHAIN=${KARPENTER_GOTOOLCHAIN:-go1.27.3}
 KARPENTER_AWS_VERSION=${KARPENTER_AWS_VERSION:-v1.15.1}
 CERT_MANAGER_VERSION=${CERT_MANAGER_VERSION:-v1.21.2}
 DESCHEDULER_VERSION=${DESCHEDULER_VERSION:-v0.36.0}
+# chart_requires MODULE prints the version of MODULE that test/chart/go.mod
+# requires, empty if none.
+chart_requires() { awk -v m="$1" '$1 == m && $2 ~ /^v/ { print $2; exit }' "$ROOT/test/chart/go.mod"; }
 # One version of Prometheus's module for the chart tests and their promtool.
-PROMETHEUS_VERSION=${PROMETHEUS_VERSION:-$(awk '$1 == "github.com/prometheus/prometheus" && $2 ~ /^v/ { print $2; exit }' "$ROOT/test/chart/go.mod")}
+PROMETHEUS_VERSION=${PROMETHEUS_VERSION:-$(chart_requires github.com/prometheus/prometheus)}
 
 STAMPS=$BIN/.stamps
 WORK=$BIN/.build
@@ -61,6 +64,13 @@ done_already() { [[ -x $BIN/$1 && -f $STAMPS/$1-$2 ]]; }
 mark() {
   rm -f "$STAMPS/$1"-*
   touch "$STAMPS/$1-$2"
+}
+
+# module_file FIELD MODULE@VERSION downloads the module into the Go module
+# cache and prints FIELD of what go mod download -json says of it: Dir (its
+# source) or GoMod (its go.mod).
+module_file() {
+  go mod download -json "$2" | sed -n "s/^[[:space:]]*\"$1\": \"\(.*\)\",\$/\1/p"
 }
 
 # k8s_module prepares a throwaway module that requires k8s.io/kubernetes and
@@ -77,7 +87,7 @@ k8s_module() {
       cd "$dir"
       run_logged "$LOGS/kubernetes-mod-init.log" "go mod init" go mod init spreadguard.local/build/kubernetes
       local modfile
-      modfile=$(go mod download -json "k8s.io/kubernetes@$KUBE_VERSION" | sed -n 's/.*"GoMod": "\(.*\)",/\1/p')
+      modfile=$(module_file GoMod "k8s.io/kubernetes@$KUBE_VERSION")
       local staging
       staging=$(awk '/^replace \(/{r=1;next} r&&/^\)/{r=0} r&&/=> \.\/staging/{print $1}' "$modfile" | grep -v '/sample-')
       local args=()
@@ -166,10 +176,6 @@ helm_ldflags() {
   echo
 }
 
-# chart_requires MODULE prints the version of MODULE that test/chart/go.mod
-# requires, empty if none.
-chart_requires() { awk -v m="$1" '$1 == m && $2 ~ /^v/ { print $2; exit }' "$ROOT/test/chart/go.mod"; }
-
 # chart_tool PKG VERSION MODULE succeeds when test/chart/go.mod lists PKG as
 # a tool and requires MODULE at VERSION.
 chart_tool() {
@@ -251,8 +257,7 @@ build_karpenter() {
     -ldflags "-s -w -X sigs.k8s.io/karpenter/pkg/operator.Version=$KARPENTER_VERSION" \
     "sigs.k8s.io/karpenter/kwok@$KARPENTER_VERSION"
   mv -f "$gobin/kwok" "$BIN/karpenter-kwok"
-  mod=$(cd "$gobin" && GOTOOLCHAIN="$KARPENTER_GOTOOLCHAIN" go mod download -json "sigs.k8s.io/karpenter@$KARPENTER_VERSION" |
-    sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+  mod=$(cd "$gobin" && GOTOOLCHAIN="$KARPENTER_GOTOOLCHAIN" module_file Dir "sigs.k8s.io/karpenter@$KARPENTER_VERSION")
   [[ -n $mod && -d $mod/kwok/charts/crds ]] || die "cannot find the CRDs of sigs.k8s.io/karpenter@$KARPENTER_VERSION in the Go module cache"
   rm -rf "$crds" && mkdir -p "$crds"
   cp "$mod"/kwok/charts/crds/*.yaml "$mod"/kwok/apis/crds/*.yaml "$crds"/
@@ -272,8 +277,7 @@ copy_karpenter_aws_crds() {
   fi
   log "copying the EC2NodeClass CRD of karpenter-provider-aws $KARPENTER_AWS_VERSION"
   dir=$(mktemp -d "$WORK/karpenter-aws.XXXXXX")
-  mod=$(cd "$dir" && GOTOOLCHAIN="$KARPENTER_GOTOOLCHAIN" go mod download -json "github.com/aws/karpenter-provider-aws@$KARPENTER_AWS_VERSION" |
-    sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+  mod=$(cd "$dir" && GOTOOLCHAIN="$KARPENTER_GOTOOLCHAIN" module_file Dir "github.com/aws/karpenter-provider-aws@$KARPENTER_AWS_VERSION")
   rm -rf "$dir"
   [[ -n $mod && -f $mod/pkg/apis/crds/$name ]] || die "cannot find $name of github.com/aws/karpenter-provider-aws@$KARPENTER_AWS_VERSION in the Go module cache"
   rm -rf "$crds" && mkdir -p "$crds"
@@ -300,7 +304,7 @@ build_cert_manager() {
   local dir=$WORK/cert-manager-$v
   if [[ ! -f $dir/.ready ]]; then
     local moddir
-    moddir=$(go mod download -json "github.com/cert-manager/cert-manager@$v" | sed -n 's/.*"Dir": "\(.*\)",/\1/p')
+    moddir=$(module_file Dir "github.com/cert-manager/cert-manager@$v")
     rm -rf "$dir" && cp -r "$moddir" "$dir" && chmod -R u+w "$dir"
     touch "$dir/.ready"
   fi
@@ -339,7 +343,7 @@ build_kwok_descheduler() {
     run_logged "$LOGS/kwok-descheduler-mod-init.log" "go mod init" go mod init spreadguard.local/build/kwok-descheduler
     printf 'package build\n' >doc.go
     local modfile args=()
-    modfile=$(go mod download -json "sigs.k8s.io/descheduler@$DESCHEDULER_VERSION" | sed -n 's/.*"GoMod": "\(.*\)",/\1/p')
+    modfile=$(module_file GoMod "sigs.k8s.io/descheduler@$DESCHEDULER_VERSION")
     [[ -n $modfile ]] || die "cannot find the go.mod of sigs.k8s.io/descheduler@$DESCHEDULER_VERSION in the Go module cache"
     # Single-line `replace old => new version` directives, as the
     # descheduler writes them.
