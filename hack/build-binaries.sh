@@ -48,11 +48,16 @@ KARPENTER_GOTOOLCHAIN=${KARPENTER_GOTOOLCHAIN:-go1.27.3}
 KARPENTER_AWS_VERSION=${KARPENTER_AWS_VERSION:-v1.15.1}
 CERT_MANAGER_VERSION=${CERT_MANAGER_VERSION:-v1.21.2}
 DESCHEDULER_VERSION=${DESCHEDULER_VERSION:-v0.36.0}
-# chart_requires MODULE prints the version of MODULE that test/chart/go.mod
-# requires, empty if none.
-chart_requires() { awk -v m="$1" '$1 == m && $2 ~ /^v/ { print $2; exit }' "$ROOT/test/chart/go.mod"; }
+# requires DIR MODULE prints the version of MODULE that DIR/go.mod requires,
+# empty if none.
+requires() { awk -v m="$2" '$1 == m && $2 ~ /^v/ { print $2; exit }' "$ROOT/$1/go.mod"; }
+# tool_of DIR PKG MODULE VERSION succeeds when DIR/go.mod lists PKG as a tool
+# and requires MODULE at VERSION: the tool is then built in that module.
+tool_of() {
+  grep -qxF "$(printf '\t%s' "$2")" "$ROOT/$1/go.mod" && [[ $(requires "$1" "$3") == "$4" ]]
+}
 # One version of Prometheus's module for the chart tests and their promtool.
-PROMETHEUS_VERSION=${PROMETHEUS_VERSION:-$(chart_requires github.com/prometheus/prometheus)}
+PROMETHEUS_VERSION=${PROMETHEUS_VERSION:-$(requires test/chart github.com/prometheus/prometheus)}
 
 STAMPS=$BIN/.stamps
 WORK=$BIN/.build
@@ -103,26 +108,43 @@ k8s_module() {
   fi
 }
 
+# k8s_ldflags stamps the version a release build carries.
+k8s_ldflags() {
+  local minor=${KUBE_VERSION#v1.}
+  minor=${minor%%.*}
+  echo "-X k8s.io/component-base/version.gitVersion=$KUBE_VERSION \
+-X k8s.io/component-base/version.gitMajor=1 \
+-X k8s.io/component-base/version.gitMinor=$minor \
+-X k8s.io/component-base/version.gitTreeState=clean \
+-X k8s.io/client-go/pkg/version.gitVersion=$KUBE_VERSION \
+-X k8s.io/client-go/pkg/version.gitMajor=1 \
+-X k8s.io/client-go/pkg/version.gitMinor=$minor"
+}
+
+# build_k8s builds a command of k8s.io/kubernetes. At the version test/parity
+# requires (the one the tests run against), it is a tool of that module: the
+# Kubernetes sources of KUBE_VERSION on the dependency versions every test
+# module compiles, which are Kubernetes' own pins or patch and minor releases
+# above them (golang.org/x/net, otel, gRPC, Prometheus's client; see
+# docs/kubernetes-versions.md). A cold machine then compiles the client and
+# API server libraries once for the tests and the control plane, not twice.
+# At another version, or with KUBE_OWN_PINS=1, it is built from a throwaway
+# module on Kubernetes' own pins.
 build_k8s() {
   local name=$1 pkg=$2
   done_already "$name" "$KUBE_VERSION" && { log "$name $KUBE_VERSION already built"; return; }
-  local dir=$K8S_MODULE minor
+  if [[ -z ${KUBE_OWN_PINS:-} ]] && tool_of test/parity "$pkg" k8s.io/kubernetes "$KUBE_VERSION"; then
+    build_tool test/parity "$name" "$pkg" "$KUBE_VERSION" "$(k8s_ldflags)"
+    return
+  fi
+  local dir=$K8S_MODULE
   k8s_module
-  minor=${KUBE_VERSION#v1.}; minor=${minor%%.*}
-  log "building $name $KUBE_VERSION (several minutes when cold)"
+  log "building $name $KUBE_VERSION on Kubernetes' own pins (several minutes when cold)"
   (
     cd "$dir"
     run_logged "$LOGS/$name-get.log" "go get $pkg@$KUBE_VERSION" go get "$pkg@$KUBE_VERSION"
     run_logged "$LOGS/$name-build.log" "go build $pkg" env CGO_ENABLED=0 go build -trimpath -o "$BIN/$name" \
-      -ldflags "-s -w \
-        -X k8s.io/component-base/version.gitVersion=$KUBE_VERSION \
-        -X k8s.io/component-base/version.gitMajor=1 \
-        -X k8s.io/component-base/version.gitMinor=$minor \
-        -X k8s.io/component-base/version.gitTreeState=clean \
-        -X k8s.io/client-go/pkg/version.gitVersion=$KUBE_VERSION \
-        -X k8s.io/client-go/pkg/version.gitMajor=1 \
-        -X k8s.io/client-go/pkg/version.gitMinor=$minor" \
-      "$pkg"
+      -ldflags "-s -w $(k8s_ldflags)" "$pkg"
   )
   mark "$name" "$KUBE_VERSION"
 }
@@ -176,22 +198,18 @@ helm_ldflags() {
   echo
 }
 
-# chart_tool PKG VERSION MODULE succeeds when test/chart/go.mod lists PKG as
-# a tool and requires MODULE at VERSION.
-chart_tool() {
-  grep -qxF "$(printf '\t%s' "$1")" "$ROOT/test/chart/go.mod" && [[ $(chart_requires "$3") == "$2" ]]
-}
-
-# build_chart_tool builds a tool of test/chart's module (helm, promtool)
-# there, with go build's default flags, the ones go test uses: the packages
-# it shares with the chart tests (most of helm's and Prometheus's) are then
-# compiled once on a cold machine, not once per flag set and module.
-build_chart_tool() {
-  local name=$1 pkg=$2 version=$3 ldflags=$4
-  shift 4
-  log "building $name $version in test/chart's module"
+# build_tool builds a tool of one of the test modules (helm and promtool of
+# test/chart, the control plane of test/parity) there, with go build's
+# default flags, the ones go test uses: the packages it shares with that
+# module's tests and the others' (client-go, the API server's libraries,
+# most of helm's and Prometheus's) are then compiled once on a cold machine,
+# not once per flag set and set of versions.
+build_tool() {
+  local dir=$1 name=$2 pkg=$3 version=$4 ldflags=$5
+  shift 5
+  log "building $name $version in $dir's module"
   (
-    cd "$ROOT/test/chart"
+    cd "$ROOT/$dir"
     run_logged "$LOGS/$name-build.log" "go build $pkg" go build "$@" -ldflags "-s -w $ldflags" -o "$BIN/$name" "$pkg"
   )
   mark "$name" "$version"
@@ -202,8 +220,8 @@ build_chart_tool() {
 build_helm() {
   local mod="helm.sh/helm/v${HELM_VERSION:1:1}"
   done_already helm "$HELM_VERSION" && { log "helm $HELM_VERSION already built"; return; }
-  if chart_tool "$mod/cmd/helm" "$HELM_VERSION" "$mod"; then
-    build_chart_tool helm "$mod/cmd/helm" "$HELM_VERSION" "$(helm_ldflags)"
+  if tool_of test/chart "$mod/cmd/helm" "$mod" "$HELM_VERSION"; then
+    build_tool test/chart helm "$mod/cmd/helm" "$HELM_VERSION" "$(helm_ldflags)"
   else
     go_install helm "$mod/cmd/helm" "$HELM_VERSION" "$(helm_ldflags)"
   fi
@@ -220,8 +238,8 @@ build_promtool() {
   local v=$PROMETHEUS_VERSION pkg=github.com/prometheus/prometheus/cmd/promtool
   [[ -n $v ]] || die "no github.com/prometheus/prometheus requirement in test/chart/go.mod; set PROMETHEUS_VERSION"
   done_already promtool "$v" && { log "promtool $v already built"; return; }
-  if chart_tool "$pkg" "$v" github.com/prometheus/prometheus; then
-    build_chart_tool promtool "$pkg" "$v" "" -tags remove_all_sd
+  if tool_of test/chart "$pkg" github.com/prometheus/prometheus "$v"; then
+    build_tool test/chart promtool "$pkg" "$v" "" -tags remove_all_sd
     return
   fi
   local dir=$WORK/promtool-$v

@@ -11,9 +11,10 @@
 # once per module on a cold machine. With one version each, once in all.
 #
 # Only modules that provide a compiled package count (go list -deps -test,
-# with the suites' build tags); a module that is only in a go.mod graph
-# costs nothing. --fix raises each module to the highest version another
-# module compiles (go get), then runs go mod tidy; it never lowers one.
+# with the suites' build tags, and the tools the modules list); a module
+# that is only in a go.mod graph costs nothing. --fix raises each module to
+# the highest version another module compiles (go get), then runs go mod
+# tidy; it never lowers one.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -28,11 +29,16 @@ if [[ $# -eq 0 ]]; then
 fi
 
 # compiled DIR prints "MODULE VERSION" for each dependency module DIR
-# compiles; modules replaced by a local directory are left out.
+# compiles, for its tests and for the tools its go.mod lists (helm, the
+# control plane), at the version a replace directive gives when there is one;
+# modules replaced by a local directory are left out.
 compiled() {
-  (cd "$ROOT/$1" && go list -deps -test -tags "$TAGS" \
-    -f '{{with .Module}}{{if not .Main}}{{if or (not .Replace) .Replace.Version}}{{.Path}} {{.Version}}{{end}}{{end}}{{end}}' ./...) |
-    sort -u
+  local format='{{with .Module}}{{if not .Main}}{{with .Replace}}{{if .Version}}{{.Path}} {{.Version}}{{end}}{{else}}{{.Path}} {{.Version}}{{end}}{{end}}{{end}}'
+  (
+    cd "$ROOT/$1"
+    go list -deps -test -tags "$TAGS" -f "$format" ./...
+    if grep -Eq '^tool[[:space:]]' go.mod; then go list -deps -f "$format" tool; fi
+  ) | sort -u
 }
 
 # conflicts prints "MODULE DIR=VERSION ..." for each module compiled at more
