@@ -149,8 +149,16 @@ build_k8s() {
   mark "$name" "$KUBE_VERSION"
 }
 
+# build_etcd builds etcd's server. At the version test/parity requires it is
+# that module's tool, next to the API server, whose etcd client, gRPC and
+# OpenTelemetry packages it shares; otherwise it is built from a throwaway
+# module on etcd's own pins.
 build_etcd() {
   done_already etcd "$ETCD_VERSION" && { log "etcd $ETCD_VERSION already built"; return; }
+  if tool_of test/parity go.etcd.io/etcd/server/v3 go.etcd.io/etcd/server/v3 "$ETCD_VERSION"; then
+    build_tool test/parity etcd go.etcd.io/etcd/server/v3 "$ETCD_VERSION" ""
+    return
+  fi
   local dir=$WORK/etcd-$ETCD_VERSION
   log "building etcd $ETCD_VERSION"
   rm -rf "$dir" && mkdir -p "$dir"
@@ -340,17 +348,27 @@ build_cert_manager() {
   done
 }
 
-# build_kwok_descheduler builds kwok and sigs.k8s.io/descheduler's command in
-# one go build, from a throwaway module that requires both and carries the
-# descheduler's replace directives (its go.mod replaces k8s.io/kube-openapi,
-# which `go install module@version` refuses). Both stand on the same
-# Kubernetes client libraries; built apart, one low-level module at another
-# patch version (golang.org/x/net) made the second build recompile them all.
-# Cold, apart: 7 min 3 s; together: 5 min 7 s. When either stamp is missing,
-# it builds and stamps both.
+# build_kwok_descheduler builds kwok and sigs.k8s.io/descheduler's command.
+# At the versions test/e2e requires they are that module's tools, built as
+# the control plane is, on the tests' dependency versions (client-go and the
+# rest of the Kubernetes libraries at v0.37.1, where the descheduler pins
+# v0.36.1; test/e2e's go.mod carries the descheduler's replace of
+# k8s.io/kube-openapi, at the project's version). Otherwise they are built
+# in one go build, from a throwaway module that requires both and carries
+# the descheduler's replace directives, which `go install module@version`
+# refuses; built apart, one low-level module at another patch version made
+# the second build recompile the client libraries. When either stamp is
+# missing, both are built and stamped.
 build_kwok_descheduler() {
   if done_already kwok "$KWOK_VERSION" && done_already descheduler "$DESCHEDULER_VERSION"; then
     log "kwok $KWOK_VERSION and descheduler $DESCHEDULER_VERSION already built"
+    return
+  fi
+  local ldflags="-X sigs.k8s.io/descheduler/pkg/version.version=$DESCHEDULER_VERSION"
+  if tool_of test/e2e sigs.k8s.io/kwok/cmd/kwok sigs.k8s.io/kwok "$KWOK_VERSION" &&
+    tool_of test/e2e sigs.k8s.io/descheduler/cmd/descheduler sigs.k8s.io/descheduler "$DESCHEDULER_VERSION"; then
+    build_tool test/e2e kwok sigs.k8s.io/kwok/cmd/kwok "$KWOK_VERSION" ""
+    build_tool test/e2e descheduler sigs.k8s.io/descheduler/cmd/descheduler "$DESCHEDULER_VERSION" "$ldflags"
     return
   fi
   local dir=$WORK/kwok-$KWOK_VERSION-descheduler-$DESCHEDULER_VERSION
@@ -372,7 +390,7 @@ build_kwok_descheduler() {
     run_logged "$LOGS/kwok-descheduler-get.log" "go get kwok@$KWOK_VERSION descheduler@$DESCHEDULER_VERSION" \
       go get "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION" "sigs.k8s.io/descheduler/cmd/descheduler@$DESCHEDULER_VERSION"
     run_logged "$LOGS/kwok-descheduler-build.log" "go build kwok descheduler" env CGO_ENABLED=0 go build -trimpath -o "$dir/" \
-      -ldflags "-s -w -X sigs.k8s.io/descheduler/pkg/version.version=$DESCHEDULER_VERSION" \
+      -ldflags "-s -w $ldflags" \
       sigs.k8s.io/kwok/cmd/kwok sigs.k8s.io/descheduler/cmd/descheduler
   )
   mv -f "$dir/kwok" "$BIN/kwok"

@@ -8,9 +8,9 @@ require (
 	github.com/cert-manager/cert-manager v1.21.2
 	github.com/google/go-cmp v0.7.0
 	github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring v0.85.0
-	github.com/prometheus/client_golang v1.25.0
+	github.com/prometheus/client_golang v1.24.1
 	github.com/prometheus/client_model v0.6.3
-	github.com/prometheus/prometheus v0.316.0
+	github.com/prometheus/prometheus v0.315.1
 	github.com/spreadguard/spreadguard v0.0.0-00010101000000-000000000000
 	go.yaml.in/yaml/v3 v3.0.5
 	helm.sh/helm/v3 v3.22.0
