@@ -17,9 +17,13 @@
 # suite runs once per rebalancing step. promtool is Prometheus's, for
 # `promtool test rules` on the chart's alerts, at the version of
 # github.com/prometheus/prometheus that test/chart requires
-# (PROMETHEUS_VERSION overrides it). helm and promtool, at the versions
-# test/chart requires, are that module's tools and are built in it, sharing
-# the chart tests' compiled packages. A binary whose version stamp exists in
+# (PROMETHEUS_VERSION overrides it). At the versions the test modules
+# require, a binary is one of their tools and is built in that module, on
+# the dependency versions the tests compile, sharing their compiled packages:
+# helm and promtool in test/chart; etcd and the control plane (not kubelet,
+# kubeadm, kube-proxy) in test/parity; kwok and the descheduler in test/e2e.
+# At another version it is built on its own pins, from a throwaway module or
+# with go install. A binary whose version stamp exists in
 # bin/.stamps is not rebuilt, so a second run is a no-op.
 #
 # Why from source: no prebuilt binary can be downloaded on the machines this
