@@ -155,8 +155,15 @@ require (
 	sigs.k8s.io/structured-merge-diff/v6 v6.4.2 // indirect
 )
 
+// The descheduler requires k8s.io/kube-openapi v0.31.0, a version that does
+// not exist, and replaces it in its own go.mod, which a dependency's replace
+// cannot do; this one pins it at the version the other modules compile.
 replace k8s.io/kube-openapi => k8s.io/kube-openapi v0.0.0-20260721132016-d427ff9ee9ad
 
+// The e2e cluster's kwok and the rebalancing scenario's descheduler, built by
+// hack/build-binaries.sh on this module's versions. The descheduler v0.36.0
+// does not compile against github.com/prometheus/client_golang v1.25 (its
+// v1.API.Query returns four values), so every module stays on v1.24.
 tool (
 	sigs.k8s.io/descheduler/cmd/descheduler
 	sigs.k8s.io/kwok/cmd/kwok
