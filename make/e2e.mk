@@ -31,8 +31,12 @@ cluster-up: $(LOCAL_CLUSTER_BINARIES) ## Run the local cluster alone (kwok nodes
 dev: $(LOCAL_CLUSTER_BINARIES) $(HELM_BINARY) certs ## Local cluster + webhook process + chart + a demo Deployment; prints the placement, stays up until Ctrl-C.
 	hack/dev.sh run
 
+# What the e2e suite needs built before it starts; `make test` builds these
+# before its two lanes start, so that no binary is built by both at once.
+E2E_PREREQUISITES := $(LOCAL_CLUSTER_BINARIES) $(HELM_BINARY) $(KARPENTER_BINARY) $(DESCHEDULER_BINARY) certs
+
 .PHONY: e2e
-e2e: $(LOCAL_CLUSTER_BINARIES) $(HELM_BINARY) $(KARPENTER_BINARY) $(DESCHEDULER_BINARY) certs ## Run the e2e suite on a local cluster started and torn down around it.
+e2e: $(E2E_PREREQUISITES) ## Run the e2e suite on a local cluster started and torn down around it.
 	hack/e2e.sh local
 
 $(KIND_BIN):
