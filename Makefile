@@ -99,11 +99,12 @@ endif
 # variables without the jobserver, which -j1 would only warn about dropping.
 TEST_LANE_MAKE = env MAKEFLAGS='$(filter-out -j% --jobserver%,$(MAKEFLAGS))' $(MAKE) --no-print-directory -j1
 
+# A lane with no target has nothing to run (its make would print the help).
 test-lane-e2e:
-	$(TEST_LANE_MAKE) $(TEST_E2E_LANE) 2>&1 | sed -u 's/^/[e2e] /'
+	$(if $(TEST_E2E_LANE),$(TEST_LANE_MAKE) $(TEST_E2E_LANE) 2>&1 | sed -u 's/^/[e2e] /',@:)
 
 test-lane-other:
-	nice -n $(TEST_NICE) $(TEST_LANE_MAKE) $(TEST_OTHER_LANE) 2>&1 | sed -u 's/^/[rest] /'
+	$(if $(TEST_OTHER_LANE),nice -n $(TEST_NICE) $(TEST_LANE_MAKE) $(TEST_OTHER_LANE) 2>&1 | sed -u 's/^/[rest] /',@:)
 
 .PHONY: test-unit
 test-unit: ## Run the unit tests (no cluster binaries needed).
