@@ -75,9 +75,9 @@ TEST_TARGETS := test-unit $(TEST_TARGETS)
 # `make test` runs in two lanes at once. The e2e suite spends most of its
 # time waiting on the controllers, the scheduler and kwok (about a third of
 # two cores busy), so it runs beside the other targets, which run one after
-# another under nice (TEST_NICE) and take the CPU it leaves: its latency
-# bounds (a create answered within 1 s) hold, and the whole run takes about
-# the e2e's time instead of the sum. Each line is prefixed with its lane.
+# another under nice (TEST_NICE): the cluster gets the CPU it asks for first
+# and they take what it leaves. The whole run takes about the
+# longer lane's time instead of the sum. Each line is prefixed with its lane.
 # TEST_LANES=1 runs every target in one lane, in order, with no prefix.
 TEST_LANES ?= 2
 TEST_NICE ?= 10
