@@ -72,43 +72,49 @@ include $(sort $(wildcard make/*.mk))
 
 TEST_TARGETS := test-unit $(TEST_TARGETS)
 
-# `make test` runs in two lanes at once. The e2e suite spends most of its
-# time waiting on the controllers, the scheduler and kwok (about a third of
-# two cores busy), so it runs beside the other targets, which run one after
-# another under nice (TEST_NICE): the cluster gets the CPU it asks for first
-# and they take what it leaves. The whole run takes about the
-# longer lane's time instead of the sum. Each line is prefixed with its lane.
+# `make test` runs in lanes at once. The e2e suite and the integration tests
+# spend most of their time waiting on their API servers, controllers,
+# scheduler and kwok (the e2e keeps about a third of two cores busy, the
+# integration tests a fifth), so each runs in a lane of its own, beside the
+# other targets, which run one after another under nice (TEST_NICE, and the
+# integration tests too): the e2e cluster gets the CPU it asks for first and
+# the others take what it leaves. The whole run takes about the longest
+# lane's time instead of the sum. Each line is prefixed with its lane.
 # TEST_LANES=1 runs every target in one lane, in order, with no prefix.
-TEST_LANES ?= 2
+TEST_LANES ?= 3
 TEST_NICE ?= 10
-TEST_E2E_LANE := $(filter e2e,$(TEST_TARGETS))
-TEST_OTHER_LANE := $(filter-out e2e,$(TEST_TARGETS))
+# The targets with a lane of their own, in the order they start; any other
+# target of TEST_TARGETS runs in the lane "rest".
+TEST_OWN_LANES := $(filter e2e test-integration,$(TEST_TARGETS))
+TEST_REST_LANE := $(filter-out $(TEST_OWN_LANES),$(TEST_TARGETS))
+# What more than one lane builds, built before the lanes start, so that no
+# binary is built by two at once.
+TEST_PREREQUISITES := $(sort $(E2E_PREREQUISITES) $(INTEGRATION_PREREQUISITES))
 
-.PHONY: test test-lane-e2e test-lane-other
+.PHONY: test test-lane-rest $(addprefix test-lane-,$(TEST_OWN_LANES))
 ifeq ($(TEST_LANES),1)
 test: $(TEST_TARGETS) ## Run every test: unit, lint, chart, e2e, fuzz, generated files, hack, integration and parity.
-else ifeq ($(TEST_LANES),2)
-test: $(E2E_PREREQUISITES) ## Run every test: unit, lint, chart, e2e, fuzz, generated files, hack, integration and parity.
-	$(MAKE) --no-print-directory -j2 test-lane-e2e test-lane-other
+else ifeq ($(TEST_LANES),3)
+test: $(TEST_PREREQUISITES) ## Run every test: unit, lint, chart, e2e, fuzz, generated files, hack, integration and parity.
+	$(MAKE) --no-print-directory -j$(words $(TEST_OWN_LANES) rest) $(addprefix test-lane-,$(TEST_OWN_LANES)) test-lane-rest
 else
 test:
-	$(error TEST_LANES=$(TEST_LANES): must be 1 (one target after another) or 2 (the e2e suite beside the rest))
+	$(error TEST_LANES=$(TEST_LANES): must be 1 (one target after another) or 3 (the e2e suite and the integration tests each beside the rest))
 endif
 
 # A lane's targets run in order (-j1). Its make gets the outer flags and
 # variables without the jobserver, which -j1 would only warn about dropping.
 TEST_LANE_MAKE = env MAKEFLAGS='$(filter-out -j% --jobserver%,$(MAKEFLAGS))' $(MAKE) --no-print-directory -j1
 
-# A lane with no target has nothing to run (its make would print the help).
 test-lane-e2e:
-	$(if $(TEST_E2E_LANE),$(TEST_LANE_MAKE) $(TEST_E2E_LANE) 2>&1 | sed -u 's/^/[e2e] /',@:)
+	$(TEST_LANE_MAKE) e2e 2>&1 | sed -u 's/^/[e2e] /'
 
-test-lane-other:
-	$(if $(TEST_OTHER_LANE),nice -n $(TEST_NICE) $(TEST_LANE_MAKE) $(TEST_OTHER_LANE) 2>&1 | sed -u 's/^/[rest] /',@:)
+test-lane-test-integration:
+	nice -n $(TEST_NICE) $(TEST_LANE_MAKE) test-integration 2>&1 | sed -u 's/^/[integration] /'
 
-.PHONY: test-unit
-test-unit: ## Run the unit tests (no cluster binaries needed).
-	$(GO) test $(GO_TEST_VET) -count=1 ./...
+# A lane with no target has nothing to run (its make would print the help).
+test-lane-rest:
+	$(if $(TEST_REST_LANE),nice -n $(TEST_NICE) $(TEST_LANE_MAKE) $(TEST_REST_LANE) 2>&1 | sed -u 's/^/[rest] /',@:)
 
 ##@ Binaries
 
