@@ -116,6 +116,10 @@ test-lane-test-integration:
 test-lane-rest:
 	$(if $(TEST_REST_LANE),nice -n $(TEST_NICE) $(TEST_LANE_MAKE) $(TEST_REST_LANE) 2>&1 | sed -u 's/^/[rest] /',@:)
 
+.PHONY: test-unit
+test-unit: ## Run the unit tests (no cluster binaries needed).
+	$(GO) test $(GO_TEST_VET) -count=1 ./...
+
 ##@ Binaries
 
 .PHONY: binaries
