@@ -92,10 +92,11 @@ TEST_REST_LANE := $(filter-out $(TEST_OWN_LANES),$(TEST_TARGETS))
 TEST_PREREQUISITES := $(sort $(E2E_PREREQUISITES) $(INTEGRATION_PREREQUISITES))
 
 .PHONY: test test-lane-rest $(addprefix test-lane-,$(TEST_OWN_LANES))
+# `make help` reads the first of these lines.
 ifeq ($(TEST_LANES),1)
-test: $(TEST_TARGETS) ## Run every test: unit, lint, chart, e2e, fuzz, generated files, hack, integration and parity.
+test: $(TEST_TARGETS) ## Run every test: unit, lint, chart, e2e, fuzz, generated files, hack, integration and parity (in three lanes; TEST_LANES=1: one).
 else ifeq ($(TEST_LANES),3)
-test: $(TEST_PREREQUISITES) ## Run every test: unit, lint, chart, e2e, fuzz, generated files, hack, integration and parity.
+test: $(TEST_PREREQUISITES)
 	$(MAKE) --no-print-directory -j$(words $(TEST_OWN_LANES) rest) $(addprefix test-lane-,$(TEST_OWN_LANES)) test-lane-rest
 else
 test:
