@@ -56,12 +56,11 @@ DESCHEDULER_VERSION=${DESCHEDULER_VERSION:-v0.36.0}
 # empty if none.
 requires() { awk -v m="$2" '$1 == m && $2 ~ /^v/ { print $2; exit }' "$ROOT/$1/go.mod"; }
 # tool_of DIR PKG MODULE VERSION succeeds when DIR/go.mod lists PKG as a tool
-# (`tool PKG`, or a line of a `tool (...)` block) and requires MODULE at
-# VERSION: the tool is then built in that module.
+# and requires MODULE at VERSION: the tool is then built in that module. The
+# go command reads the tool directives, in whichever form they are written.
 tool_of() {
-  awk -v p="$2" '$1 == "tool" && $2 == "(" { b = 1; next } b && $1 == ")" { b = 0 }
-    ($1 == "tool" && $2 == p) || (b && $1 == p) { found = 1 } END { exit !found }' "$ROOT/$1/go.mod" &&
-    [[ $(requires "$1" "$3") == "$4" ]]
+  # grep reads all of it: under pipefail, -q could end go list with SIGPIPE.
+  (cd "$ROOT/$1" && go list tool) | grep -xF "$2" >/dev/null && [[ $(requires "$1" "$3") == "$4" ]]
 }
 # One version of Prometheus's module for the chart tests and their promtool.
 PROMETHEUS_VERSION=${PROMETHEUS_VERSION:-$(requires test/chart github.com/prometheus/prometheus)}

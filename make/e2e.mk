@@ -32,7 +32,7 @@ dev: $(LOCAL_CLUSTER_BINARIES) $(HELM_BINARY) certs ## Local cluster + webhook p
 	hack/dev.sh run
 
 # What the e2e suite needs built before it starts; `make test` builds these
-# before its two lanes start, so that no binary is built by both at once.
+# before its lanes start, so that no binary is built by two at once.
 E2E_PREREQUISITES := $(LOCAL_CLUSTER_BINARIES) $(HELM_BINARY) $(KARPENTER_BINARY) $(DESCHEDULER_BINARY) certs
 
 .PHONY: e2e

@@ -72,6 +72,7 @@ func (s *loadStream) run(ctx context.Context, f *framework, rate int, stop <-cha
 		select {
 		case <-stop:
 			wg.Wait()
+			r.sent = int64(i)
 			return r
 		case <-tick.C:
 		}
@@ -81,7 +82,6 @@ func (s *loadStream) run(ctx context.Context, f *framework, rate int, stop <-cha
 		go func() {
 			defer wg.Done()
 			defer s.inFlight.Add(-1)
-			atomic.AddInt64(&r.sent, 1)
 			start := time.Now()
 			p, err := f.dryRunCreate(ctx, k8s, pod(spreadtest.MakePod().Name(fmt.Sprintf("load-%d", i)).Label("app", "load")))
 			if time.Since(start) > slowAfter {
