@@ -11,6 +11,15 @@ ROOT := $(abspath .)
 BIN := $(ROOT)/bin
 export PATH := $(BIN):$(PATH)
 GO ?= go
+# Every binary is static (hack/build-binaries.sh says why), and go test is
+# built the same way, so that the tools built in the test modules (the
+# control plane, etcd, kwok, helm) reuse the packages the tests compiled:
+# CGO_ENABLED is part of every package's build key.
+export CGO_ENABLED := 0
+# The way hack/build-binaries.sh builds; part of every binary's stamp, so a
+# bin/ built another way is rebuilt. Change it there too.
+BINARY_RECIPE ?= static
+export BINARY_RECIPE
 # GO_TEST_VET is the -vet flag of every `go test` of the test targets.
 # `make lint` runs go vet with all its analyzers over every module and
 # build tag, so the tests leave out go test's own subset, which vetted the
@@ -47,16 +56,16 @@ TEST_TARGETS :=
 # Targets that need a cluster binary depend on its version stamp; the rules
 # that build them are under "Binaries". Defined before the fragments are
 # included, since prerequisites expand when a rule is read.
-ETCD := $(BIN)/.stamps/etcd-$(ETCD_VERSION)
-KUBE_APISERVER := $(BIN)/.stamps/kube-apiserver-$(KUBE_VERSION)
-KUBE_SCHEDULER := $(BIN)/.stamps/kube-scheduler-$(KUBE_VERSION)
-KUBE_CONTROLLER_MANAGER := $(BIN)/.stamps/kube-controller-manager-$(KUBE_VERSION)
-KUBECTL := $(BIN)/.stamps/kubectl-$(KUBE_VERSION)
-KWOK := $(BIN)/.stamps/kwok-$(KWOK_VERSION)
-HELM := $(BIN)/.stamps/helm-$(HELM_VERSION)
-KARPENTER := $(BIN)/.stamps/karpenter-kwok-$(KARPENTER_VERSION)
-KARPENTER_AWS_CRDS := $(BIN)/.stamps/karpenter-aws-crds-$(KARPENTER_AWS_VERSION)
-DESCHEDULER := $(BIN)/.stamps/descheduler-$(DESCHEDULER_VERSION)
+ETCD := $(BIN)/.stamps/etcd-$(ETCD_VERSION).$(BINARY_RECIPE)
+KUBE_APISERVER := $(BIN)/.stamps/kube-apiserver-$(KUBE_VERSION).$(BINARY_RECIPE)
+KUBE_SCHEDULER := $(BIN)/.stamps/kube-scheduler-$(KUBE_VERSION).$(BINARY_RECIPE)
+KUBE_CONTROLLER_MANAGER := $(BIN)/.stamps/kube-controller-manager-$(KUBE_VERSION).$(BINARY_RECIPE)
+KUBECTL := $(BIN)/.stamps/kubectl-$(KUBE_VERSION).$(BINARY_RECIPE)
+KWOK := $(BIN)/.stamps/kwok-$(KWOK_VERSION).$(BINARY_RECIPE)
+HELM := $(BIN)/.stamps/helm-$(HELM_VERSION).$(BINARY_RECIPE)
+KARPENTER := $(BIN)/.stamps/karpenter-kwok-$(KARPENTER_VERSION).$(BINARY_RECIPE)
+KARPENTER_AWS_CRDS := $(BIN)/.stamps/karpenter-aws-crds-$(KARPENTER_AWS_VERSION).$(BINARY_RECIPE)
+DESCHEDULER := $(BIN)/.stamps/descheduler-$(DESCHEDULER_VERSION).$(BINARY_RECIPE)
 
 ##@ General
 
@@ -127,24 +136,24 @@ test-unit: ## Run the unit tests (no cluster binaries needed).
 binaries: ## Build every cluster binary (etcd, control plane, kwok, helm, Karpenter's kwok provider, descheduler) into ./bin.
 	hack/build-binaries.sh
 
-$(BIN)/.stamps/etcd-$(ETCD_VERSION):
+$(BIN)/.stamps/etcd-$(ETCD_VERSION).$(BINARY_RECIPE):
 	hack/build-binaries.sh etcd
-$(BIN)/.stamps/kube-apiserver-$(KUBE_VERSION):
+$(BIN)/.stamps/kube-apiserver-$(KUBE_VERSION).$(BINARY_RECIPE):
 	hack/build-binaries.sh kube-apiserver
-$(BIN)/.stamps/kube-scheduler-$(KUBE_VERSION):
+$(BIN)/.stamps/kube-scheduler-$(KUBE_VERSION).$(BINARY_RECIPE):
 	hack/build-binaries.sh kube-scheduler
-$(BIN)/.stamps/kube-controller-manager-$(KUBE_VERSION):
+$(BIN)/.stamps/kube-controller-manager-$(KUBE_VERSION).$(BINARY_RECIPE):
 	hack/build-binaries.sh kube-controller-manager
-$(BIN)/.stamps/kubectl-$(KUBE_VERSION):
+$(BIN)/.stamps/kubectl-$(KUBE_VERSION).$(BINARY_RECIPE):
 	hack/build-binaries.sh kubectl
-$(BIN)/.stamps/kwok-$(KWOK_VERSION):
+$(BIN)/.stamps/kwok-$(KWOK_VERSION).$(BINARY_RECIPE):
 	hack/build-binaries.sh kwok
-$(BIN)/.stamps/helm-$(HELM_VERSION):
+$(BIN)/.stamps/helm-$(HELM_VERSION).$(BINARY_RECIPE):
 	hack/build-binaries.sh helm
-$(BIN)/.stamps/karpenter-kwok-$(KARPENTER_VERSION):
+$(BIN)/.stamps/karpenter-kwok-$(KARPENTER_VERSION).$(BINARY_RECIPE):
 	hack/build-binaries.sh karpenter
-$(BIN)/.stamps/karpenter-aws-crds-$(KARPENTER_AWS_VERSION):
+$(BIN)/.stamps/karpenter-aws-crds-$(KARPENTER_AWS_VERSION).$(BINARY_RECIPE):
 	hack/build-binaries.sh karpenter-aws-crds
-$(BIN)/.stamps/descheduler-$(DESCHEDULER_VERSION):
+$(BIN)/.stamps/descheduler-$(DESCHEDULER_VERSION).$(BINARY_RECIPE):
 	hack/build-binaries.sh descheduler
 

@@ -33,6 +33,19 @@
 # build and shows the end of its log.
 set -euo pipefail
 
+# Every binary is built static, with no C library: most of them go into
+# images (kind's node and control-plane images, cert-manager's) that hold
+# no dynamic loader, and one built with cgo on a machine with a C compiler
+# starts on the host but fails in those images with "no such file or
+# directory". The Makefile exports the same for go test, so the tools built
+# in the test modules share the tests' compiled packages.
+export CGO_ENABLED=0
+# BINARY_RECIPE names the way the binaries are built; it is part of every
+# stamp, so a bin/ built another way (with cgo, before the line above) is
+# rebuilt rather than trusted. Change it, here and in the Makefile, whenever
+# a build flag changes what a binary is.
+BINARY_RECIPE=${BINARY_RECIPE:-static}
+
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=lib/common.sh
 source "$ROOT/hack/lib/common.sh"
@@ -70,11 +83,15 @@ WORK=$BIN/.build
 LOGS=$WORK/logs
 mkdir -p "$STAMPS" "$WORK" "$LOGS"
 
-done_already() { [[ -x $BIN/$1 && -f $STAMPS/$1-$2 ]]; }
+# stamp NAME VERSION is the file that says NAME was built at VERSION with
+# this BINARY_RECIPE; the Makefile's prerequisites name the same files.
+stamp() { echo "$STAMPS/$1-$2.$BINARY_RECIPE"; }
+
+done_already() { [[ -x $BIN/$1 && -f $(stamp "$1" "$2") ]]; }
 
 mark() {
   rm -f "$STAMPS/$1"-*
-  touch "$STAMPS/$1-$2"
+  touch "$(stamp "$1" "$2")"
 }
 
 # module_file FIELD MODULE@VERSION downloads the module into the Go module
@@ -149,7 +166,7 @@ build_k8s() {
   (
     cd "$dir"
     run_logged "$LOGS/$name-get.log" "go get $pkg@$KUBE_VERSION" go get "$pkg@$KUBE_VERSION"
-    run_logged "$LOGS/$name-build.log" "go build $pkg" env CGO_ENABLED=0 go build -trimpath -o "$BIN/$name" \
+    run_logged "$LOGS/$name-build.log" "go build $pkg" go build -trimpath -o "$BIN/$name" \
       -ldflags "-s -w $(k8s_ldflags)" "$pkg"
   )
   mark "$name" "$KUBE_VERSION"
@@ -184,7 +201,7 @@ func main() { etcdmain.Main(os.Args) }
 GO
     run_logged "$LOGS/etcd-get.log" "go get go.etcd.io/etcd/server/v3@$ETCD_VERSION" go get "go.etcd.io/etcd/server/v3@$ETCD_VERSION"
     run_logged "$LOGS/etcd-tidy.log" "go mod tidy" go mod tidy
-    run_logged "$LOGS/etcd-build.log" "go build etcd" env CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$BIN/etcd" .
+    run_logged "$LOGS/etcd-build.log" "go build etcd" go build -trimpath -ldflags "-s -w" -o "$BIN/etcd" .
   )
   mark etcd "$ETCD_VERSION"
 }
@@ -195,7 +212,7 @@ go_install() {
   done_already "$name" "$version" && { log "$name $version already built"; return; }
   log "building $name $version"
   run_logged "$LOGS/$name-install.log" "go install $pkg@$version" \
-    env GOBIN="$BIN" CGO_ENABLED=0 go install -trimpath -ldflags "-s -w $ldflags" "$pkg@$version"
+    env GOBIN="$BIN" go install -trimpath -ldflags "-s -w $ldflags" "$pkg@$version"
   mark "$name" "$version"
 }
 
@@ -264,7 +281,7 @@ build_promtool() {
     run_logged "$LOGS/promtool-mod-init.log" "go mod init" go mod init spreadguard.local/build/promtool
     printf 'package build\n' >doc.go
     run_logged "$LOGS/promtool-get.log" "go get $pkg@$v" go get "$pkg@$v"
-    run_logged "$LOGS/promtool-build.log" "go build promtool" env CGO_ENABLED=0 go build -trimpath -tags remove_all_sd \
+    run_logged "$LOGS/promtool-build.log" "go build promtool" go build -trimpath -tags remove_all_sd \
       -ldflags "-s -w" -o "$BIN/promtool" "$pkg"
   )
   mark promtool "$v"
@@ -285,7 +302,7 @@ build_karpenter() {
   log "building karpenter-kwok $KARPENTER_VERSION with $KARPENTER_GOTOOLCHAIN (a few minutes when cold)"
   rm -rf "$gobin" && mkdir -p "$gobin"
   run_logged "$LOGS/karpenter-install.log" "go install sigs.k8s.io/karpenter/kwok@$KARPENTER_VERSION" \
-    env GOTOOLCHAIN="$KARPENTER_GOTOOLCHAIN" GOBIN="$gobin" CGO_ENABLED=0 go install -trimpath \
+    env GOTOOLCHAIN="$KARPENTER_GOTOOLCHAIN" GOBIN="$gobin" go install -trimpath \
     -ldflags "-s -w -X sigs.k8s.io/karpenter/pkg/operator.Version=$KARPENTER_VERSION" \
     "sigs.k8s.io/karpenter/kwok@$KARPENTER_VERSION"
   mv -f "$gobin/kwok" "$BIN/karpenter-kwok"
@@ -303,7 +320,7 @@ build_karpenter() {
 # bin/karpenter-aws-crds, stamped like a binary.
 copy_karpenter_aws_crds() {
   local crds=$BIN/karpenter-aws-crds name=karpenter.k8s.aws_ec2nodeclasses.yaml mod dir
-  if [[ -f $STAMPS/karpenter-aws-crds-$KARPENTER_AWS_VERSION && -f $crds/$name ]]; then
+  if [[ -f $(stamp karpenter-aws-crds "$KARPENTER_AWS_VERSION") && -f $crds/$name ]]; then
     log "karpenter-aws-crds $KARPENTER_AWS_VERSION already copied"
     return
   fi
@@ -327,9 +344,9 @@ copy_karpenter_aws_crds() {
 # so editing them rebuilds.
 build_cert_manager() {
   local v=$CERT_MANAGER_VERSION src=$ROOT/hack/kind-without-registry/cert-manager
-  local stamp="$v-$(cat "$src"/*/main.go | sha256sum | cut -c1-12)" name
-  if done_already cert-manager-controller "$stamp" && done_already cert-manager-cainjector "$stamp" &&
-    done_already cert-manager-webhook "$stamp"; then
+  local tag="$v-$(cat "$src"/*/main.go | sha256sum | cut -c1-12)" name
+  if done_already cert-manager-controller "$tag" && done_already cert-manager-cainjector "$tag" &&
+    done_already cert-manager-webhook "$tag"; then
     log "cert-manager $v already built"
     return
   fi
@@ -347,10 +364,10 @@ build_cert_manager() {
     (
       cd "$dir"
       run_logged "$LOGS/cert-manager-$name-build.log" "go build cert-manager $name" \
-        env CGO_ENABLED=0 go build -trimpath -o "$BIN/cert-manager-$name" \
+        go build -trimpath -o "$BIN/cert-manager-$name" \
         -ldflags "-s -w -X github.com/cert-manager/cert-manager/pkg/util.AppVersion=$v" "./spreadguard/$name"
     )
-    mark "cert-manager-$name" "$stamp"
+    mark "cert-manager-$name" "$tag"
   done
 }
 
@@ -395,7 +412,7 @@ build_kwok_descheduler() {
     ((${#args[@]} == 0)) || go mod edit "${args[@]}"
     run_logged "$LOGS/kwok-descheduler-get.log" "go get kwok@$KWOK_VERSION descheduler@$DESCHEDULER_VERSION" \
       go get "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION" "sigs.k8s.io/descheduler/cmd/descheduler@$DESCHEDULER_VERSION"
-    run_logged "$LOGS/kwok-descheduler-build.log" "go build kwok descheduler" env CGO_ENABLED=0 go build -trimpath -o "$dir/" \
+    run_logged "$LOGS/kwok-descheduler-build.log" "go build kwok descheduler" go build -trimpath -o "$dir/" \
       -ldflags "-s -w $ldflags" \
       sigs.k8s.io/kwok/cmd/kwok sigs.k8s.io/descheduler/cmd/descheduler
   )

@@ -7,7 +7,7 @@ CHART_TEST_DIR := test/chart
 # that test/chart requires, so the tests and the binary agree.
 PROMETHEUS_VERSION ?= $(shell awk '$$1 == "github.com/prometheus/prometheus" { print $$2 }' $(CHART_TEST_DIR)/go.mod)
 export PROMETHEUS_VERSION
-PROMTOOL := $(BIN)/.stamps/promtool-$(PROMETHEUS_VERSION)
+PROMTOOL := $(BIN)/.stamps/promtool-$(PROMETHEUS_VERSION).$(BINARY_RECIPE)
 
 $(PROMTOOL):
 	hack/build-binaries.sh promtool

@@ -3,17 +3,17 @@
 # The stamps of the cluster binaries (their rules are in the Makefile).
 # Spelled out rather than $(ETCD) & co., which are defined after this file
 # is included and would expand to nothing in a prerequisite list.
-LOCAL_CLUSTER_BINARIES := $(BIN)/.stamps/etcd-$(ETCD_VERSION) \
-	$(BIN)/.stamps/kube-apiserver-$(KUBE_VERSION) \
-	$(BIN)/.stamps/kube-controller-manager-$(KUBE_VERSION) \
-	$(BIN)/.stamps/kube-scheduler-$(KUBE_VERSION) \
-	$(BIN)/.stamps/kubectl-$(KUBE_VERSION) \
-	$(BIN)/.stamps/kwok-$(KWOK_VERSION)
-HELM_BINARY := $(BIN)/.stamps/helm-$(HELM_VERSION)
+LOCAL_CLUSTER_BINARIES := $(BIN)/.stamps/etcd-$(ETCD_VERSION).$(BINARY_RECIPE) \
+	$(BIN)/.stamps/kube-apiserver-$(KUBE_VERSION).$(BINARY_RECIPE) \
+	$(BIN)/.stamps/kube-controller-manager-$(KUBE_VERSION).$(BINARY_RECIPE) \
+	$(BIN)/.stamps/kube-scheduler-$(KUBE_VERSION).$(BINARY_RECIPE) \
+	$(BIN)/.stamps/kubectl-$(KUBE_VERSION).$(BINARY_RECIPE) \
+	$(BIN)/.stamps/kwok-$(KWOK_VERSION).$(BINARY_RECIPE)
+HELM_BINARY := $(BIN)/.stamps/helm-$(HELM_VERSION).$(BINARY_RECIPE)
 # Karpenter runs in the local cluster of the e2e suite (LOCAL_CLUSTER_KARPENTER).
-KARPENTER_BINARY := $(BIN)/.stamps/karpenter-kwok-$(KARPENTER_VERSION)
+KARPENTER_BINARY := $(BIN)/.stamps/karpenter-kwok-$(KARPENTER_VERSION).$(BINARY_RECIPE)
 # The descheduler the rebalancing scenario runs (test/e2e/descheduler_test.go).
-DESCHEDULER_BINARY := $(BIN)/.stamps/descheduler-$(DESCHEDULER_VERSION)
+DESCHEDULER_BINARY := $(BIN)/.stamps/descheduler-$(DESCHEDULER_VERSION).$(BINARY_RECIPE)
 
 KIND_VERSION ?= v0.33.0
 KIND_BIN := $(BIN)/kind-$(KIND_VERSION)
@@ -59,7 +59,7 @@ e2e-kind: ## Run the e2e suite on kind (1 control plane + 3 zoned workers): stoc
 	fi
 
 .PHONY: e2e-kind-stock
-e2e-kind-stock: $(KIND_BIN) $(BIN)/.stamps/kubectl-$(KUBE_VERSION) $(HELM_BINARY) ## Run the e2e suite on stock kind with cert-manager (needs Docker and internet access).
+e2e-kind-stock: $(KIND_BIN) $(BIN)/.stamps/kubectl-$(KUBE_VERSION).$(BINARY_RECIPE) $(HELM_BINARY) ## Run the e2e suite on stock kind with cert-manager (needs Docker and internet access).
 	KIND=$(KIND_BIN) KIND_NODE_IMAGE=$(E2E_KIND_NODE_IMAGE) hack/e2e.sh kind
 
 .PHONY: image
@@ -84,7 +84,7 @@ OLDEST_STAGING_PINS ?= k8s.io/cri-client@v0.31.4 k8s.io/csi-translation-lib@v0.3
 OLDEST_BIN := $(BIN)/$(OLDEST_KUBE_VERSION)
 
 .PHONY: e2e-oldest
-e2e-oldest: $(BIN)/.stamps/etcd-$(ETCD_VERSION) $(BIN)/.stamps/kwok-$(KWOK_VERSION) $(HELM_BINARY) $(KARPENTER_BINARY) $(DESCHEDULER_BINARY) certs ## Run the e2e suite against the oldest supported Kubernetes (OLDEST_KUBE_VERSION), built from source; not part of make test.
+e2e-oldest: $(BIN)/.stamps/etcd-$(ETCD_VERSION).$(BINARY_RECIPE) $(BIN)/.stamps/kwok-$(KWOK_VERSION).$(BINARY_RECIPE) $(HELM_BINARY) $(KARPENTER_BINARY) $(DESCHEDULER_BINARY) certs ## Run the e2e suite against the oldest supported Kubernetes (OLDEST_KUBE_VERSION), built from source; not part of make test.
 	mkdir -p $(OLDEST_BIN)
 	GONOSUMDB=k8s.io STAGING_PINS="$(OLDEST_STAGING_PINS)" BIN=$(OLDEST_BIN) KUBE_VERSION=$(OLDEST_KUBE_VERSION) \
 	  hack/build-binaries.sh kube-apiserver kube-scheduler kube-controller-manager kubectl

@@ -28,7 +28,7 @@ kind-node-image: ## Build the kind node image and the control-plane images from 
 	hack/kind-without-registry/build-node-image.sh
 
 .PHONY: e2e-kind-local
-e2e-kind-local: $(KIND_BIN) $(BIN)/.stamps/kubectl-$(KUBE_VERSION) $(HELM_BINARY) ## `make e2e-kind` on a machine without a registry: dockerd, node image, kind cluster, chart, suite, teardown.
+e2e-kind-local: $(KIND_BIN) $(BIN)/.stamps/kubectl-$(KUBE_VERSION).$(BINARY_RECIPE) $(HELM_BINARY) ## `make e2e-kind` on a machine without a registry: dockerd, node image, kind cluster, chart, suite, teardown.
 	KIND=$(KIND_BIN) bash -c "$$E2E_KIND_LOCAL"
 
 # The run of e2e-kind-local. It does what `hack/e2e.sh kind` does, with the
