@@ -192,6 +192,7 @@ build_image() {
   arch=$(docker version -f '{{.Server.Arch}}') || die "no Docker engine answers (docker version)"
   log "building $image for linux/$arch"
   (cd "$ROOT" && CGO_ENABLED=0 GOOS=linux GOARCH=$arch go build -trimpath -ldflags "-s -w" -o bin/linux/spreadguard-webhook ./cmd/webhook)
+  (cd "$ROOT" && go run ./hack/static bin/linux/spreadguard-webhook) || die "the webhook binary is not static; its image has no loader"
   docker build -t "$image" "$ROOT"
 }
 

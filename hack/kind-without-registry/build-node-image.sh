@@ -179,8 +179,15 @@ build_image() {
   rm -rf "$ctx"
 }
 
+# check_static fails, naming it, when a binary the node or its images hold
+# is dynamically linked: none of them has a loader (hack/static).
+check_static() {
+  (cd "$ROOT" && go run ./hack/static "$@") || die "the binaries above would not start in the node image; rebuild them (hack/build-binaries.sh rebuilds a bin/ of another recipe)"
+}
+
 step_images() {
   local key tar=$STATE/images.tar
+  check_static "$BIN"/{kube-apiserver,kube-controller-manager,kube-scheduler,kube-proxy,etcd,pause,coredns,kubelet,kubeadm}
   key=$(sum "$BIN"/{kube-apiserver,kube-controller-manager,kube-scheduler,kube-proxy,etcd,pause,coredns} \
     "$HERE"/images/*/Dockerfile "$HERE/node-image/files/etc/containerd/config.toml" "$STAMPS/rootfs")
   if fresh images "$key" && [[ -f $tar ]]; then return; fi
