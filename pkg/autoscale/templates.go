@@ -8,6 +8,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	karpenterv1 "github.com/spreadguard/spreadguard/pkg/apis/karpenter/v1"
+	nodeclassv1 "github.com/spreadguard/spreadguard/pkg/apis/nodeclass/v1"
 	"github.com/spreadguard/spreadguard/pkg/spread"
 )
 
@@ -140,7 +141,7 @@ func Derive(in Inputs) Derived {
 		})
 	}
 	var d Derived
-	zs := newZoneSources(in.NodeClasses, in.Zones, seen.values[v1.LabelTopologyZone])
+	zs := newZoneSources(in.NodeClasses, in.Zones, seen.values[v1.LabelTopologyZone], seen.zoneIDs)
 	for _, np := range in.NodePools {
 		ts, unserved := nodePoolTemplates(np, keys, seen.values, zs)
 		out = append(out, ts...)
@@ -182,6 +183,10 @@ type observation struct {
 	values map[string][]string
 	// groups holds the node each (group, zone) takes its shape from.
 	groups map[groupZone]*v1.Node
+	// zoneIDs holds the zone ID nodes carry in each zone
+	// (nodeclassv1.LabelTopologyZoneID), the first sorted should they
+	// disagree.
+	zoneIDs map[string]string
 }
 
 // observe reads the nodes once.
@@ -195,9 +200,20 @@ func observe(nodes []*v1.Node, keys []string, groupLabel string) observation {
 		sets[i] = map[string]struct{}{}
 	}
 	groups := map[groupZone]*v1.Node{}
+	var zoneIDs map[string]string
 	for _, n := range nodes {
 		if n == nil {
 			continue
+		}
+		if id, ok := n.Labels[nodeclassv1.LabelTopologyZoneID]; ok && id != "" {
+			if z := n.Labels[v1.LabelTopologyZone]; z != "" {
+				if zoneIDs == nil {
+					zoneIDs = map[string]string{}
+				}
+				if cur, ok := zoneIDs[z]; !ok || id < cur {
+					zoneIDs[z] = id
+				}
+			}
 		}
 		for i, k := range keys {
 			if v, ok := n.Labels[k]; ok && (v != last[i] || len(sets[i]) == 0) {
@@ -221,5 +237,5 @@ func observe(nodes []*v1.Node, keys []string, groupLabel string) observation {
 	for i, k := range keys {
 		values[k] = slices.Sorted(maps.Keys(sets[i]))
 	}
-	return observation{values: values, groups: groups}
+	return observation{values: values, groups: groups, zoneIDs: zoneIDs}
 }
