@@ -59,7 +59,9 @@ type Derived struct {
 	// Templates are sorted by name, names unique.
 	Templates []spread.Template
 	// UnservedZones are the NodePools that require zones their node class
-	// does not serve, sorted by NodePool.
+	// does not serve and no source serves: no node is in them, and no
+	// template of any source (another NodePool, a node group, a
+	// NodeTemplate) carries them. Sorted by NodePool.
 	UnservedZones []UnservedZones
 	// FullGroups are the node groups cluster-autoscaler reports at their
 	// maximum size: they yield no template. Sorted by name.
@@ -155,6 +157,7 @@ func Derive(in Inputs) Derived {
 	}
 	out = append(out, nodeGroupTemplates(groups)...)
 	d.Templates = spread.UniqueTemplates(out)
+	d.UnservedZones = servedElsewhere(d.UnservedZones, seen.values[v1.LabelTopologyZone], d.Templates)
 	slices.SortFunc(d.UnservedZones, func(a, b UnservedZones) int { return cmp.Compare(a.NodePool, b.NodePool) })
 	return d
 }

@@ -8,6 +8,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	karpenterv1 "github.com/spreadguard/spreadguard/pkg/apis/karpenter/v1"
+	"github.com/spreadguard/spreadguard/pkg/spread"
 )
 
 // NodeClass is one node class of a Karpenter cloud provider and the zones
@@ -184,4 +185,34 @@ func (zs zoneSources) resolve(np *karpenterv1.NodePool, zr, idr *requirement) ([
 		return out, nil
 	}
 	return out, &UnservedZones{NodePool: np.Name, NodeClass: *np.Spec.Template.Spec.NodeClassRef, Zones: unserved, Served: c.Zones}
+}
+
+// servedElsewhere removes from each of unserved the zones that an existing
+// node is in (seen) or that a template of any source carries: a pod that
+// needs such a zone gets a node there, from that node or source, so the
+// zone is not unserved. An entry left with no zone goes.
+func servedElsewhere(unserved []UnservedZones, seen []string, templates []spread.Template) []UnservedZones {
+	if len(unserved) == 0 {
+		return unserved
+	}
+	served := make(map[string]bool, len(seen))
+	for _, z := range seen {
+		served[z] = true
+	}
+	for _, t := range templates {
+		if z, ok := t.Labels[v1.LabelTopologyZone]; ok {
+			served[z] = true
+		}
+	}
+	out := unserved[:0]
+	for _, u := range unserved {
+		u.Zones = slices.DeleteFunc(slices.Clone(u.Zones), func(z string) bool { return served[z] })
+		if len(u.Zones) > 0 {
+			out = append(out, u)
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
 }

@@ -322,3 +322,70 @@ func TestANodePoolsZonesAndZoneIDsAreResolvedTogether(t *testing.T) {
 		})
 	}
 }
+
+func TestAZoneIsUnservedOnlyWhenNoSourceServesIt(t *testing.T) {
+	ec2Ref := karpenterv1.NodeClassReference{Group: nodeclassv1.EC2GroupName, Kind: nodeclassv1.KindEC2NodeClass, Name: "default"}
+	web := makeNodePool("web").EC2NodeClass("default").Zones("a", "d", "e").Obj()
+	tests := []struct {
+		name     string
+		nodes    []*v1.Node
+		pools    []*karpenterv1.NodePool
+		declared []autoscale.Declared
+		want     []autoscale.UnservedZones
+		// wantUnserved is what the index and the health controller get.
+		wantUnserved []spread.UnservedZone
+	}{
+		{
+			name:  "web requires d and e, which its EC2NodeClass does not serve, and nothing else does -> both unserved",
+			nodes: nodesInZones("a"),
+			pools: []*karpenterv1.NodePool{web},
+			want:  []autoscale.UnservedZones{{NodePool: "web", NodeClass: ec2Ref, Zones: []string{"d", "e"}, Served: []string{"a", "b"}}},
+			wantUnserved: []spread.UnservedZone{
+				{Zone: "d", NodePool: "web", NodeClass: "EC2NodeClass default"},
+				{Zone: "e", NodePool: "web", NodeClass: "EC2NodeClass default"},
+			},
+		},
+		{
+			name:  "NodePool batch on the EC2NodeClass east serves d and e -> neither is unserved",
+			nodes: nodesInZones("a"),
+			pools: []*karpenterv1.NodePool{web, makeNodePool("batch").EC2NodeClass("east").Obj()},
+		},
+		{
+			name:         "an existing node in e -> only d is unserved",
+			nodes:        nodesInZones("a", "e"),
+			pools:        []*karpenterv1.NodePool{web},
+			want:         []autoscale.UnservedZones{{NodePool: "web", NodeClass: ec2Ref, Zones: []string{"d"}, Served: []string{"a", "b"}}},
+			wantUnserved: []spread.UnservedZone{{Zone: "d", NodePool: "web", NodeClass: "EC2NodeClass default"}},
+		},
+		{
+			name:     "a NodeTemplate in d and a node in e -> nothing unserved",
+			nodes:    nodesInZones("a", "e"),
+			pools:    []*karpenterv1.NodePool{web},
+			declared: []autoscale.Declared{{Name: "gpu-d", Labels: labels(zone, "d")}},
+		},
+		{
+			name:  "batch would serve d and e but is at its node limit -> both stay unserved",
+			nodes: nodesInZones("a"),
+			pools: []*karpenterv1.NodePool{web, makeNodePool("batch").EC2NodeClass("east").Limit(karpenterv1.ResourceNodes, "2").Uses(karpenterv1.ResourceNodes, "2").Obj()},
+			want:  []autoscale.UnservedZones{{NodePool: "web", NodeClass: ec2Ref, Zones: []string{"d", "e"}, Served: []string{"a", "b"}}},
+			wantUnserved: []spread.UnservedZone{
+				{Zone: "d", NodePool: "web", NodeClass: "EC2NodeClass default"},
+				{Zone: "e", NodePool: "web", NodeClass: "EC2NodeClass default"},
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := autoscale.Derive(autoscale.Inputs{
+				Nodes: tt.nodes, NodePools: tt.pools, Declared: tt.declared,
+				NodeClasses: []autoscale.NodeClass{ec2Class("default", "a", "b"), ec2Class("east", "d", "e")},
+			})
+			if diff := cmp.Diff(tt.want, got.UnservedZones); diff != "" {
+				t.Errorf("UnservedZones (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.wantUnserved, got.Unserved()); diff != "" {
+				t.Errorf("Unserved() (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
