@@ -377,6 +377,14 @@ func TestAGKENodePoolsMIGInAZoneWithoutNodesYieldsATemplateThere(t *testing.T) {
 			wantZero: []autoscale.ScaledToZero{gpuZero},
 		},
 		{
+			name:  "the status names only web's MIG in d, gke-c-web-abc-grp at 0 of 3 -> web keeps b and c and gets d",
+			nodes: nodes,
+			status: &autoscale.ClusterAutoscalerStatus{NodeGroups: []autoscale.NodeGroupSize{
+				{Name: "https://www.googleapis.com/compute/v1/projects/P/zones/us-central1-d/instanceGroups/gke-c-web-abc-grp", Max: 3},
+			}},
+			want: []spread.Template{webIn("us-central1-b"), webIn("us-central1-c"), webIn("us-central1-d")},
+		},
+		{
 			name:     "web's MIG in d at 0 of max 0 -> no template in d: it cannot grow",
 			nodes:    nodes,
 			status:   sized(webD, 0, 0),
