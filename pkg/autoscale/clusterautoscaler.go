@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -149,8 +150,9 @@ var (
 	eksASG = regexp.MustCompile(`^eks-(.+)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
 	// AKS agent pools: scale set aks-<pool>-<digits>-vmss.
 	aksVMSS = regexp.MustCompile(`^aks-([a-z0-9]+)-[0-9]+-vmss$`)
-	// GKE node pools: instance group gke-<cluster>-<pool>-<hash>-grp.
-	gkeMIG = regexp.MustCompile(`^gke-(.+)-[0-9a-f]{8}-grp$`)
+	// GKE node pools: instance group gke-<cluster>-<pool>-<hash>-grp, the
+	// hash 8 hexadecimal digits; any run of letters and digits is taken.
+	gkeMIG = regexp.MustCompile(`^gke-(.+)-[0-9a-z]+-grp$`)
 )
 
 func parseGroupName(name string) groupRef {
@@ -187,16 +189,23 @@ func (r groupRef) matches(label string) bool {
 // status names at size 0 that no node shows and no NodeTemplate declares.
 // A group the status does not name is kept: without a word from
 // cluster-autoscaler it is judged as without the ConfigMap.
+//
+// A status group of one zone (a GKE managed instance group) that has room
+// and that no node shows in its zone, whose node group has nodes in other
+// zones, adds that group's template in its zone to groups, shaped like
+// one of those nodes: cluster-autoscaler adds such a node there, from the
+// instance template the group's MIGs share.
 func (s *ClusterAutoscalerStatus) judge(groups map[groupZone]*v1.Node, groupLabel string, declared []Declared) (full []NodeGroupSize, zero []ScaledToZero) {
 	refs := make([]groupRef, len(s.NodeGroups))
 	for i, g := range s.NodeGroups {
 		refs[i] = parseGroupName(g.Name)
 	}
+	shown, models := s.shownAndModels(refs, groups)
 	fullSeen := map[int]bool{}
 	for gz := range groups {
 		matched, room := false, false
 		for i, r := range refs {
-			if !r.matches(gz.group) || (r.zone != "" && r.zone != gz.zone) {
+			if !r.covers(gz) {
 				continue
 			}
 			matched = true
@@ -210,11 +219,19 @@ func (s *ClusterAutoscalerStatus) judge(groups map[groupZone]*v1.Node, groupLabe
 			delete(groups, gz)
 		}
 	}
+	added := map[groupZone]*v1.Node{}
 	for i, g := range s.NodeGroups {
 		if fullSeen[i] {
 			full = append(full, g)
 		}
-		if g.Target != 0 || g.Max == 0 || shown(refs[i], groups, fullSeen[i]) {
+		m, modelled := models[i]
+		switch {
+		case shown[i] || g.Max == 0:
+			continue
+		case modelled && !g.full():
+			added[groupZone{group: m.group, zone: refs[i].zone}] = m.node
+			continue
+		case g.Target != 0:
 			continue
 		}
 		t := declareFor(g, refs[i], groupLabel)
@@ -222,22 +239,53 @@ func (s *ClusterAutoscalerStatus) judge(groups map[groupZone]*v1.Node, groupLabe
 			zero = append(zero, ScaledToZero{Group: g, NodeTemplate: t})
 		}
 	}
+	maps.Copy(groups, added)
 	slices.SortFunc(full, func(a, b NodeGroupSize) int { return cmp.Compare(a.Name, b.Name) })
 	slices.SortFunc(zero, func(a, b ScaledToZero) int { return cmp.Compare(a.Group.Name, b.Group.Name) })
 	return full, zero
 }
 
-// shown reports whether a node of the status group r is among the groups.
-func shown(r groupRef, groups map[groupZone]*v1.Node, full bool) bool {
-	if full {
-		return true
-	}
-	for gz := range groups {
-		if r.matches(gz.group) {
-			return true
+// covers reports whether the status group r stands for the node group gz
+// names in gz's zone: r is that group, and, when r's name says a zone, in
+// that zone.
+func (r groupRef) covers(gz groupZone) bool {
+	return r.matches(gz.group) && (r.zone == "" || r.zone == gz.zone)
+}
+
+// model is a node of a node group whose shape a new node of another zone
+// of the group takes.
+type model struct {
+	group string
+	node  *v1.Node
+}
+
+// shownAndModels reports, for each status group, whether a node of it is
+// among groups (in its zone, when its name says one), and, for one of a
+// zone that no node shows, a node of its node group in another zone to
+// take the shape of: the better model (betterModel) of the first group
+// by label value.
+func (s *ClusterAutoscalerStatus) shownAndModels(refs []groupRef, groups map[groupZone]*v1.Node) (shown map[int]bool, models map[int]model) {
+	keys := slices.SortedFunc(maps.Keys(groups), func(a, b groupZone) int {
+		return cmp.Or(cmp.Compare(a.group, b.group), cmp.Compare(a.zone, b.zone))
+	})
+	shown, models = map[int]bool{}, map[int]model{}
+	for i, r := range refs {
+		for _, gz := range keys {
+			switch {
+			case !r.matches(gz.group):
+			case r.covers(gz):
+				shown[i] = true
+			case r.zone != "" && gz.zone != "":
+				if m, ok := models[i]; !ok || m.group == gz.group && betterModel(groups[gz], m.node) {
+					models[i] = model{group: gz.group, node: groups[gz]}
+				}
+			}
+		}
+		if shown[i] {
+			delete(models, i)
 		}
 	}
-	return false
+	return shown, models
 }
 
 // declareFor builds the NodeTemplate to declare for the status group g.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -13,6 +14,7 @@ import (
 
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
 	"github.com/spreadguard/spreadguard/pkg/autoscale"
+	"github.com/spreadguard/spreadguard/pkg/spread"
 	"github.com/spreadguard/spreadguard/pkg/spread/spreadtest"
 )
 
@@ -310,6 +312,129 @@ func TestANodeGroupWhoseNodesCarryNoZoneTakesTheListedZones(t *testing.T) {
 				if z := strings.TrimPrefix(tm.Name, "nodegroup/ng-1/"); tm.Labels[zone] != z && z != "" {
 					t.Errorf("%s has zone label %q, want %q", tm.Name, tm.Labels[zone], z)
 				}
+			}
+		})
+	}
+}
+
+func TestAGKENodePoolsMIGInAZoneWithoutNodesYieldsATemplateThere(t *testing.T) {
+	const gkeLabel = "cloud.google.com/gke-nodepool"
+	mig := func(zone, name string) string {
+		return "https://www.googleapis.com/compute/v1/projects/prod-1234/zones/" + zone + "/instanceGroups/" + name
+	}
+	webB, webC := mig("us-central1-b", "gke-prod-web-1a2b3c4d-grp"), mig("us-central1-c", "gke-prod-web-5e6f7a8b-grp")
+	webD, gpuA := mig("us-central1-d", "gke-prod-web-9c0d1e2f-grp"), mig("us-central1-a", "gke-prod-gpu-3b4c5d6e-grp")
+	// gkeNode is a node of GKE node pool web in zone z, labelled as GKE
+	// labels its nodes.
+	gkeNode := func(name, z string) *v1.Node {
+		return spreadtest.MakeNode().Name(name).Zone(z).Region("us-central1").
+			Label(gkeLabel, "web").Label("topology.gke.io/zone", z).Label(v1.LabelFailureDomainBetaZone, z).
+			Label(v1.LabelInstanceTypeStable, "e2-standard-4").Obj()
+	}
+	// webIn is the template of pool web in zone z, as its nodes give it.
+	webIn := func(z string) spread.Template {
+		return spread.Template{Name: "nodegroup/web/" + z, Source: "node group web", Labels: labels(
+			gkeLabel, "web", zone, z, "topology.gke.io/zone", z, v1.LabelFailureDomainBetaZone, z,
+			v1.LabelTopologyRegion, "us-central1", v1.LabelInstanceTypeStable, "e2-standard-4")}
+	}
+	gpuZero := autoscale.ScaledToZero{
+		Group: autoscale.NodeGroupSize{Name: gpuA, Max: 2},
+		NodeTemplate: v1alpha1.NodeTemplate{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "spreadguard.io/v1alpha1", Kind: "NodeTemplate"},
+			ObjectMeta: metav1.ObjectMeta{Name: "gke-prod-gpu-3b4c5d6e-grp"},
+			Spec:       v1alpha1.NodeTemplateSpec{Labels: labels(zone, "us-central1-a")},
+		},
+	}
+	nodes := []*v1.Node{gkeNode("web-b", "us-central1-b"), gkeNode("web-c", "us-central1-c")}
+	// The status of cluster-autoscaler 1.30+ on that cluster: web's MIGs in
+	// b (2 of 3), c (1 of 3) and d (0 of 3), gpu's in a (0 of 2).
+	status, err := autoscale.ParseClusterAutoscalerStatus(readStatus(t, "cluster-autoscaler-status-gke.yaml"))
+	if err != nil {
+		t.Fatalf("parsing the status: %v", err)
+	}
+	sized := func(name string, target, maxSize int) *autoscale.ClusterAutoscalerStatus {
+		s := &autoscale.ClusterAutoscalerStatus{NodeGroups: slices.Clone(status.NodeGroups)}
+		for i := range s.NodeGroups {
+			if s.NodeGroups[i].Name == name {
+				s.NodeGroups[i].Target, s.NodeGroups[i].Max = target, maxSize
+			}
+		}
+		return s
+	}
+	tests := []struct {
+		name     string
+		nodes    []*v1.Node
+		status   *autoscale.ClusterAutoscalerStatus
+		want     []spread.Template
+		wantFull []string
+		wantZero []autoscale.ScaledToZero
+	}{
+		{
+			name:     "web has nodes in b and c, its MIG in d is at 0 of 3 -> a template in d from web's labels; only gpu, which no node shows, is reported at 0",
+			nodes:    nodes,
+			status:   status,
+			want:     []spread.Template{webIn("us-central1-b"), webIn("us-central1-c"), webIn("us-central1-d")},
+			wantZero: []autoscale.ScaledToZero{gpuZero},
+		},
+		{
+			name:  "the status names only web's MIG in d, gke-c-web-abc-grp at 0 of 3 -> web keeps b and c and gets d",
+			nodes: nodes,
+			status: &autoscale.ClusterAutoscalerStatus{NodeGroups: []autoscale.NodeGroupSize{
+				{Name: "https://www.googleapis.com/compute/v1/projects/P/zones/us-central1-d/instanceGroups/gke-c-web-abc-grp", Max: 3},
+			}},
+			want: []spread.Template{webIn("us-central1-b"), webIn("us-central1-c"), webIn("us-central1-d")},
+		},
+		{
+			name:     "web's MIG in d at 0 of max 0 -> no template in d: it cannot grow",
+			nodes:    nodes,
+			status:   sized(webD, 0, 0),
+			want:     []spread.Template{webIn("us-central1-b"), webIn("us-central1-c")},
+			wantZero: []autoscale.ScaledToZero{gpuZero},
+		},
+		{
+			name:     "web's MIG in b at 3 of 3 -> no template in b, and d still takes the shape of web's nodes",
+			nodes:    nodes,
+			status:   sized(webB, 3, 3),
+			want:     []spread.Template{webIn("us-central1-c"), webIn("us-central1-d")},
+			wantFull: []string{webB},
+			wantZero: []autoscale.ScaledToZero{gpuZero},
+		},
+		{
+			name:     "web's MIG in d at 1 of 3 whose node has not registered -> a template in d",
+			nodes:    nodes,
+			status:   sized(webD, 1, 3),
+			want:     []spread.Template{webIn("us-central1-b"), webIn("us-central1-c"), webIn("us-central1-d")},
+			wantZero: []autoscale.ScaledToZero{gpuZero},
+		},
+		{
+			name:   "no node of web at all -> no template; web's MIGs at 0 are reported with the zone to declare",
+			status: sized(webC, 0, 3),
+			wantZero: []autoscale.ScaledToZero{
+				gpuZero,
+				{Group: autoscale.NodeGroupSize{Name: webC, Max: 3, Min: 1}, NodeTemplate: v1alpha1.NodeTemplate{
+					TypeMeta: gpuZero.NodeTemplate.TypeMeta, ObjectMeta: metav1.ObjectMeta{Name: "gke-prod-web-5e6f7a8b-grp"},
+					Spec: v1alpha1.NodeTemplateSpec{Labels: labels(zone, "us-central1-c")}}},
+				{Group: autoscale.NodeGroupSize{Name: webD, Max: 3}, NodeTemplate: v1alpha1.NodeTemplate{
+					TypeMeta: gpuZero.NodeTemplate.TypeMeta, ObjectMeta: metav1.ObjectMeta{Name: "gke-prod-web-9c0d1e2f-grp"},
+					Spec: v1alpha1.NodeTemplateSpec{Labels: labels(zone, "us-central1-d")}}},
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := autoscale.Derive(autoscale.Inputs{Nodes: tt.nodes, NodeGroupLabel: gkeLabel, ClusterAutoscaler: tt.status})
+			if diff := cmp.Diff(tt.want, got.Templates); diff != "" {
+				t.Errorf("templates (-want +got):\n%s", diff)
+			}
+			var full []string
+			for _, g := range got.FullGroups {
+				full = append(full, g.Name)
+			}
+			if diff := cmp.Diff(tt.wantFull, full); diff != "" {
+				t.Errorf("full groups (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.wantZero, got.ScaledToZero); diff != "" {
+				t.Errorf("groups scaled to zero (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -7,6 +7,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
+	nodeclassv1 "github.com/spreadguard/spreadguard/pkg/apis/nodeclass/v1"
 	"github.com/spreadguard/spreadguard/pkg/spread"
 )
 
@@ -48,9 +49,19 @@ func nodeGroupTemplates(groups map[groupZone]*v1.Node) []spread.Template {
 	for gz, n := range groups {
 		labels := maps.Clone(n.Labels)
 		delete(labels, v1.LabelHostname)
-		if gz.zone != "" {
-			// A group whose nodes carry no zone takes the operator's.
+		if gz.zone != "" && n.Labels[v1.LabelTopologyZone] != gz.zone {
+			// A group whose nodes carry no zone takes the operator's; a
+			// zone of a group without a node there (a GKE node pool's MIG
+			// at 0) takes the shape of a node in another zone. The labels
+			// that name the node's zone name the template's; its zone ID
+			// is unknown.
 			labels[v1.LabelTopologyZone] = gz.zone
+			for _, k := range zoneLabels {
+				if _, ok := labels[k]; ok {
+					labels[k] = gz.zone
+				}
+			}
+			delete(labels, nodeclassv1.LabelTopologyZoneID)
 		}
 		var taints []v1.Taint
 		for _, t := range n.Spec.Taints {
@@ -67,6 +78,10 @@ func nodeGroupTemplates(groups map[groupZone]*v1.Node) []spread.Template {
 	}
 	return out
 }
+
+// zoneLabels are the labels besides topology.kubernetes.io/zone whose
+// value is a node's zone: the deprecated beta label, and GKE's own.
+var zoneLabels = []string{v1.LabelFailureDomainBetaZone, "topology.gke.io/zone"}
 
 // transientTaints are the taints a node gets for its condition, its cordon
 // or its coming removal: a new node of the group will not carry them.

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	karpenterv1 "github.com/spreadguard/spreadguard/pkg/apis/karpenter/v1"
+	nodeclassv1 "github.com/spreadguard/spreadguard/pkg/apis/nodeclass/v1"
 	"github.com/spreadguard/spreadguard/pkg/spread"
 )
 
@@ -35,11 +36,14 @@ const MaxTemplatesPerNodePool = 64
 // cluster's nodes when the key has Exists, NotIn, Gt, Lt, Gte or Lte, or
 // when Karpenter sets it on every node it launches (zone, capacity type,
 // region, ...: WellKnownLabels); NotIn values are removed and the numeric
-// bounds applied. The zone is the exception: its candidates come from
-// zs (the node class, the operator's list, then the nodes), and its In
-// values are kept only where the node class serves them. A key with
-// DoesNotExist, or left with no value, is not a label of the templates (a
-// node without the key counts in no domain of it).
+// bounds applied. The zone and its zone ID (topology.k8s.aws/zone-id) are
+// the exception: they are resolved together, as the places a node can come
+// up in (zoneSources.resolve: the node class's subnets, else the zones a
+// requirement names, the operator's list or the nodes', each with its zone
+// ID), kept where the requirements on both keys admit them; each template
+// carries the zone and, when known, the zone ID of its place. Another key
+// with DoesNotExist, or left with no value, is not a label of the
+// templates (a node without the key counts in no domain of it).
 //
 // Every template carries spec.template.metadata.labels,
 // karpenter.sh/nodepool=<name>, and spec.template.spec.taints. Not
@@ -54,7 +58,8 @@ const MaxTemplatesPerNodePool = 64
 //
 // A NodePool that cannot launch a node yields none: being deleted, static
 // (spec.replicas set), Ready=False, at its limits (see limitsReached), or
-// requiring only zones its node class does not serve.
+// requiring only places its node class does not serve or its requirements
+// exclude.
 // See https://github.com/kubernetes-sigs/karpenter/blob/v1.15.0/pkg/controllers/provisioning/provisioner.go
 // (NewScheduler) and scheduling/nodeclaimtemplate.go beside it.
 //
@@ -65,8 +70,8 @@ func nodePoolTemplates(np *karpenterv1.NodePool, keys []string, seen map[string]
 		return nil, nil
 	}
 	reqs := requirementsOf(np)
-	zones, unserved := zs.resolve(np, reqs[v1.LabelTopologyZone])
-	if unserved != nil && len(zones) == 0 {
+	places, unserved := zs.resolve(np, reqs[v1.LabelTopologyZone], reqs[nodeclassv1.LabelTopologyZoneID])
+	if len(places) == 0 {
 		return nil, unserved
 	}
 	labels := maps.Clone(np.Spec.Template.Labels)
@@ -74,7 +79,7 @@ func nodePoolTemplates(np *karpenterv1.NodePool, keys []string, seen map[string]
 		labels = map[string]string{}
 	}
 	label := func(key string) {
-		if slices.Contains(keys, key) {
+		if slices.Contains(keys, key) || key == nodeclassv1.LabelTopologyZoneID {
 			return
 		}
 		if vs := reqs[key].resolve(key, seen[key]); len(vs) == 1 {
@@ -89,18 +94,21 @@ func nodePoolTemplates(np *karpenterv1.NodePool, keys []string, seen map[string]
 	for key := range wellKnownLabels {
 		label(key)
 	}
+	// The zone and its zone ID come from places; every other topology key
+	// is an axis of its own.
 	type axis struct {
 		key    string
 		values []string
 	}
 	var axes []axis
+	delete(labels, v1.LabelTopologyZone)
+	delete(labels, nodeclassv1.LabelTopologyZoneID)
 	for _, key := range keys {
-		delete(labels, key)
-		vs := zones
-		if key != v1.LabelTopologyZone {
-			vs = reqs[key].resolve(key, seen[key])
+		if key == v1.LabelTopologyZone || key == nodeclassv1.LabelTopologyZoneID {
+			continue
 		}
-		if len(vs) > 0 {
+		delete(labels, key)
+		if vs := reqs[key].resolve(key, seen[key]); len(vs) > 0 {
 			axes = append(axes, axis{key, vs})
 		}
 	}
@@ -108,31 +116,42 @@ func nodePoolTemplates(np *karpenterv1.NodePool, keys []string, seen map[string]
 	labels[karpenterv1.NodePoolLabelKey] = np.Name
 
 	var out []spread.Template
-	combo := make([]string, len(axes))
+	combo := make(map[string]string, len(axes)+2)
+	name := make([]string, 0, len(keys))
 	var expand func(i int)
 	expand = func(i int) {
 		if len(out) == MaxTemplatesPerNodePool {
 			return
 		}
-		if i == len(axes) {
-			ls := maps.Clone(labels)
-			for j, a := range axes {
-				ls[a.key] = combo[j]
+		if i < len(axes) {
+			for _, v := range axes[i].values {
+				combo[axes[i].key] = v
+				expand(i + 1)
 			}
-			out = append(out, spread.Template{
-				Name:   "nodepool/" + np.Name + "/" + strings.Join(combo, ","),
-				Source: "NodePool " + np.Name,
-				Labels: ls,
-				Taints: slices.Clone(np.Spec.Template.Spec.Taints),
-			})
 			return
 		}
-		for _, v := range axes[i].values {
-			combo[i] = v
-			expand(i + 1)
+		ls := maps.Clone(labels)
+		name = name[:0]
+		for _, key := range keys {
+			if v, ok := combo[key]; ok && v != "" {
+				ls[key] = v
+				name = append(name, v)
+			}
 		}
+		if v := combo[nodeclassv1.LabelTopologyZoneID]; v != "" {
+			ls[nodeclassv1.LabelTopologyZoneID] = v
+		}
+		out = append(out, spread.Template{
+			Name:   "nodepool/" + np.Name + "/" + strings.Join(name, ","),
+			Source: "NodePool " + np.Name,
+			Labels: ls,
+			Taints: slices.Clone(np.Spec.Template.Spec.Taints),
+		})
 	}
-	expand(0)
+	for _, p := range places {
+		combo[v1.LabelTopologyZone], combo[nodeclassv1.LabelTopologyZoneID] = p.zone, p.zoneID
+		expand(0)
+	}
 	return out, unserved
 }
 
@@ -254,6 +273,25 @@ func (r *requirement) restrictTo(values []string) {
 		return
 	}
 	r.in = slices.DeleteFunc(r.in, func(v string) bool { return !slices.Contains(values, v) })
+}
+
+// admits reports whether a node whose value of r's key is v meets r. A
+// known value is judged as the scheduler judges a node's label: In names
+// it, NotIn does not, DoesNotExist never holds, and the numeric bounds
+// apply. An unknown value ("": a zone when nothing names any, a zone ID
+// nothing says) fails only In, which names the values a node can have;
+// the node will carry some value, so the others are not judged. A nil r
+// (no requirement) admits every value.
+func (r *requirement) admits(v string) bool {
+	switch {
+	case r == nil:
+		return true
+	case v == "":
+		return !r.hasIn
+	case r.absent, r.hasIn && !slices.Contains(r.in, v):
+		return false
+	}
+	return !slices.Contains(r.notIn, v) && r.withinBounds(v)
 }
 
 // resolve returns the sorted values a new node may carry on topology key

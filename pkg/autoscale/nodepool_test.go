@@ -85,10 +85,11 @@ func TestTemplatesFromNodePools(t *testing.T) {
 			},
 		},
 		{
-			name:  "DoesNotExist on the zone leaves the zone off the one template",
+			// Every offering of Karpenter's cloud providers requires a zone,
+			// which DoesNotExist is incompatible with.
+			name:  "DoesNotExist on the zone, nodes in a and b -> no node: Karpenter's every offering is in a zone",
 			nodes: nodesInZones("a", "b"),
 			pools: []*karpenterv1.NodePool{makeNodePool("default").Requirement(zone, v1.NodeSelectorOpDoesNotExist).Obj()},
-			want:  []spread.Template{fromPool("nodepool/default/", "default")},
 		},
 		{
 			name:  "with no zone anywhere the one template has no zone",

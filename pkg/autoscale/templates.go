@@ -8,6 +8,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	karpenterv1 "github.com/spreadguard/spreadguard/pkg/apis/karpenter/v1"
+	nodeclassv1 "github.com/spreadguard/spreadguard/pkg/apis/nodeclass/v1"
 	"github.com/spreadguard/spreadguard/pkg/spread"
 )
 
@@ -58,7 +59,9 @@ type Derived struct {
 	// Templates are sorted by name, names unique.
 	Templates []spread.Template
 	// UnservedZones are the NodePools that require zones their node class
-	// does not serve, sorted by NodePool.
+	// does not serve and no source serves: no node is in them, and no
+	// template of any source (another NodePool, a node group, a
+	// NodeTemplate) carries them. Sorted by NodePool.
 	UnservedZones []UnservedZones
 	// FullGroups are the node groups cluster-autoscaler reports at their
 	// maximum size: they yield no template. Sorted by name.
@@ -140,7 +143,7 @@ func Derive(in Inputs) Derived {
 		})
 	}
 	var d Derived
-	zs := newZoneSources(in.NodeClasses, in.Zones, seen.values[v1.LabelTopologyZone])
+	zs := newZoneSources(in.NodeClasses, in.Zones, seen.values[v1.LabelTopologyZone], seen.zoneIDs)
 	for _, np := range in.NodePools {
 		ts, unserved := nodePoolTemplates(np, keys, seen.values, zs)
 		out = append(out, ts...)
@@ -154,6 +157,7 @@ func Derive(in Inputs) Derived {
 	}
 	out = append(out, nodeGroupTemplates(groups)...)
 	d.Templates = spread.UniqueTemplates(out)
+	d.UnservedZones = servedElsewhere(d.UnservedZones, seen.values[v1.LabelTopologyZone], d.Templates)
 	slices.SortFunc(d.UnservedZones, func(a, b UnservedZones) int { return cmp.Compare(a.NodePool, b.NodePool) })
 	return d
 }
@@ -182,6 +186,10 @@ type observation struct {
 	values map[string][]string
 	// groups holds the node each (group, zone) takes its shape from.
 	groups map[groupZone]*v1.Node
+	// zoneIDs holds the zone ID nodes carry in each zone
+	// (nodeclassv1.LabelTopologyZoneID), the first sorted should they
+	// disagree.
+	zoneIDs map[string]string
 }
 
 // observe reads the nodes once.
@@ -195,9 +203,20 @@ func observe(nodes []*v1.Node, keys []string, groupLabel string) observation {
 		sets[i] = map[string]struct{}{}
 	}
 	groups := map[groupZone]*v1.Node{}
+	var zoneIDs map[string]string
 	for _, n := range nodes {
 		if n == nil {
 			continue
+		}
+		if id, ok := n.Labels[nodeclassv1.LabelTopologyZoneID]; ok && id != "" {
+			if z := n.Labels[v1.LabelTopologyZone]; z != "" {
+				if zoneIDs == nil {
+					zoneIDs = map[string]string{}
+				}
+				if cur, ok := zoneIDs[z]; !ok || id < cur {
+					zoneIDs[z] = id
+				}
+			}
 		}
 		for i, k := range keys {
 			if v, ok := n.Labels[k]; ok && (v != last[i] || len(sets[i]) == 0) {
@@ -221,5 +240,5 @@ func observe(nodes []*v1.Node, keys []string, groupLabel string) observation {
 	for i, k := range keys {
 		values[k] = slices.Sorted(maps.Keys(sets[i]))
 	}
-	return observation{values: values, groups: groups}
+	return observation{values: values, groups: groups, zoneIDs: zoneIDs}
 }

@@ -10,6 +10,7 @@ import (
 	nodeclassv1 "github.com/spreadguard/spreadguard/pkg/apis/nodeclass/v1"
 	"github.com/spreadguard/spreadguard/pkg/autoscale"
 	"github.com/spreadguard/spreadguard/pkg/spread"
+	"github.com/spreadguard/spreadguard/pkg/spread/spreadtest"
 )
 
 // ec2Class is the EC2NodeClass name whose subnets are in zones.
@@ -125,11 +126,10 @@ func TestTheZonesOfANodePoolComeFromItsNodeClassThenTheListThenTheNodes(t *testi
 			},
 		},
 		{
-			name:    "DoesNotExist on the zone, node class zones a, b -> one template without a zone",
+			name:    "DoesNotExist on the zone, node class zones a, b -> no node: each subnet is in a zone",
 			nodes:   nodesInZones("a"),
 			pools:   []*karpenterv1.NodePool{makeNodePool("default").EC2NodeClass("default").Requirement(zone, v1.NodeSelectorOpDoesNotExist).Obj()},
 			classes: []autoscale.NodeClass{ec2Class("default", "a", "b")},
-			want:    []string{"nodepool/default/"},
 		},
 		{
 			name:    "two NodePools on two EC2NodeClasses -> each its own class's zones",
@@ -207,6 +207,183 @@ func TestUnservedListsEachZoneWithTheNodePoolAndNodeClassRequiringIt(t *testing.
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			if diff := cmp.Diff(tt.want, tt.d.Unserved()); diff != "" {
+				t.Errorf("Unserved() (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestANodePoolsZonesAndZoneIDsAreResolvedTogether(t *testing.T) {
+	const zoneID = nodeclassv1.LabelTopologyZoneID
+	// usw2 is the EC2NodeClass default with subnets in a, b and c, whose
+	// status says their zone IDs.
+	usw2 := autoscale.NodeClass{Group: nodeclassv1.EC2GroupName, Kind: nodeclassv1.KindEC2NodeClass, Name: "default",
+		Zones: []string{"a", "b", "c"}, ZoneIDs: map[string]string{"a": "usw2-az1", "b": "usw2-az2", "c": "usw2-az3"}}
+	pool := func() *nodePoolWrapper { return makeNodePool("default").EC2NodeClass("default") }
+	nodeIn := func(name, z, id string) *v1.Node {
+		return spreadtest.MakeNode().Name(name).Zone(z).Label(zoneID, id).Obj()
+	}
+	tests := []struct {
+		name       string
+		nodes      []*v1.Node
+		pool       *karpenterv1.NodePool
+		classes    []autoscale.NodeClass
+		zones      []string
+		spreadKeys []string
+		want       []spread.Template
+	}{
+		{
+			name:    "zone-id In usw2-az1 -> only zone a, labelled with its zone and that zone ID",
+			pool:    pool().Requirement(zoneID, v1.NodeSelectorOpIn, "usw2-az1").Obj(),
+			classes: []autoscale.NodeClass{usw2},
+			want:    []spread.Template{fromPool("nodepool/default/a", "default", zone, "a", zoneID, "usw2-az1")},
+		},
+		{
+			name:    "no requirement -> a, b and c, each with its own zone ID",
+			pool:    pool().Obj(),
+			classes: []autoscale.NodeClass{usw2},
+			want: []spread.Template{
+				fromPool("nodepool/default/a", "default", zone, "a", zoneID, "usw2-az1"),
+				fromPool("nodepool/default/b", "default", zone, "b", zoneID, "usw2-az2"),
+				fromPool("nodepool/default/c", "default", zone, "c", zoneID, "usw2-az3"),
+			},
+		},
+		{
+			name:    "zone-id NotIn usw2-az2 -> a and c",
+			pool:    pool().Requirement(zoneID, v1.NodeSelectorOpNotIn, "usw2-az2").Obj(),
+			classes: []autoscale.NodeClass{usw2},
+			want: []spread.Template{
+				fromPool("nodepool/default/a", "default", zone, "a", zoneID, "usw2-az1"),
+				fromPool("nodepool/default/c", "default", zone, "c", zoneID, "usw2-az3"),
+			},
+		},
+		{
+			name:    "zone In a, b and zone-id In usw2-az2, usw2-az3 -> only b, the one zone both allow",
+			pool:    pool().Zones("a", "b").Requirement(zoneID, v1.NodeSelectorOpIn, "usw2-az2", "usw2-az3").Obj(),
+			classes: []autoscale.NodeClass{usw2},
+			want:    []spread.Template{fromPool("nodepool/default/b", "default", zone, "b", zoneID, "usw2-az2")},
+		},
+		{
+			name:    "zone NotIn a and zone-id In usw2-az1 -> no node",
+			pool:    pool().Requirement(zone, v1.NodeSelectorOpNotIn, "a").Requirement(zoneID, v1.NodeSelectorOpIn, "usw2-az1").Obj(),
+			classes: []autoscale.NodeClass{usw2},
+		},
+		{
+			name:    "zone-id DoesNotExist -> no node: every subnet has a zone ID",
+			pool:    pool().Requirement(zoneID, v1.NodeSelectorOpDoesNotExist).Obj(),
+			classes: []autoscale.NodeClass{usw2},
+		},
+		{
+			name:    "a template label zone-id usw2-az3 -> only c",
+			pool:    pool().TemplateLabel(zoneID, "usw2-az3").Obj(),
+			classes: []autoscale.NodeClass{usw2},
+			want:    []spread.Template{fromPool("nodepool/default/c", "default", zone, "c", zoneID, "usw2-az3")},
+		},
+		{
+			name:       "a policy spreads on zone-id, zone-id Exists -> the zone ID in each name too",
+			pool:       pool().Requirement(zoneID, v1.NodeSelectorOpExists).Zones("a", "c").Obj(),
+			classes:    []autoscale.NodeClass{usw2},
+			spreadKeys: []string{zoneID},
+			want: []spread.Template{
+				fromPool("nodepool/default/a,usw2-az1", "default", zone, "a", zoneID, "usw2-az1"),
+				fromPool("nodepool/default/c,usw2-az3", "default", zone, "c", zoneID, "usw2-az3"),
+			},
+		},
+		{
+			name:    "a node class status without zone IDs, a node in a labelled usw2-az1 -> a takes the node's zone ID, b and c carry none",
+			nodes:   []*v1.Node{nodeIn("n1", "a", "usw2-az1")},
+			pool:    pool().Obj(),
+			classes: []autoscale.NodeClass{ec2Class("default", "a", "b", "c")},
+			want: []spread.Template{
+				fromPool("nodepool/default/a", "default", zone, "a", zoneID, "usw2-az1"),
+				fromPool("nodepool/default/b", "default", zone, "b"),
+				fromPool("nodepool/default/c", "default", zone, "c"),
+			},
+		},
+		{
+			name:    "zone-id In usw2-az2 and no zone ID known for any zone -> no node: none is known to be usw2-az2",
+			pool:    pool().Requirement(zoneID, v1.NodeSelectorOpIn, "usw2-az2").Obj(),
+			classes: []autoscale.NodeClass{ec2Class("default", "a", "b", "c")},
+		},
+		{
+			name:  "no node class, the list a, b, nodes in a and b with their zone IDs, zone-id In usw2-az2 -> only b",
+			nodes: []*v1.Node{nodeIn("n1", "a", "usw2-az1"), nodeIn("n2", "b", "usw2-az2")},
+			pool:  makeNodePool("default").Requirement(zoneID, v1.NodeSelectorOpIn, "usw2-az2").Obj(),
+			zones: []string{"a", "b"},
+			want:  []spread.Template{fromPool("nodepool/default/b", "default", zone, "b", zoneID, "usw2-az2")},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := autoscale.Templates(autoscale.Inputs{Nodes: tt.nodes, NodePools: []*karpenterv1.NodePool{tt.pool}, NodeClasses: tt.classes, Zones: tt.zones, SpreadKeys: tt.spreadKeys})
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("templates (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestAZoneIsUnservedOnlyWhenNoSourceServesIt(t *testing.T) {
+	ec2Ref := karpenterv1.NodeClassReference{Group: nodeclassv1.EC2GroupName, Kind: nodeclassv1.KindEC2NodeClass, Name: "default"}
+	web := makeNodePool("web").EC2NodeClass("default").Zones("a", "d", "e").Obj()
+	tests := []struct {
+		name     string
+		nodes    []*v1.Node
+		pools    []*karpenterv1.NodePool
+		declared []autoscale.Declared
+		want     []autoscale.UnservedZones
+		// wantUnserved is what the index and the health controller get.
+		wantUnserved []spread.UnservedZone
+	}{
+		{
+			name:  "web requires d and e, which its EC2NodeClass does not serve, and nothing else does -> both unserved",
+			nodes: nodesInZones("a"),
+			pools: []*karpenterv1.NodePool{web},
+			want:  []autoscale.UnservedZones{{NodePool: "web", NodeClass: ec2Ref, Zones: []string{"d", "e"}, Served: []string{"a", "b"}}},
+			wantUnserved: []spread.UnservedZone{
+				{Zone: "d", NodePool: "web", NodeClass: "EC2NodeClass default"},
+				{Zone: "e", NodePool: "web", NodeClass: "EC2NodeClass default"},
+			},
+		},
+		{
+			name:  "NodePool batch on the EC2NodeClass east serves d and e -> neither is unserved",
+			nodes: nodesInZones("a"),
+			pools: []*karpenterv1.NodePool{web, makeNodePool("batch").EC2NodeClass("east").Obj()},
+		},
+		{
+			name:         "an existing node in e -> only d is unserved",
+			nodes:        nodesInZones("a", "e"),
+			pools:        []*karpenterv1.NodePool{web},
+			want:         []autoscale.UnservedZones{{NodePool: "web", NodeClass: ec2Ref, Zones: []string{"d"}, Served: []string{"a", "b"}}},
+			wantUnserved: []spread.UnservedZone{{Zone: "d", NodePool: "web", NodeClass: "EC2NodeClass default"}},
+		},
+		{
+			name:     "a NodeTemplate in d and a node in e -> nothing unserved",
+			nodes:    nodesInZones("a", "e"),
+			pools:    []*karpenterv1.NodePool{web},
+			declared: []autoscale.Declared{{Name: "gpu-d", Labels: labels(zone, "d")}},
+		},
+		{
+			name:  "batch would serve d and e but is at its node limit -> both stay unserved",
+			nodes: nodesInZones("a"),
+			pools: []*karpenterv1.NodePool{web, makeNodePool("batch").EC2NodeClass("east").Limit(karpenterv1.ResourceNodes, "2").Uses(karpenterv1.ResourceNodes, "2").Obj()},
+			want:  []autoscale.UnservedZones{{NodePool: "web", NodeClass: ec2Ref, Zones: []string{"d", "e"}, Served: []string{"a", "b"}}},
+			wantUnserved: []spread.UnservedZone{
+				{Zone: "d", NodePool: "web", NodeClass: "EC2NodeClass default"},
+				{Zone: "e", NodePool: "web", NodeClass: "EC2NodeClass default"},
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := autoscale.Derive(autoscale.Inputs{
+				Nodes: tt.nodes, NodePools: tt.pools, Declared: tt.declared,
+				NodeClasses: []autoscale.NodeClass{ec2Class("default", "a", "b"), ec2Class("east", "d", "e")},
+			})
+			if diff := cmp.Diff(tt.want, got.UnservedZones); diff != "" {
+				t.Errorf("UnservedZones (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.wantUnserved, got.Unserved()); diff != "" {
 				t.Errorf("Unserved() (-want +got):\n%s", diff)
 			}
 		})

@@ -53,8 +53,8 @@ var StripNode toolscache.TransformFunc = func(obj any) (any, error) {
 }
 
 // StripNodeClass keeps of a node class (EC2NodeClass, EKS Auto Mode's
-// NodeClass) the distinct zones of its subnets, one subnet each: a
-// NodePool's zones are all spreadguard reads of it.
+// NodeClass) the distinct zones and zone IDs of its subnets, one subnet
+// each: a NodePool's zones are all spreadguard reads of it.
 var StripNodeClass toolscache.TransformFunc = func(obj any) (any, error) {
 	switch c := obj.(type) {
 	case *nodeclassv1.EC2NodeClass:
@@ -66,15 +66,7 @@ var StripNodeClass toolscache.TransformFunc = func(obj any) (any, error) {
 }
 
 func zonesOnly(s *nodeclassv1.NodeClassStatus) nodeclassv1.NodeClassStatus {
-	zones := s.Zones()
-	if zones == nil {
-		return nodeclassv1.NodeClassStatus{}
-	}
-	out := nodeclassv1.NodeClassStatus{Subnets: make([]nodeclassv1.Subnet, len(zones))}
-	for i, z := range zones {
-		out.Subnets[i].Zone = z
-	}
-	return out
+	return nodeclassv1.NodeClassStatus{Subnets: s.Placements()}
 }
 
 // StripService keeps the selector.

@@ -164,13 +164,13 @@ func TestStripKeepsOnlyWhatTheAlgorithmReads(t *testing.T) {
 			}(),
 		},
 		{
-			name:      "EC2NodeClass with subnets in b, a and b again -> identity and one subnet per zone, sorted",
+			name:      "EC2NodeClass with subnets in b, a and b again -> identity and one subnet per zone with its zone ID, sorted",
 			transform: StripNodeClass,
 			in: &nodeclassv1.EC2NodeClass{ObjectMeta: full("", "default"), Status: nodeclassv1.NodeClassStatus{
-				Subnets: []nodeclassv1.Subnet{{Zone: "b"}, {Zone: "a"}, {Zone: "b"}},
+				Subnets: []nodeclassv1.Subnet{{Zone: "b", ZoneID: "az2"}, {Zone: "a", ZoneID: "az1"}, {Zone: "b", ZoneID: "az2"}},
 			}},
 			want: &nodeclassv1.EC2NodeClass{ObjectMeta: kept("", "default"), Status: nodeclassv1.NodeClassStatus{
-				Subnets: []nodeclassv1.Subnet{{Zone: "a"}, {Zone: "b"}},
+				Subnets: []nodeclassv1.Subnet{{Zone: "a", ZoneID: "az1"}, {Zone: "b", ZoneID: "az2"}},
 			}},
 		},
 		{

@@ -177,14 +177,14 @@ func nodeClasses(ctx context.Context, r client.Reader) ([]autoscale.NodeClass, e
 		return nil, fmt.Errorf("listing the EC2NodeClasses: %w", err)
 	}
 	for _, c := range ec2.Items {
-		out = append(out, autoscale.NodeClass{Group: nodeclassv1.EC2GroupName, Kind: nodeclassv1.KindEC2NodeClass, Name: c.Name, Zones: c.Status.Zones()})
+		out = append(out, autoscale.NodeClass{Group: nodeclassv1.EC2GroupName, Kind: nodeclassv1.KindEC2NodeClass, Name: c.Name, Zones: c.Status.Zones(), ZoneIDs: c.Status.ZoneIDs()})
 	}
 	var eks nodeclassv1.NodeClassList
 	if err := listNodeClasses(ctx, r, &eks); err != nil {
 		return nil, fmt.Errorf("listing EKS Auto Mode's NodeClasses: %w", err)
 	}
 	for _, c := range eks.Items {
-		out = append(out, autoscale.NodeClass{Group: nodeclassv1.EKSGroupName, Kind: nodeclassv1.KindNodeClass, Name: c.Name, Zones: c.Status.Zones()})
+		out = append(out, autoscale.NodeClass{Group: nodeclassv1.EKSGroupName, Kind: nodeclassv1.KindNodeClass, Name: c.Name, Zones: c.Status.Zones(), ZoneIDs: c.Status.ZoneIDs()})
 	}
 	return out, nil
 }

@@ -162,6 +162,52 @@ func TestDeriveReportsAZoneANodePoolRequiresAndItsNodeClassDoesNotServe(t *testi
 	}
 }
 
+func TestDeriveResolvesAZoneIDRequirementWithTheEC2NodeClassesZoneIDs(t *testing.T) {
+	// place is what a template says of where its node comes up.
+	type place struct{ Zone, ZoneID string }
+	tests := []struct {
+		name        string
+		requirement string
+		want        map[string]place
+	}{
+		{
+			name:        "zone-id In usw2-az1, subnets in a (usw2-az1), b and c -> only a, labelled with both",
+			requirement: "{key: topology.k8s.aws/zone-id, operator: In, values: [usw2-az1]}",
+			want:        map[string]place{"nodepool/default/a": {"a", "usw2-az1"}},
+		},
+		{
+			name:        "zone-id NotIn usw2-az1 -> b and c, each with its own zone ID",
+			requirement: "{key: topology.k8s.aws/zone-id, operator: NotIn, values: [usw2-az1]}",
+			want:        map[string]place{"nodepool/default/b": {"b", "usw2-az2"}, "nodepool/default/c": {"c", "usw2-az3"}},
+		},
+		{
+			name:        "zone In a, b and zone-id In usw2-az2 -> only b",
+			requirement: "{key: topology.kubernetes.io/zone, operator: In, values: [a, b]}\n      - {key: topology.k8s.aws/zone-id, operator: In, values: [usw2-az2]}",
+			want:        map[string]place{"nodepool/default/b": {"b", "usw2-az2"}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			file := strings.Replace(zonelessPool, "{key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}", tt.requirement, 1)
+			store, err := lookup.Decode("cluster.yaml", strings.NewReader(file))
+			if err != nil {
+				t.Fatalf("decoding: %v", err)
+			}
+			d, err := lookup.Derive(t.Context(), store, lookup.TemplateOptions{Karpenter: true})
+			if err != nil {
+				t.Fatalf("Derive: %v", err)
+			}
+			got := map[string]place{}
+			for _, tm := range d.Templates {
+				got[tm.Name] = place{tm.Labels["topology.kubernetes.io/zone"], tm.Labels["topology.k8s.aws/zone-id"]}
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("templates' zone and zone ID (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 // nodeGroups is a cluster file with two nodes of EKS managed node groups,
 // web in zone a and batch in zone b, and, after it, cluster-autoscaler's
 // status ConfigMap as `kubectl get -o yaml` prints it, holding status.

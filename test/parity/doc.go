@@ -23,6 +23,14 @@
 // FeasibleOnNewNode message naming a feasible template. FeasibleNodes stays
 // the set of existing feasible nodes.
 //
+// The templates and unserved zones of Karpenter NodePools whose
+// requirements name the zone and the AWS zone ID (topology.k8s.aws/zone-id)
+// with every operator, over node classes with subnets in some zones (some
+// without a zone ID, some not resolved yet), the operator's list and the
+// nodes' zones, are held to an enumeration written apart
+// (TestNodePoolZonesParity): the places each node class serves, or the
+// zones named, listed or seen, kept where each requirement holds.
+//
 // It is a module of its own so that k8s.io/kubernetes never enters the
 // dependency graph of the production module. Run it with `make test-parity`
 // or, from this directory, `go test -count=1 ./...`; the flags

@@ -106,10 +106,10 @@ func sameTemplates(old, cur any) bool {
 		return ok && sameShape(o, n)
 	case *nodeclassv1.EC2NodeClass:
 		n, ok := cur.(*nodeclassv1.EC2NodeClass)
-		return ok && slices.Equal(o.Status.Zones(), n.Status.Zones())
+		return ok && slices.Equal(o.Status.Placements(), n.Status.Placements())
 	case *nodeclassv1.NodeClass:
 		n, ok := cur.(*nodeclassv1.NodeClass)
-		return ok && slices.Equal(o.Status.Zones(), n.Status.Zones())
+		return ok && slices.Equal(o.Status.Placements(), n.Status.Placements())
 	case *v1.ConfigMap:
 		n, ok := cur.(*v1.ConfigMap)
 		return ok && sameStatus(o, n)

@@ -116,6 +116,10 @@ func TestWatcherDerivesOnceSyncedThenOnChangesOnly(t *testing.T) {
 	subnetAdded.Status.Subnets = append(subnetAdded.Status.Subnets, nodeclassv1.Subnet{Zone: "c"})
 	h.OnUpdate(amiRolled, subnetAdded)
 	next("after an EC2NodeClass got a subnet in another zone")
+	zoneIDSaid := subnetAdded.DeepCopy()
+	zoneIDSaid.Status.Subnets[0].ZoneID = "usw2-az1"
+	h.OnUpdate(subnetAdded, zoneIDSaid)
+	next("after an EC2NodeClass's status said the zone ID of a subnet")
 
 	status := caStatus("04:28:19", 3, 6)
 	h.OnUpdate(status, caStatus("04:28:29", 3, 6))

@@ -5,8 +5,9 @@
 // mirrored here are ignored.
 //
 //   - EC2NodeClass (karpenter.k8s.aws/v1), of Karpenter's AWS provider:
-//     status.subnets[].zone, the zones of the subnets its subnetSelectorTerms
-//     select, which are the only zones Karpenter launches its nodes in.
+//     status.subnets[].zone and .zoneID, the zones (and their zone IDs) of
+//     the subnets its subnetSelectorTerms select, which are the only zones
+//     Karpenter launches its nodes in.
 //   - NodeClass (eks.amazonaws.com/v1), of EKS Auto Mode: the same
 //     status.subnets. AWS publishes no CRD or Go type for it; Auto Mode
 //     runs Karpenter's AWS provider, and its NodeClass status carries the

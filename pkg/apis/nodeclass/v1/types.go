@@ -1,6 +1,7 @@
 package v1
 
 import (
+	"cmp"
 	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -60,10 +61,20 @@ type NodeClassStatus struct {
 	Subnets []Subnet `json:"subnets,omitempty"`
 }
 
-// Subnet is one resolved subnet. Its ID and zone ID are not mirrored: the
-// zone is what nodes are labelled with (topology.kubernetes.io/zone).
+// LabelTopologyZoneID is the label Karpenter's AWS provider puts on every
+// node it launches: the zone ID of its subnet (usw2-az1), which names the
+// same physical zone in every AWS account, where zone names do not.
+// See LabelTopologyZoneID in
+// https://github.com/aws/karpenter-provider-aws/blob/v1.15.1/pkg/apis/v1/labels.go
+const LabelTopologyZoneID = "topology.k8s.aws/zone-id"
+
+// Subnet is one resolved subnet: its zone, what nodes are labelled with
+// (topology.kubernetes.io/zone), and its zone ID (LabelTopologyZoneID).
+// Its ID is not mirrored.
 type Subnet struct {
 	Zone string `json:"zone"`
+	// ZoneID is optional in the API: "" when the status does not say it.
+	ZoneID string `json:"zoneID,omitempty"`
 }
 
 // Zones returns the zones of s's subnets, sorted, without duplicates or
@@ -78,4 +89,39 @@ func (s *NodeClassStatus) Zones() []string {
 	}
 	slices.Sort(out)
 	return slices.Compact(out)
+}
+
+// Placements returns the distinct (zone, zone ID) pairs of s's subnets,
+// sorted by zone then zone ID, without subnets that name no zone; nil when
+// there is none, as for Zones.
+func (s *NodeClassStatus) Placements() []Subnet {
+	var out []Subnet
+	for _, sn := range s.Subnets {
+		if sn.Zone != "" {
+			out = append(out, Subnet{Zone: sn.Zone, ZoneID: sn.ZoneID})
+		}
+	}
+	slices.SortFunc(out, func(a, b Subnet) int {
+		return cmp.Or(cmp.Compare(a.Zone, b.Zone), cmp.Compare(a.ZoneID, b.ZoneID))
+	})
+	return slices.Compact(out)
+}
+
+// ZoneIDs returns the zone ID of each zone of s's subnets that has one
+// (the first, sorted, should two subnets of a zone disagree); nil when no
+// subnet says a zone ID.
+func (s *NodeClassStatus) ZoneIDs() map[string]string {
+	var out map[string]string
+	for _, p := range s.Placements() {
+		if p.ZoneID == "" {
+			continue
+		}
+		if out == nil {
+			out = map[string]string{}
+		}
+		if _, ok := out[p.Zone]; !ok {
+			out[p.Zone] = p.ZoneID
+		}
+	}
+	return out
 }

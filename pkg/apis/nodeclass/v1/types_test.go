@@ -100,7 +100,7 @@ status:
     zoneID: euw1-az3
 `
 
-func TestADecodedNodeClassKeepsItsSubnetsZones(t *testing.T) {
+func TestADecodedNodeClassKeepsItsSubnetsZonesAndZoneIDs(t *testing.T) {
 	scheme := runtime.NewScheme()
 	if err := nodeclassv1.AddToScheme(scheme); err != nil {
 		t.Fatalf("adding the node classes to a scheme: %v", err)
@@ -112,6 +112,8 @@ func TestADecodedNodeClassKeepsItsSubnetsZones(t *testing.T) {
 		wantGVK   schema.GroupVersionKind
 		want      runtime.Object
 		wantZones []string
+		// wantZoneIDs are the zone IDs of status.subnets[].zoneID.
+		wantZoneIDs map[string]string
 	}{
 		{
 			name:    "an EC2NodeClass with subnets in us-west-2a (twice) and us-west-2c serves those two zones",
@@ -126,9 +128,12 @@ func TestADecodedNodeClassKeepsItsSubnetsZones(t *testing.T) {
 						"karpenter.k8s.aws/ec2nodeclass-hash-version": "v4",
 					},
 				},
-				Status: nodeclassv1.NodeClassStatus{Subnets: []nodeclassv1.Subnet{{Zone: "us-west-2a"}, {Zone: "us-west-2c"}, {Zone: "us-west-2a"}}},
+				Status: nodeclassv1.NodeClassStatus{Subnets: []nodeclassv1.Subnet{
+					{Zone: "us-west-2a", ZoneID: "usw2-az1"}, {Zone: "us-west-2c", ZoneID: "usw2-az3"}, {Zone: "us-west-2a", ZoneID: "usw2-az1"},
+				}},
 			},
-			wantZones: []string{"us-west-2a", "us-west-2c"},
+			wantZones:   []string{"us-west-2a", "us-west-2c"},
+			wantZoneIDs: map[string]string{"us-west-2a": "usw2-az1", "us-west-2c": "usw2-az3"},
 		},
 		{
 			name:    "EKS Auto Mode's NodeClass with subnets in eu-west-1b and eu-west-1a serves those two zones",
@@ -144,9 +149,10 @@ func TestADecodedNodeClassKeepsItsSubnetsZones(t *testing.T) {
 						"eks.amazonaws.com/nodeclass-hash-version": "v2",
 					},
 				},
-				Status: nodeclassv1.NodeClassStatus{Subnets: []nodeclassv1.Subnet{{Zone: "eu-west-1b"}, {Zone: "eu-west-1a"}}},
+				Status: nodeclassv1.NodeClassStatus{Subnets: []nodeclassv1.Subnet{{Zone: "eu-west-1b", ZoneID: "euw1-az1"}, {Zone: "eu-west-1a", ZoneID: "euw1-az3"}}},
 			},
-			wantZones: []string{"eu-west-1a", "eu-west-1b"},
+			wantZones:   []string{"eu-west-1a", "eu-west-1b"},
+			wantZoneIDs: map[string]string{"eu-west-1a": "euw1-az3", "eu-west-1b": "euw1-az1"},
 		},
 	}
 	for _, tt := range tests {
@@ -170,6 +176,42 @@ func TestADecodedNodeClassKeepsItsSubnetsZones(t *testing.T) {
 			}
 			if diff := cmp.Diff(tt.wantZones, status.Zones()); diff != "" {
 				t.Errorf("Zones() (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.wantZoneIDs, status.ZoneIDs()); diff != "" {
+				t.Errorf("ZoneIDs() (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestPlacementsAreTheDistinctZonesAndZoneIDsOfTheSubnets(t *testing.T) {
+	tests := []struct {
+		name        string
+		subnets     []nodeclassv1.Subnet
+		want        []nodeclassv1.Subnet
+		wantZoneIDs map[string]string
+	}{
+		{name: "no subnets resolved yet -> none"},
+		{
+			name:        "two subnets in us-west-2a, one in us-west-2c, one without a zone -> one pair per zone, sorted",
+			subnets:     []nodeclassv1.Subnet{{Zone: "us-west-2c", ZoneID: "usw2-az3"}, {Zone: "us-west-2a", ZoneID: "usw2-az1"}, {ZoneID: "usw2-az4"}, {Zone: "us-west-2a", ZoneID: "usw2-az1"}},
+			want:        []nodeclassv1.Subnet{{Zone: "us-west-2a", ZoneID: "usw2-az1"}, {Zone: "us-west-2c", ZoneID: "usw2-az3"}},
+			wantZoneIDs: map[string]string{"us-west-2a": "usw2-az1", "us-west-2c": "usw2-az3"},
+		},
+		{
+			name:    "a status without zoneID (it is optional) -> the zones, and no zone ID",
+			subnets: []nodeclassv1.Subnet{{Zone: "b"}, {Zone: "a"}},
+			want:    []nodeclassv1.Subnet{{Zone: "a"}, {Zone: "b"}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := nodeclassv1.NodeClassStatus{Subnets: tt.subnets}
+			if diff := cmp.Diff(tt.want, s.Placements()); diff != "" {
+				t.Errorf("Placements() (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.wantZoneIDs, s.ZoneIDs()); diff != "" {
+				t.Errorf("ZoneIDs() (-want +got):\n%s", diff)
 			}
 		})
 	}
