@@ -3,6 +3,7 @@ package policy
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -81,6 +82,28 @@ func validatePolicySpec(s *v1alpha1.PolicySpec, path *field.Path) field.ErrorLis
 	}
 	if s.DeletionCost != "" && !slices.Contains(supportedDeletionCosts, s.DeletionCost) {
 		errs = append(errs, field.NotSupported(path.Child("deletionCost"), s.DeletionCost, supportedDeletionCosts))
+	}
+	errs = append(errs, validateFallback(s.Fallback, path.Child("fallback"))...)
+	return errs
+}
+
+// MinFallbackAfter is the shortest fallback.after, as the CRD's schema says:
+// a shorter wait would relax the spread before the scheduler has tried
+// every node twice.
+const MinFallbackAfter = 10 * time.Second
+
+// validateFallback holds what reaches the webhook to the CRD's rules (an
+// older CRD lets any value through).
+func validateFallback(f *v1alpha1.FallbackSpec, path *field.Path) field.ErrorList {
+	if f == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	if f.After != nil && f.After.Duration < MinFallbackAfter {
+		errs = append(errs, field.Invalid(path.Child("after"), f.After.Duration.String(), fmt.Sprintf("must be at least %s, such as 10m", MinFallbackAfter)))
+	}
+	if f.MaxDomains != nil && *f.MaxDomains < 1 {
+		errs = append(errs, field.Invalid(path.Child("maxDomains"), *f.MaxDomains, "must be at least 1; leave fallback out to keep the spread strict"))
 	}
 	return errs
 }

@@ -1,6 +1,8 @@
 package policy_test
 
 import (
+	"time"
+
 	"fmt"
 	"strings"
 	"testing"
@@ -187,6 +189,24 @@ func TestValidateSpreadPolicy(t *testing.T) {
 		{
 			name: "deletionCost Disabled -> valid",
 			p:    base().Constraint(zoneHard().Obj()).DeletionCost(v1alpha1.DeletionCostDisabled).Obj(),
+		},
+		{
+			name: "fallback after 5s -> spec.fallback.after, at least 10s",
+			p:    base().Constraint(zoneHard().Obj()).Fallback(5*time.Second, 0).Obj(),
+			want: []string{"Invalid value: spec.fallback.after"},
+		},
+		{
+			name: "fallback maxDomains -1 -> spec.fallback.maxDomains, at least 1",
+			p:    base().Constraint(zoneHard().Obj()).Fallback(time.Minute, -1).Obj(),
+			want: []string{"Invalid value: spec.fallback.maxDomains"},
+		},
+		{
+			name: "fallback with its defaults -> valid",
+			p:    base().Constraint(zoneHard().Obj()).Fallback(0, 0).Obj(),
+		},
+		{
+			name: "fallback after 10s and 2 domains -> valid",
+			p:    base().Constraint(zoneHard().Obj()).Fallback(10*time.Second, 2).Obj(),
 		},
 		{
 			name: "four problems at once -> all four, in field order",

@@ -12,6 +12,8 @@
 package policytest
 
 import (
+	"time"
+
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -139,6 +141,19 @@ func (o PolicyOptions[W]) Action(a v1alpha1.ValidationAction) W {
 // DeletionCost sets spec.deletionCost.
 func (o PolicyOptions[W]) DeletionCost(m v1alpha1.DeletionCostMode) W {
 	o.spec.DeletionCost = m
+	return o.self
+}
+
+// Fallback sets spec.fallback; a zero after or maxDomains stays unset.
+func (o PolicyOptions[W]) Fallback(after time.Duration, maxDomains int32) W {
+	f := &v1alpha1.FallbackSpec{}
+	if after != 0 {
+		f.After = &metav1.Duration{Duration: after}
+	}
+	if maxDomains != 0 {
+		f.MaxDomains = &maxDomains
+	}
+	o.spec.Fallback = f
 	return o.self
 }
 

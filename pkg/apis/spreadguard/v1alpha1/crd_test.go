@@ -339,6 +339,17 @@ func TestCRDSchemaAdmitsAndRefuses(t *testing.T) {
 		{name: "matchLabelKeys [a, a] -> duplicate set item", kind: "SpreadPolicy",
 			spec: "{constraints: [{maxSkew: 1, topologyKey: zone, whenUnsatisfiable: DoNotSchedule, matchLabelKeys: [a, a]}]}",
 			want: []string{"spec.constraints[0].matchLabelKeys[1]: Duplicate value: \"a\""}},
+		{name: "fallback with after 30s and 2 domains -> admitted", kind: "SpreadPolicy",
+			spec: "{fallback: {after: 30s, maxDomains: 2}, constraints: [" + zone + "]}"},
+		{name: "fallback after 5s -> refused by CEL, naming the minimum", kind: "ClusterSpreadPolicy",
+			spec: "{fallback: {after: 5s}, constraints: [" + zone + "]}",
+			want: []string{"spec.fallback.after: Invalid value: \"5s\": after must be a duration of at least 10s"}},
+		{name: "fallback after soon -> refused, not a duration", kind: "SpreadPolicy",
+			spec: "{fallback: {after: soon}, constraints: [" + zone + "]}",
+			want: []string{"spec.fallback.after"}},
+		{name: "fallback maxDomains 0 -> below the minimum", kind: "SpreadPolicy",
+			spec: "{fallback: {maxDomains: 0}, constraints: [" + zone + "]}",
+			want: []string{"spec.fallback.maxDomains: Invalid value: 0: spec.fallback.maxDomains in body should be greater than or equal to 1"}},
 		{name: "a GPU node group scaled to zero, labels and a taint -> admitted", kind: "NodeTemplate",
 			spec: "{labels: {topology.kubernetes.io/zone: c, gpu: 'true'}, taints: [{key: gpu, value: 'true', effect: NoSchedule}]}"},
 		{name: "a taint without a key or effect -> refused", kind: "NodeTemplate",
@@ -382,5 +393,15 @@ func TestCRDSchemaDefaultsAndPrunes(t *testing.T) {
 	// drops it (and kubectl warns about the unknown field).
 	if diff := cmp.Diff(want, obj["spec"]); diff != "" {
 		t.Errorf("spec after pruning and defaulting (-want +got):\n%s", diff)
+	}
+
+	// An empty fallback is on, with its defaults written in.
+	obj, errs = a.admit(t, `{apiVersion: spreadguard.io/v1alpha1, kind: SpreadPolicy, metadata: {name: p},
+		spec: {fallback: {}, constraints: [{maxSkew: 1, topologyKey: zone, whenUnsatisfiable: DoNotSchedule}]}}`)
+	if len(errs) > 0 {
+		t.Fatalf("admit: %v", errs)
+	}
+	if diff := cmp.Diff(map[string]any{"after": "10m", "maxDomains": int64(1)}, obj["spec"].(map[string]any)["fallback"]); diff != "" {
+		t.Errorf("spec.fallback after defaulting (-want +got):\n%s", diff)
 	}
 }

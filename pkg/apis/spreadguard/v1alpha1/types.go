@@ -1,6 +1,8 @@
 package v1alpha1
 
 import (
+	"time"
+
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -184,6 +186,66 @@ type PolicySpec struct {
 	// +optional
 	// +kubebuilder:default=Enabled
 	DeletionCost DeletionCostMode `json:"deletionCost,omitempty"`
+
+	// Fallback lets the hard constraints this policy injected bend, for one
+	// workload at a time, over the domains that can take no more of its pods
+	// (a zone out of capacity, a node group at its maximum, a quota), and
+	// come back when they can. Unset, the default, keeps the spread strict:
+	// a replica the spread sends to a full domain waits there, as the
+	// scheduler alone would keep it. Constraints a pod declares itself are
+	// never relaxed; see docs/fallback.md.
+	// +optional
+	Fallback *FallbackSpec `json:"fallback,omitempty"`
+}
+
+// FallbackSpec says when a policy's injected hard spread bends for a
+// workload, and how far.
+type FallbackSpec struct {
+	// After is how long a replica may stay stranded (unschedulable because
+	// the spread sends it to domains where no node fits it, with no
+	// autoscaler still trying to add one there) before the fallback starts.
+	// An autoscaler that reports it cannot add a node there ends the wait at
+	// once. The default, 10m, outlasts a node launch and Karpenter's
+	// 3-minute memory of unavailable offerings, and stays under
+	// cluster-autoscaler's 15-minute max-node-provision-time, after which it
+	// reports the failure itself.
+	// +optional
+	// +kubebuilder:default="10m"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('10s')",message="after must be a duration of at least 10s, such as 10m"
+	After *metav1.Duration `json:"after,omitempty"`
+
+	// MaxDomains is how many domains of one workload may be in fallback at
+	// once. A wider outage keeps the spread strict (and the stranded
+	// replicas are reported), since relaxing it over most domains would
+	// leave little of the spread the policy asks for.
+	// +optional
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=1
+	MaxDomains *int32 `json:"maxDomains,omitempty"`
+}
+
+// DefaultFallbackAfter is FallbackSpec.After when unset.
+const DefaultFallbackAfter = 10 * time.Minute
+
+// DefaultFallbackMaxDomains is FallbackSpec.MaxDomains when unset.
+const DefaultFallbackMaxDomains = 1
+
+// AfterOrDefault is After, or DefaultFallbackAfter when unset.
+func (f *FallbackSpec) AfterOrDefault() time.Duration {
+	if f == nil || f.After == nil {
+		return DefaultFallbackAfter
+	}
+	return f.After.Duration
+}
+
+// MaxDomainsOrDefault is MaxDomains, or DefaultFallbackMaxDomains when
+// unset.
+func (f *FallbackSpec) MaxDomainsOrDefault() int {
+	if f == nil || f.MaxDomains == nil {
+		return DefaultFallbackMaxDomains
+	}
+	return int(*f.MaxDomains)
 }
 
 // SpreadPolicySpec is the spec of a SpreadPolicy. It is PolicySpec itself,
