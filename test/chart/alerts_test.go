@@ -21,7 +21,7 @@ import (
 func promtool(t *testing.T) string {
 	t.Helper()
 	version := moduleVersion(t, "github.com/prometheus/prometheus")
-	stamp := filepath.Join(binDir, ".stamps", "promtool-"+version)
+	stamp := stampFile("promtool", version)
 	if _, err := os.Stat(stamp); err != nil {
 		t.Fatalf("promtool %s is not built in bin/ (no %s): run `make test-chart`, which builds it from source, or `hack/build-binaries.sh promtool`", version, stamp)
 	}

@@ -71,13 +71,23 @@ func (w *warnings) take() []string {
 	return out
 }
 
+// stampFile is the stamp hack/build-binaries.sh writes for name at version,
+// with the build recipe the Makefile exports (BINARY_RECIPE).
+func stampFile(name, version string) string {
+	recipe := os.Getenv("BINARY_RECIPE")
+	if recipe == "" {
+		recipe = "static"
+	}
+	return filepath.Join(binDir, ".stamps", name+"-"+version+"."+recipe)
+}
+
 // startAPIServer starts etcd and kube-apiserver from bin/ with the chart's
 // CRDs, cert-manager's, the ServiceMonitor's and the PrometheusRule's installed. Missing binaries
 // fail the test with the command that builds them.
 func startAPIServer(t *testing.T) (*rest.Config, client.Client, *warnings) {
 	t.Helper()
 	for _, b := range []struct{ name, version string }{{"etcd", wantEtcdVersion}, {"kube-apiserver", wantKubeVersion}} {
-		stamp := filepath.Join(binDir, ".stamps", b.name+"-"+b.version)
+		stamp := stampFile(b.name, b.version)
 		if _, err := os.Stat(stamp); err != nil {
 			t.Fatalf("%s %s is not built in bin/ (no %s): run `make test-chart`, which builds it from source, or `hack/build-binaries.sh %s`", b.name, b.version, stamp, b.name)
 		}
