@@ -286,3 +286,15 @@ func RefTo(k Kind, obj metav1.Object) Ref {
 
 // String names the workload as "Deployment shop/web".
 func (r Ref) String() string { return r.Kind + " " + r.Namespace + "/" + r.Name }
+
+// Pointers are pointers to items, the Items of a typed list read from a
+// cache or a store, in their order: the form the audit, the forecast and
+// the derivation of templates take objects in, without copying one. (Items
+// gives a list of a workload kind's as Objects.)
+func Pointers[T any](items []T) []*T {
+	out := make([]*T, len(items))
+	for i := range items {
+		out[i] = &items[i]
+	}
+	return out
+}

@@ -39,6 +39,7 @@ import (
 	"github.com/spreadguard/spreadguard/pkg/health"
 	"github.com/spreadguard/spreadguard/pkg/policy"
 	"github.com/spreadguard/spreadguard/pkg/spread"
+	"github.com/spreadguard/spreadguard/pkg/workload"
 )
 
 // LeaseName names the Lease the replicas compete for: every replica serves
@@ -312,10 +313,10 @@ func (c *Controller) owners(ctx context.Context) (health.Owners, error) {
 		}
 	}
 	return health.Owners{
-		ReplicaSets:            pointers(replicaSets.Items),
-		StatefulSets:           pointers(statefulSets.Items),
-		ReplicationControllers: pointers(rcs.Items),
-		Services:               pointers(services.Items),
+		ReplicaSets:            workload.Pointers(replicaSets.Items),
+		StatefulSets:           workload.Pointers(statefulSets.Items),
+		ReplicationControllers: workload.Pointers(rcs.Items),
+		Services:               workload.Pointers(services.Items),
 	}, nil
 }
 
@@ -344,12 +345,4 @@ func (c *Controller) noteFailures(results []health.Result) {
 func (c *Controller) terminating(namespace string) bool {
 	ns, err := c.cfg.Sources.Namespace(namespace)
 	return err == nil && ns != nil && ns.DeletionTimestamp != nil
-}
-
-func pointers[T any](items []T) []*T {
-	out := make([]*T, len(items))
-	for i := range items {
-		out[i] = &items[i]
-	}
-	return out
 }
