@@ -167,12 +167,8 @@ func (c *Controller) lead(ctx context.Context) error {
 	c.reports.written = nil
 	clear(c.failing)
 	defer c.metrics.publish(nil, nil)
-	for !c.cfg.Synced() {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(time.Second):
-		}
+	if !cache.WaitSynced(ctx, c.cfg.Synced) {
+		return nil
 	}
 	// Pods, nodes, owners, Services, namespaces and policies changing can
 	// all change a count or a condition.
