@@ -295,25 +295,27 @@ func (c *Controller) run(ctx context.Context, p *Pass) error {
 	return errors.Join(statusErr, reportErr)
 }
 
-// owners lists the objects that own pods from the cache.
+// owners lists the objects that own pods from the cache: the objects of
+// every workload kind, and the Services.
 func (c *Controller) owners(ctx context.Context) (health.Owners, error) {
-	var (
-		replicaSets  appsv1.ReplicaSetList
-		statefulSets appsv1.StatefulSetList
-		rcs          v1.ReplicationControllerList
-		services     v1.ServiceList
-	)
-	for _, list := range []client.ObjectList{&replicaSets, &statefulSets, &rcs, &services} {
+	var o health.Owners
+	for _, k := range workload.Kinds {
+		list := k.NewList()
 		if err := c.reader.List(ctx, list); err != nil {
-			return health.Owners{}, fmt.Errorf("listing %T: %w", list, err)
+			return health.Owners{}, fmt.Errorf("listing the %s: %w", k.Resource, err)
 		}
+		items, err := k.Items(list)
+		if err != nil {
+			return health.Owners{}, err
+		}
+		o.Workloads = append(o.Workloads, items...)
 	}
-	return health.Owners{
-		ReplicaSets:            workload.Pointers(replicaSets.Items),
-		StatefulSets:           workload.Pointers(statefulSets.Items),
-		ReplicationControllers: workload.Pointers(rcs.Items),
-		Services:               workload.Pointers(services.Items),
-	}, nil
+	var services v1.ServiceList
+	if err := c.reader.List(ctx, &services); err != nil {
+		return health.Owners{}, fmt.Errorf("listing the services: %w", err)
+	}
+	o.Services = workload.Pointers(services.Items)
+	return o, nil
 }
 
 // noteFailures counts the workloads that could not be audited, and logs
