@@ -106,3 +106,32 @@ func TestEqualIgnoreHash(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkCurrentReplicaSet is a Deployment's ReplicaSets as the webhook's
+// cache keeps them: the current one's template equals the Deployment's, an
+// older one's differs by a label.
+func BenchmarkCurrentReplicaSet(b *testing.B) {
+	tmpl := v1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
+		Spec: v1.PodSpec{NodeSelector: map[string]string{"pool": "a"},
+			Tolerations:               []v1.Toleration{{Key: "k", Operator: v1.TolerationOpExists}},
+			TopologySpreadConstraints: []v1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: v1.LabelTopologyZone, WhenUnsatisfiable: v1.DoNotSchedule}}}}
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "uid-web"}, Spec: appsv1.DeploymentSpec{Template: tmpl}}
+	rs := func(hash, revision, version string) *appsv1.ReplicaSet {
+		t := *tmpl.DeepCopy()
+		t.Labels[appsv1.DefaultDeploymentUniqueLabelKey] = hash
+		t.Labels["version"] = version
+		if version == "" {
+			delete(t.Labels, "version")
+		}
+		return &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-" + hash,
+			Annotations:     map[string]string{RevisionAnnotation: revision},
+			OwnerReferences: []metav1.OwnerReference{{Kind: "Deployment", Name: "web", UID: "uid-web", Controller: new(true)}}},
+			Spec: appsv1.ReplicaSetSpec{Template: t}}
+	}
+	rss := []*appsv1.ReplicaSet{rs("a", "1", "old"), rs("b", "2", "")}
+	for b.Loop() {
+		if CurrentReplicaSet(d, rss) != rss[1] {
+			b.Fatal("not the current ReplicaSet")
+		}
+	}
+}
