@@ -187,9 +187,10 @@ func (k Kind) ControllerRef(obj metav1.Object) metav1.OwnerReference {
 // template's labels, annotations, finalizers and spec, obj's namespace,
 // generateName and ControllerRef (GetPodFromTemplate in
 // https://github.com/kubernetes/kubernetes/blob/v1.37.1/pkg/controller/controller_utils.go;
-// a StatefulSet's controller then names it by its ordinal). Its labels and
-// spec are copies, which the caller may change; its annotations are the
-// template's. nil when obj has no template (a ReplicationController may
+// a StatefulSet's controller then names it by its ordinal; generateName is
+// the name and a dash, which upstream leaves off only for a name too long
+// to prefix a pod's). Its labels and spec are copies, which the caller may
+// change; its annotations are the template's, not a copy as upstream's. nil when obj has no template (a ReplicationController may
 // have none).
 func (k Kind) Pod(obj Object) *v1.Pod {
 	t := k.Template(obj)
