@@ -36,7 +36,7 @@ func fakeCluster(t *testing.T, objs ...runtime.Object) connectFunc {
 const deploymentUID = types.UID("d0000000-0000-4000-8000-000000000001")
 
 // exampleWithOwners is examples/cluster.yaml plus what the example leaves
-// out: Deployment web owning ReplicaSet web-abc (revision 2) and an older,
+// out: Deployment web owning ReplicaSet web-abc (revision 2, of its template) and an older,
 // scaled-down web-old (revision 1); StatefulSet db with pods db-0 in zone-a
 // and db-1 in zone-b.
 func exampleWithOwners(t *testing.T) []runtime.Object {
@@ -46,8 +46,17 @@ func exampleWithOwners(t *testing.T) []runtime.Object {
 		t.Fatal(err)
 	}
 	objs := c.Objects()
+	// The Deployment's template is web-abc's, its pod-template-hash aside:
+	// web-abc is its current ReplicaSet.
 	deploy := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop", UID: deploymentUID},
+		Spec: appsv1.DeploymentSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+			Template: v1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
+				Spec:       v1.PodSpec{Containers: []v1.Container{{Name: "web", Image: "nginx:1.29"}}},
+			},
+		},
 	}
 	owner := *metav1.NewControllerRef(deploy, appsv1.SchemeGroupVersion.WithKind("Deployment"))
 	for _, o := range objs {
@@ -160,7 +169,9 @@ func TestExplain(t *testing.T) {
 			args: []string{"explain", "sts/db", "--namespace=shop", "-o", "json"},
 			want: admittedOnZones(&v1.Pod{
 				ObjectMeta: metav1.ObjectMeta{
-					Name: "db-2", Namespace: "shop",
+					// As the StatefulSet controller builds it
+					// (GetPodFromTemplate), then names it.
+					Name: "db-2", GenerateName: "db-", Namespace: "shop",
 					Labels: map[string]string{
 						"app": "db", appsv1.StatefulSetPodNameLabel: "db-2", appsv1.PodIndexLabel: "2",
 						appsv1.ControllerRevisionHashLabelKey: "db-7f9c",
@@ -225,7 +236,7 @@ func TestExplainErrors(t *testing.T) {
 		{
 			name: "a deployment without a ReplicaSet yet -> what to do instead",
 			args: []string{"explain", "deploy/api", "-n", "shop"},
-			wantStderr: "kubectl-spread: deployment shop/api has no ReplicaSet yet; once the deployment controller creates one, " +
+			wantStderr: "kubectl-spread: deployment shop/api has no ReplicaSet of its pod template yet; once the deployment controller creates one, " +
 				"explain it again, or check a pod offline with `kubectl spread check`\n",
 		},
 		{

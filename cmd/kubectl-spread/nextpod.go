@@ -15,33 +15,15 @@ import (
 	"github.com/spreadguard/spreadguard/pkg/workload"
 )
 
-// nextDeploymentPod is the pod the Deployment's newest ReplicaSet creates
-// next: the deployment controller scales up the ReplicaSet with the highest
-// revision, and the ReplicaSet controller stamps out its template.
+// nextDeploymentPod is the pod the Deployment's current ReplicaSet
+// (workload.CurrentReplicaSet) creates next: the deployment controller
+// scales it up, and the ReplicaSet controller stamps out its template.
 func nextDeploymentPod(d *appsv1.Deployment, replicaSets []*appsv1.ReplicaSet) (*v1.Pod, error) {
-	newest := newestReplicaSet(d, replicaSets)
-	if newest == nil {
-		return nil, fmt.Errorf("deployment %s/%s has no ReplicaSet yet; once the deployment controller creates one, explain it again, or check a pod offline with `kubectl spread check`", d.Namespace, d.Name)
+	current := workload.CurrentReplicaSet(d, replicaSets)
+	if current == nil {
+		return nil, fmt.Errorf("deployment %s/%s has no ReplicaSet of its pod template yet; once the deployment controller creates one, explain it again, or check a pod offline with `kubectl spread check`", d.Namespace, d.Name)
 	}
-	return forecast.ReplicaSetPod(newest), nil
-}
-
-// newestReplicaSet is the ReplicaSet d controls with the highest revision
-// (the newest of equal ones), the one the deployment controller scales
-// up, or nil.
-func newestReplicaSet(d *appsv1.Deployment, replicaSets []*appsv1.ReplicaSet) *appsv1.ReplicaSet {
-	var newest *appsv1.ReplicaSet
-	newestRev := int64(-1)
-	for _, rs := range replicaSets {
-		if ref := metav1.GetControllerOf(rs); ref == nil || ref.UID != d.UID {
-			continue
-		}
-		rev := workload.Revision(rs)
-		if rev > newestRev || (rev == newestRev && rs.CreationTimestamp.After(newest.CreationTimestamp.Time)) {
-			newest, newestRev = rs, rev
-		}
-	}
-	return newest
+	return forecast.ReplicaSetPod(current), nil
 }
 
 // unbound is p as it was when created: not yet on a node, no status.

@@ -208,9 +208,9 @@ func loadWorkload(path string) (client.Object, error) {
 
 // existingWorkload is the workload TYPE/NAME of store at its current
 // revision, with its bound pods of that revision as the replicas that
-// exist. A Deployment's current revision is its newest ReplicaSet's, whose
-// pod-template-hash its pods carry; one without a ReplicaSet is forecast as
-// a new revision.
+// exist. A Deployment's current revision is its current ReplicaSet's
+// (workload.CurrentReplicaSet), whose pod-template-hash its pods carry; one
+// without that ReplicaSet is forecast as a new revision.
 func existingWorkload(ctx context.Context, store *lookup.Store, target, namespace string) (*forecast.Workload, error) {
 	typ, name, ok := strings.Cut(target, "/")
 	if !ok || name == "" {
@@ -230,7 +230,7 @@ func existingWorkload(ctx context.Context, store *lookup.Store, target, namespac
 	}
 	owner, selector := client.Object(obj), kind.LabelSelector(obj)
 	if d, ok := obj.(*appsv1.Deployment); ok {
-		if rs := newestReplicaSet(d, pointersTo(replicaSets.Items)); rs != nil {
+		if rs := workload.CurrentReplicaSet(d, workload.Pointers(replicaSets.Items)); rs != nil {
 			rs = rs.DeepCopy()
 			rs.Spec.Replicas = d.Spec.Replicas
 			owner, selector = rs, rs.Spec.Selector
@@ -254,18 +254,10 @@ func existingWorkload(ctx context.Context, store *lookup.Store, target, namespac
 	if err != nil {
 		return nil, err
 	}
-	w.Pods, w.Related = active, relatedPods(obj, pointersTo(replicaSets.Items), pods.Items)
+	w.Pods, w.Related = active, relatedPods(obj, workload.Pointers(replicaSets.Items), pods.Items)
 	// The workload is the one named, whichever revision places its pods.
 	w.Ref = workload.RefTo(kind, obj)
 	return w, nil
-}
-
-func pointersTo[T any](items []T) []*T {
-	out := make([]*T, len(items))
-	for i := range items {
-		out[i] = &items[i]
-	}
-	return out
 }
 
 // workloadKinds lists the workload kinds for a message: "Deployment,

@@ -10,7 +10,6 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
-	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -21,6 +20,7 @@ import (
 	"github.com/spreadguard/spreadguard/pkg/health"
 	"github.com/spreadguard/spreadguard/pkg/lookup"
 	"github.com/spreadguard/spreadguard/pkg/spread"
+	"github.com/spreadguard/spreadguard/pkg/workload"
 )
 
 type statusOptions struct {
@@ -149,10 +149,8 @@ func auditObjects(ctx context.Context, objs []runtime.Object, namespace string, 
 	}
 	var ws []health.Workload
 	for _, w := range health.Workloads(health.Owners{
-		ReplicaSets:            ofType[*appsv1.ReplicaSet](objs),
-		StatefulSets:           ofType[*appsv1.StatefulSet](objs),
-		ReplicationControllers: ofType[*v1.ReplicationController](objs),
-		Services:               ofType[*v1.Service](objs),
+		Workloads: workloadsOf(objs),
+		Services:  ofType[*v1.Service](objs),
 	}, index) {
 		if namespace != "" && w.Namespace != namespace {
 			continue
@@ -161,6 +159,17 @@ func auditObjects(ctx context.Context, objs []runtime.Object, namespace string, 
 	}
 	results := health.Run(index, lookup.NewSources(store), cfg, ws)
 	return status{results: results, unreachable: policiesOutOfReach(objs, namespace, derived, cfg.MessageDetail)}, nil
+}
+
+// workloadsOf returns the objects of objs of any of workload.Kinds.
+func workloadsOf(objs []runtime.Object) []workload.Object {
+	var out []workload.Object
+	for _, o := range objs {
+		if _, ok := workload.For(o); ok {
+			out = append(out, o.(workload.Object))
+		}
+	}
+	return out
 }
 
 // policiesOutOfReach returns the policies of namespace (every one when it

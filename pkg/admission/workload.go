@@ -10,6 +10,7 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -187,24 +188,25 @@ func (h *WorkloadForecaster) workload(ctx context.Context, req admission.Request
 			return nil, fmt.Errorf("decoding the old %s: %w", req.Resource.Resource, err)
 		}
 		if !kind.NewRevision(old, obj) {
-			return h.ofCurrentRevision(ctx, obj, kind.Replicas(old))
+			return h.ofCurrentRevision(ctx, obj, false, kind.Replicas(old))
 		}
 	}
 	return forecast.Of(obj, 0)
 }
 
 // ofCurrentRevision is the workload of obj, whose pods of the current
-// revision number existing. A Deployment's replicas go to its current
-// ReplicaSet, under the pod-template-hash its controller gave it, which the
-// ReplicaSet says: the hash computed from the template is that one only
-// where kube-controller-manager prints a PodSpec with the fields this build
-// knows (Kubernetes 1.31 hashes to another value, and a forecast under it
-// would count none of the pods that exist); and a Deployment read from the
-// cache has lost most of its template. With no ReplicaSet yet, there are no
+// revision number existing; cached says obj was read from Workloads. A
+// Deployment's replicas go to its current ReplicaSet, under the
+// pod-template-hash its controller gave it, which the ReplicaSet says: the
+// hash computed from the template is that one only where
+// kube-controller-manager prints a PodSpec with the fields this build knows
+// (Kubernetes 1.31 hashes to another value, and a forecast under it would
+// count none of the pods that exist); and a Deployment read from the cache
+// has lost most of its template. With no such ReplicaSet yet, there are no
 // pods either, and the computed hash serves.
-func (h *WorkloadForecaster) ofCurrentRevision(ctx context.Context, obj workload.Object, existing int32) (*forecast.Workload, error) {
+func (h *WorkloadForecaster) ofCurrentRevision(ctx context.Context, obj workload.Object, cached bool, existing int32) (*forecast.Workload, error) {
 	if d, ok := obj.(*appsv1.Deployment); ok && h.Workloads != nil {
-		hash, err := h.currentRevision(ctx, d)
+		hash, err := h.currentRevision(ctx, d, cached)
 		if err != nil {
 			return nil, fmt.Errorf("%w: the replica sets of deployment %s/%s: %w", errReadWorkload, d.Namespace, d.Name, err)
 		}
@@ -237,32 +239,35 @@ func (h *WorkloadForecaster) scaled(ctx context.Context, req admission.Request, 
 		existing = old.Spec.Replicas
 	}
 	kind.SetReplicas(obj, scale.Spec.Replicas)
-	return h.ofCurrentRevision(ctx, obj, existing)
+	return h.ofCurrentRevision(ctx, obj, true, existing)
 }
 
-// currentRevision returns the pod-template-hash of d's current ReplicaSet,
-// the one a scale grows: of the ReplicaSets d controls, the highest
-// revision (as the deployment controller numbers them, and as the audit
-// finds a Deployment's pods, pkg/health). "" when d has none yet, which
-// has no pods either.
-func (h *WorkloadForecaster) currentRevision(ctx context.Context, d *appsv1.Deployment) (string, error) {
+// currentRevision returns the pod-template-hash of d's current
+// ReplicaSet (workload.CurrentReplicaSet), the one a scale grows, as
+// Workloads holds them; "" when d has none yet, which has no pods either.
+// The ReplicaSets' templates are compared with d's as the cache keeps it
+// (cached), or else as the cache keeps the Deployment d updates: an update
+// that starts no new revision leaves the template as it was, and a
+// template of the request, whole, would equal none the cache keeps.
+func (h *WorkloadForecaster) currentRevision(ctx context.Context, d *appsv1.Deployment, cached bool) (string, error) {
+	if !cached {
+		var stored appsv1.Deployment
+		err := h.Workloads.Get(ctx, client.ObjectKeyFromObject(d), &stored)
+		if apierrors.IsNotFound(err) {
+			return "", nil
+		}
+		if err != nil {
+			return "", err
+		}
+		d = &stored
+	}
 	var list appsv1.ReplicaSetList
 	if err := h.Workloads.List(ctx, &list, client.InNamespace(d.Namespace)); err != nil {
 		return "", err
 	}
-	var current *appsv1.ReplicaSet
-	highest := int64(-1)
-	for i := range list.Items {
-		rs := &list.Items[i]
-		if ref := metav1.GetControllerOfNoCopy(rs); ref == nil || ref.UID != d.UID || rs.Spec.Selector == nil {
-			continue
-		}
-		if rev := workload.Revision(rs); rev > highest {
-			current, highest = rs, rev
-		}
-	}
-	if current == nil {
+	rs := workload.CurrentReplicaSet(d, workload.Pointers(list.Items))
+	if rs == nil || rs.Spec.Selector == nil {
 		return "", nil
 	}
-	return current.Spec.Selector.MatchLabels[appsv1.DefaultDeploymentUniqueLabelKey], nil
+	return rs.Spec.Selector.MatchLabels[appsv1.DefaultDeploymentUniqueLabelKey], nil
 }

@@ -506,3 +506,74 @@ func TestWorkloadEndpointRefusesWhatTheAPIServerCouldNotHaveSent(t *testing.T) {
 		})
 	}
 }
+
+// Halfway through a rollout that changes only the image, the cache keeps
+// the old and the new ReplicaSet with equal templates (its transforms keep
+// no containers): the forecast of a change of replicas, by an UPDATE or a
+// scale, is of the current ReplicaSet's pods, as the deployment controller
+// numbers it (workload.CurrentReplicaSet), under its pod-template-hash.
+func TestAForecastMidRolloutIsOfTheCurrentReplicaSet(t *testing.T) {
+	stored := func(image string, replicas int32) *appsv1.Deployment {
+		d := webDeployment(replicas)
+		d.UID = "uid-web"
+		d.Spec.Template.Spec.Containers = []v1.Container{{Name: "web", Image: image}}
+		return d
+	}
+	strip := func(transform toolscache.TransformFunc, obj client.Object) client.Object {
+		out, err := transform(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out.(client.Object)
+	}
+	d := stored("web:2", 2)
+	rs := func(hash, revision, image string, replicas int32) *appsv1.ReplicaSet {
+		tmpl := *stored(image, replicas).Spec.Template.DeepCopy()
+		tmpl.Labels[appsv1.DefaultDeploymentUniqueLabelKey] = hash
+		return &appsv1.ReplicaSet{
+			ObjectMeta: metav1.ObjectMeta{Namespace: shop, Name: "web-" + hash, UID: types.UID("uid-web-" + hash),
+				Annotations:     map[string]string{workload.RevisionAnnotation: revision},
+				OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(d, appsv1.SchemeGroupVersion.WithKind("Deployment"))}},
+			Spec: appsv1.ReplicaSetSpec{Replicas: &replicas, Template: tmpl,
+				Selector: spreadtest.WithMatchLabel(d.Spec.Selector.DeepCopy(), appsv1.DefaultDeploymentUniqueLabelKey, hash)},
+		}
+	}
+	// The old revision is scaled up still: the transform keeps its
+	// template, which the new one's equals once stripped. The cache keeps
+	// no creationTimestamp either, and the old one's name sorts first.
+	cached := fake.NewClientBuilder().WithObjects(strip(cache.StripDeployment, d),
+		strip(cache.StripReplicaSet, rs("5d8c", "1", "web:1", 1)), strip(cache.StripReplicaSet, rs("7f9b", "2", "web:2", 2))).Build()
+	scale := func(replicas int32) *autoscalingv1.Scale {
+		return &autoscalingv1.Scale{ObjectMeta: metav1.ObjectMeta{Namespace: shop, Name: "web"}, Spec: autoscalingv1.ScaleSpec{Replicas: replicas}}
+	}
+	tests := []struct {
+		name string
+		req  admission.Request
+	}{
+		{name: "an UPDATE from 2 to 3 replicas, the template as it was",
+			req: makeRequest().Operation(admissionv1.Update).Workload(deployments, "Deployment", stored("web:2", 3)).OldObject(stored("web:2", 2)).Obj()},
+		{name: "a scale from 2 to 3",
+			req: makeRequest().Operation(admissionv1.Update).Workload(deployments, "Scale", scale(3)).
+				Kind("autoscaling", "v1", "Scale").SubResource("scale").Name("web").OldObject(scale(2)).Obj()},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := &WorkloadForecaster{Workloads: cached}
+			w, err := h.workload(t.Context(), tt.req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := struct {
+				Hash               string
+				Existing, Replicas int32
+			}{w.Pod.Labels[appsv1.DefaultDeploymentUniqueLabelKey], w.Existing, w.Replicas}
+			want := struct {
+				Hash               string
+				Existing, Replicas int32
+			}{"7f9b", 2, 3}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("the workload forecast (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -3,7 +3,6 @@ package cache
 import (
 	"hash/maphash"
 	"slices"
-	"strconv"
 	"sync"
 	"unique"
 
@@ -13,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/spreadguard/spreadguard/pkg/spread"
+	"github.com/spreadguard/spreadguard/pkg/workload"
 )
 
 // Pod is a pod as the webhook's pod informer keeps it: what counting reads,
@@ -62,11 +62,11 @@ func CompactPod(p *v1.Pod) *Pod {
 		constraints:     constraintSetOf(labels, p.Spec.TopologySpreadConstraints),
 		deleting:        p.DeletionTimestamp != nil,
 	}
-	if v, ok := p.Annotations[spread.DeletionCostAnnotation]; ok {
-		// Anything but a decimal int32 is no cost: the ReplicaSet
-		// controller ranks such a pod at 0, and the keeper writes one.
-		if n, err := strconv.ParseInt(v, 10, 32); err == nil {
-			c.hasCost, c.cost = true, int32(n)
+	if _, ok := p.Annotations[spread.DeletionCostAnnotation]; ok {
+		// A cost the ReplicaSet controller does not read ("+5", "007") is
+		// no cost: it ranks such a pod at 0, and the keeper writes one.
+		if n, err := workload.DeletionCost(p.Annotations); err == nil {
+			c.hasCost, c.cost = true, n
 		}
 	}
 	return c

@@ -96,6 +96,9 @@ func TestCompactPodKeepsItsDeletionCost(t *testing.T) {
 		{name: "beyond an int32, 2147483648 -> none: the ReplicaSet controller ranks it at 0", value: ptr.To("2147483648")},
 		{name: "not a number, high -> none", value: ptr.To("high")},
 		{name: "empty -> none", value: ptr.To("")},
+		{name: "a plus sign, +5 -> none: the ReplicaSet controller does not read it", value: ptr.To("+5")},
+		{name: "a leading zero, 007 -> none: the ReplicaSet controller does not read it", value: ptr.To("007")},
+		{name: "-0 -> 0, kept", value: ptr.To("-0"), wantOK: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

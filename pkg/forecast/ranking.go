@@ -4,13 +4,13 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strconv"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/spreadguard/spreadguard/pkg/spread"
+	"github.com/spreadguard/spreadguard/pkg/workload"
 )
 
 // Order ranks the active pods of a ReplicaSet or ReplicationController in
@@ -95,19 +95,11 @@ func (r ControllerRanking) Rank(pods, related []*v1.Pod) {
 }
 
 // DeletionCost is a pod's controller.kubernetes.io/pod-deletion-cost as the
-// ReplicaSet controller reads it (GetDeletionCostFromPodAnnotations in
-// https://github.com/kubernetes/kubernetes/blob/v1.37.1/pkg/apis/core/helper/helpers.go):
-// a decimal int32 without a plus sign or leading zeros, else 0.
+// ReplicaSet controller reads it (workload.DeletionCost): 0 when it has
+// none or one the controller does not read.
 func DeletionCost(p *v1.Pod) int32 {
-	s, ok := p.Annotations[v1.PodDeletionCost]
-	if !ok || s == "" || s[0] == '+' || (s[0] == '0' && s != "0") {
-		return 0
-	}
-	n, err := strconv.ParseInt(s, 10, 32)
-	if err != nil {
-		return 0
-	}
-	return int32(n)
+	n, _ := workload.DeletionCost(p.Annotations)
+	return n
 }
 
 // active is IsPodActive of controller_utils.go: not Succeeded, not Failed,

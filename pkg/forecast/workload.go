@@ -50,9 +50,12 @@ type Workload struct {
 	ordinalStart int32
 }
 
-// Of returns the workload of obj, a Deployment, StatefulSet, ReplicaSet or
-// ReplicationController as stored (defaults applied), whose pods that exist
-// already number existing.
+// Of returns the workload of obj, an object of one of workload.Kinds as
+// stored (defaults applied), whose pods that exist already number existing.
+// A Deployment's pods are its new ReplicaSet's and a StatefulSet's are
+// named by ordinal, as their controllers create them; any other kind's
+// controller stamps its pods out of its template (workload.Kind.Pod), as
+// the ReplicaSet controller does.
 func Of(obj any, existing int32) (*Workload, error) {
 	var w *Workload
 	switch o := obj.(type) {
@@ -60,15 +63,16 @@ func Of(obj any, existing int32) (*Workload, error) {
 		w = deploymentWorkload(o, PodTemplateHash(&o.Spec.Template, o.Status.CollisionCount))
 	case *appsv1.StatefulSet:
 		w = statefulSetWorkload(o)
-	case *appsv1.ReplicaSet:
-		w = newWorkload(workload.ReplicaSet, o, ReplicaSetPod(o), o)
-	case *v1.ReplicationController:
-		if o.Spec.Template == nil {
-			return nil, fmt.Errorf("replication controller %s/%s has no pod template", o.Namespace, o.Name)
+	case workload.Object:
+		k, ok := workload.For(o)
+		if !ok {
+			return nil, fmt.Errorf("a %T is not a workload the forecast reads", obj)
 		}
-		w = newWorkload(workload.ReplicationController, o,
-			podFromTemplate(o.Spec.Template, o.Namespace, controllerRef(workload.ReplicationController, &o.ObjectMeta)), o)
-		w.Pod.GenerateName = o.Name + "-"
+		pod := k.Pod(o)
+		if pod == nil {
+			return nil, fmt.Errorf("%s %s/%s has no pod template", k.GVK.Kind, o.GetNamespace(), o.GetName())
+		}
+		w = newWorkload(k, o, pod, o)
 	default:
 		return nil, fmt.Errorf("a %T is not a workload the forecast reads", obj)
 	}
@@ -95,13 +99,6 @@ func OfRevision(d *appsv1.Deployment, hash string, existing int32) *Workload {
 	return w
 }
 
-func controllerRef(k workload.Kind, m *metav1.ObjectMeta) metav1.OwnerReference {
-	return metav1.OwnerReference{
-		APIVersion: k.GVK.GroupVersion().String(), Kind: k.GVK.Kind, Name: m.Name, UID: m.UID,
-		Controller: new(true), BlockOwnerDeletion: new(true),
-	}
-}
-
 // deploymentWorkload is the Deployment's new ReplicaSet, whose template
 // hashes to hash, as the deployment controller builds it (getNewReplicaSet in
 // https://github.com/kubernetes/kubernetes/blob/v1.37.1/pkg/controller/deployment/sync.go):
@@ -113,7 +110,7 @@ func deploymentWorkload(d *appsv1.Deployment, hash string) *Workload {
 			Namespace: d.Namespace, Name: d.Name + "-" + hash,
 			// A stand-in: the ReplicaSet has no uid before it exists.
 			UID:             types.UID("forecast/" + string(d.UID) + "/" + hash),
-			OwnerReferences: []metav1.OwnerReference{controllerRef(workload.Deployment, &d.ObjectMeta)},
+			OwnerReferences: []metav1.OwnerReference{workload.Deployment.ControllerRef(d)},
 		},
 		Spec: appsv1.ReplicaSetSpec{Replicas: d.Spec.Replicas, Template: *d.Spec.Template.DeepCopy()},
 	}
@@ -182,7 +179,7 @@ func StatefulSetPod(s *appsv1.StatefulSet, pods []*v1.Pod) *v1.Pod {
 	for existing[fmt.Sprintf("%s-%d", s.Name, ordinal)] {
 		ordinal++
 	}
-	pod := podFromTemplate(&s.Spec.Template, s.Namespace, controllerRef(workload.StatefulSet, &s.ObjectMeta))
+	pod := workload.StatefulSet.Pod(s)
 	pod.Name = fmt.Sprintf("%s-%d", s.Name, ordinal)
 	pod.Labels[appsv1.StatefulSetPodNameLabel] = pod.Name
 	pod.Labels[appsv1.PodIndexLabel] = strconv.Itoa(int(ordinal))
@@ -193,26 +190,4 @@ func StatefulSetPod(s *appsv1.StatefulSet, pods []*v1.Pod) *v1.Pod {
 }
 
 // ReplicaSetPod is the pod the ReplicaSet controller stamps out of rs.
-func ReplicaSetPod(rs *appsv1.ReplicaSet) *v1.Pod {
-	pod := podFromTemplate(&rs.Spec.Template, rs.Namespace, controllerRef(workload.ReplicaSet, &rs.ObjectMeta))
-	// As the ReplicaSet controller names its pods.
-	pod.GenerateName = rs.Name + "-"
-	return pod
-}
-
-func podFromTemplate(t *v1.PodTemplateSpec, namespace string, owner metav1.OwnerReference) *v1.Pod {
-	pod := &v1.Pod{
-		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
-		ObjectMeta: metav1.ObjectMeta{
-			Namespace:       namespace,
-			Labels:          map[string]string{},
-			Annotations:     t.Annotations,
-			OwnerReferences: []metav1.OwnerReference{owner},
-		},
-		Spec: *t.Spec.DeepCopy(),
-	}
-	for k, v := range t.Labels {
-		pod.Labels[k] = v
-	}
-	return pod
-}
+func ReplicaSetPod(rs *appsv1.ReplicaSet) *v1.Pod { return workload.ReplicaSet.Pod(rs) }

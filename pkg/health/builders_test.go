@@ -18,6 +18,7 @@ import (
 	pt "github.com/spreadguard/spreadguard/pkg/policy/policytest"
 	"github.com/spreadguard/spreadguard/pkg/spread"
 	st "github.com/spreadguard/spreadguard/pkg/spread/spreadtest"
+	"github.com/spreadguard/spreadguard/pkg/workload"
 )
 
 const ns = "shop"
@@ -28,6 +29,9 @@ type clusterBuilder struct {
 	objects []runtime.Object
 	owners  health.Owners
 	pods    int
+	// deployments are the Deployments' builders, whose templates run
+	// makes their newest ReplicaSets'.
+	deployments []*workloadBuilder
 }
 
 func newCluster() *clusterBuilder {
@@ -56,7 +60,10 @@ func (c *clusterBuilder) Policy(name string, cs ...v1alpha1.Constraint) *cluster
 type workloadBuilder struct {
 	c      *clusterBuilder
 	labels map[string]string
-	tmpl   *v1.PodTemplateSpec
+	// rs is the ReplicaSet added last (nil for a Service), and tmpl its
+	// template.
+	rs   *appsv1.ReplicaSet
+	tmpl *v1.PodTemplateSpec
 	// deployment is set for a Deployment, whose revisions Rollout adds.
 	deployment *appsv1.Deployment
 	revision   int
@@ -67,14 +74,28 @@ type workloadBuilder struct {
 // ReplicaSet adds a ReplicaSet without owner whose pods carry app=name.
 func (c *clusterBuilder) ReplicaSet(name string) *workloadBuilder {
 	w := &workloadBuilder{c: c, labels: map[string]string{"app": name}}
-	w.tmpl = c.addReplicaSet(name, w.labels, nil)
+	w.rs = c.addReplicaSet(name, w.labels, nil)
+	w.tmpl = &w.rs.Spec.Template
 	return w
 }
 
-// Deployment adds a Deployment with its first ReplicaSet, revision 1.
+// owned adds obj, a workload of any kind whose pod template is tmpl, with
+// pods carrying tmpl's labels. obj is the audit's only: the Store holds
+// the kinds of its scheme.
+func (c *clusterBuilder) owned(obj workload.Object, tmpl *v1.PodTemplateSpec) *workloadBuilder {
+	c.owners.Workloads = append(c.owners.Workloads, obj)
+	return &workloadBuilder{c: c, labels: tmpl.Labels, tmpl: tmpl}
+}
+
+// Deployment adds a Deployment with its first ReplicaSet, revision 1. Its
+// template is its newest ReplicaSet's, the pod-template-hash aside.
 func (c *clusterBuilder) Deployment(name string) *workloadBuilder {
-	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID("uid-" + name)}}
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID("uid-" + name)},
+		Spec: appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}}}}
+	c.objects = append(c.objects, d)
+	c.owners.Workloads = append(c.owners.Workloads, d)
 	w := &workloadBuilder{c: c, deployment: d}
+	c.deployments = append(c.deployments, w)
 	return w.Rollout()
 }
 
@@ -99,15 +120,16 @@ func (w *workloadBuilder) Rollout() *workloadBuilder {
 	}
 	yes := true
 	owner := metav1.OwnerReference{Kind: "Deployment", APIVersion: "apps/v1", Name: w.deployment.Name, UID: w.deployment.UID, Controller: &yes}
-	w.tmpl = w.c.addReplicaSet(w.deployment.Name+"-"+hash, w.labels, func(rs *appsv1.ReplicaSet) {
+	w.rs = w.c.addReplicaSet(w.deployment.Name+"-"+hash, w.labels, func(rs *appsv1.ReplicaSet) {
 		rs.OwnerReferences = []metav1.OwnerReference{owner}
 		rs.Annotations = map[string]string{"deployment.kubernetes.io/revision": strconv.Itoa(w.revision)}
 	})
+	w.tmpl = &w.rs.Spec.Template
 	w.tmpl.Spec.TopologySpreadConstraints = cs
 	return w
 }
 
-func (c *clusterBuilder) addReplicaSet(name string, labels map[string]string, opt func(*appsv1.ReplicaSet)) *v1.PodTemplateSpec {
+func (c *clusterBuilder) addReplicaSet(name string, labels map[string]string, opt func(*appsv1.ReplicaSet)) *appsv1.ReplicaSet {
 	rs := &appsv1.ReplicaSet{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: appsv1.ReplicaSetSpec{
@@ -119,8 +141,8 @@ func (c *clusterBuilder) addReplicaSet(name string, labels map[string]string, op
 		opt(rs)
 	}
 	c.objects = append(c.objects, rs)
-	c.owners.ReplicaSets = append(c.owners.ReplicaSets, rs)
-	return &rs.Spec.Template
+	c.owners.Workloads = append(c.owners.Workloads, rs)
+	return rs
 }
 
 // Constraint makes the workload's pods carry c, selecting the pods by
@@ -157,8 +179,7 @@ func (w *workloadBuilder) None() *workloadBuilder {
 // Selector replaces the ReplicaSet's selector with sel, which the API
 // server may have stored before it validated selectors.
 func (w *workloadBuilder) Selector(sel *metav1.LabelSelector) *workloadBuilder {
-	rs := w.c.owners.ReplicaSets[len(w.c.owners.ReplicaSets)-1]
-	rs.Spec.Selector = sel
+	w.rs.Spec.Selector = sel
 	return w
 }
 
@@ -191,6 +212,10 @@ func (w *workloadBuilder) And() *clusterBuilder { return w.c }
 // run audits the cluster.
 func (c *clusterBuilder) run(t *testing.T) []health.Result {
 	t.Helper()
+	for _, w := range c.deployments {
+		w.deployment.Spec.Template = *w.tmpl.DeepCopy()
+		delete(w.deployment.Spec.Template.Labels, appsv1.DefaultDeploymentUniqueLabelKey)
+	}
 	store, err := lookup.NewStore(c.objects...)
 	if err != nil {
 		t.Fatalf("building the store: %v", err)

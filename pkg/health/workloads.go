@@ -36,13 +36,13 @@ type Workload struct {
 	Err error
 }
 
-// Owners are the objects that own pods, of any namespaces. Deployments are
-// known through their ReplicaSets.
+// Owners are the objects that own pods, of any namespaces.
 type Owners struct {
-	ReplicaSets            []*appsv1.ReplicaSet
-	StatefulSets           []*appsv1.StatefulSet
-	ReplicationControllers []*v1.ReplicationController
-	Services               []*v1.Service
+	// Workloads are objects of any of workload.Kinds, a Deployment's
+	// ReplicaSets among them: a Deployment's pods are its current
+	// ReplicaSet's.
+	Workloads []workload.Object
+	Services  []*v1.Service
 }
 
 // PodView is the read-only side of spread.Index that finds which owners
@@ -54,92 +54,88 @@ type PodView interface {
 }
 
 // Workloads returns the workloads of o that have a counted pod: each
-// Deployment through its current ReplicaSet (the highest revision), each
-// StatefulSet, ReplicaSet without a controller and ReplicationController,
-// and each Service whose selected pods no controller selects. A workload's
-// Pod is built from its pod template, with the constraints the template
-// declares or, when it declares none, those its pods carry (the webhook
-// injected them at creation; pods counts them, see spread.Index.Carried).
-// A workload whose selector does not parse is returned with Err set,
-// unless it is scaled to zero with no pod left (its template is not kept).
+// Deployment through its current ReplicaSet (workload.CurrentReplicaSet),
+// each object of another kind but a ReplicaSet with a controller, and each
+// Service whose selected pods no controller selects. A workload's Pod is
+// the pod its controller stamps out of its template (workload.Kind.Pod),
+// with the constraints the template declares or, when it declares none,
+// those its pods carry (the webhook injected them at creation; pods counts
+// them, see spread.Index.Carried). A workload whose selector does not parse
+// is returned with Err set, unless it is scaled to zero with no pod left
+// (its template is not kept).
 func Workloads(o Owners, pods PodView) []Workload {
 	var out []Workload
-	add := func(kind workload.Kind, meta *metav1.ObjectMeta, sel labels.Selector, tmpl *v1.PodTemplateSpec, owner metav1.OwnerReference) {
-		if pods.PodsMatching(meta.Namespace, sel) == 0 {
+	add := func(ref workload.Ref, sel labels.Selector, pod *v1.Pod) {
+		if pods.PodsMatching(ref.Namespace, sel) == 0 {
 			return
 		}
-		w := Workload{Ref: workload.RefTo(kind, meta), Selector: sel, Pod: podOf(meta.Namespace, tmpl, owner)}
-		if len(tmpl.Spec.TopologySpreadConstraints) == 0 {
-			w = w.carrying(pods.Carried(meta.Namespace, sel, nil))
+		w := Workload{Ref: ref, Selector: sel, Pod: pod}
+		if len(pod.Spec.TopologySpreadConstraints) == 0 {
+			w = w.carrying(pods.Carried(ref.Namespace, sel, nil))
 		}
 		out = append(out, w)
 	}
-	broken := func(kind workload.Kind, meta *metav1.ObjectMeta, tmpl *v1.PodTemplateSpec, owner metav1.OwnerReference, err error) {
-		if len(tmpl.Labels) == 0 {
+	broken := func(ref workload.Ref, pod *v1.Pod, err error) {
+		if len(pod.Labels) == 0 {
 			return
 		}
-		out = append(out, Workload{Ref: workload.RefTo(kind, meta), Pod: podOf(meta.Namespace, tmpl, owner),
-			Err: fmt.Errorf("spec.selector: %w", err)})
+		out = append(out, Workload{Ref: ref, Pod: pod, Err: fmt.Errorf("spec.selector: %w", err)})
 	}
 	// controllers holds every controller selector per namespace, to find
 	// the pods that only a Service stands for.
 	controllers := map[string][]labels.Selector{}
-
-	// A Deployment is known by its ReplicaSets' controller reference: the
-	// current one is the highest revision. Reading the Deployments
-	// themselves would add nothing the audit uses.
-	current := map[types.UID]*appsv1.ReplicaSet{}
-	var deployments []types.UID
-	for _, rs := range o.ReplicaSets {
-		sel, err := metav1.LabelSelectorAsSelector(rs.Spec.Selector)
-		if err == nil {
-			controllers[rs.Namespace] = append(controllers[rs.Namespace], sel)
-		}
-		ref := metav1.GetControllerOf(rs)
-		switch {
-		case ref == nil && err != nil:
-			broken(workload.ReplicaSet, &rs.ObjectMeta, &rs.Spec.Template, controllerRef(workload.ReplicaSet, rs.Name), err)
-		case ref == nil:
-			add(workload.ReplicaSet, &rs.ObjectMeta, sel, &rs.Spec.Template, controllerRef(workload.ReplicaSet, rs.Name))
-		case ref.Kind == workload.Deployment.GVK.Kind:
-			c, seen := current[ref.UID]
-			if !seen {
-				deployments = append(deployments, ref.UID)
-			}
-			if !seen || workload.Revision(rs) > workload.Revision(c) {
-				current[ref.UID] = rs
+	// A Deployment's pods are those of its current ReplicaSet, found among
+	// the ReplicaSets it controls.
+	replicaSetsOf := map[types.UID][]*appsv1.ReplicaSet{}
+	for _, obj := range o.Workloads {
+		if rs, ok := obj.(*appsv1.ReplicaSet); ok {
+			if ref := metav1.GetControllerOfNoCopy(rs); ref != nil && ref.Kind == workload.Deployment.GVK.Kind {
+				replicaSetsOf[ref.UID] = append(replicaSetsOf[ref.UID], rs)
 			}
 		}
 	}
-	for _, uid := range deployments {
-		rs := current[uid]
-		d := metav1.ObjectMeta{Namespace: rs.Namespace, Name: metav1.GetControllerOf(rs).Name}
-		if sel, err := metav1.LabelSelectorAsSelector(rs.Spec.Selector); err == nil {
-			add(workload.Deployment, &d, sel, &rs.Spec.Template, controllerRef(workload.ReplicaSet, rs.Name))
-		} else {
-			broken(workload.Deployment, &d, &rs.Spec.Template, controllerRef(workload.ReplicaSet, rs.Name), err)
+	for _, obj := range o.Workloads {
+		k, ok := workload.For(obj)
+		if !ok {
+			continue
 		}
-	}
-	for _, ss := range o.StatefulSets {
-		sel, err := metav1.LabelSelectorAsSelector(ss.Spec.Selector)
+		ref, owner := workload.RefTo(k, obj), obj
+		if d, ok := obj.(*appsv1.Deployment); ok {
+			// Its ReplicaSets' selectors stand for its own among the
+			// controllers'.
+			rs := workload.CurrentReplicaSet(d, replicaSetsOf[d.UID])
+			if rs == nil {
+				// The deployment controller has not created it yet.
+				continue
+			}
+			k, owner = workload.ReplicaSet, rs
+		}
+		sel, err := k.Selector(owner)
+		if owner == obj && err == nil && !sel.Empty() {
+			controllers[obj.GetNamespace()] = append(controllers[obj.GetNamespace()], sel)
+		}
+		if rs, ok := obj.(*appsv1.ReplicaSet); ok && metav1.GetControllerOfNoCopy(rs) != nil {
+			// A revision of its controller: a Deployment's is audited
+			// through the Deployment.
+			continue
+		}
+		if err == nil && sel.Empty() {
+			// An empty selector (a ReplicationController's empty map) is
+			// one the API server would not take: it selects every pod.
+			continue
+		}
+		pod := k.Pod(owner)
+		if pod == nil {
+			// A ReplicationController without a template: its pods carry
+			// its selector's labels.
+			pod = &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: owner.GetNamespace(), Labels: k.LabelSelector(owner).MatchLabels,
+				OwnerReferences: []metav1.OwnerReference{k.ControllerRef(owner)}}}
+		}
 		if err != nil {
-			broken(workload.StatefulSet, &ss.ObjectMeta, &ss.Spec.Template, controllerRef(workload.StatefulSet, ss.Name), err)
+			broken(ref, pod, err)
 			continue
 		}
-		controllers[ss.Namespace] = append(controllers[ss.Namespace], sel)
-		add(workload.StatefulSet, &ss.ObjectMeta, sel, &ss.Spec.Template, controllerRef(workload.StatefulSet, ss.Name))
-	}
-	for _, rc := range o.ReplicationControllers {
-		if len(rc.Spec.Selector) == 0 {
-			continue
-		}
-		sel := labels.SelectorFromSet(rc.Spec.Selector)
-		controllers[rc.Namespace] = append(controllers[rc.Namespace], sel)
-		tmpl := rc.Spec.Template
-		if tmpl == nil {
-			tmpl = &v1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: rc.Spec.Selector}}
-		}
-		add(workload.ReplicationController, &rc.ObjectMeta, sel, tmpl, controllerRef(workload.ReplicationController, rc.Name))
+		add(ref, sel, pod)
 	}
 	for _, svc := range o.Services {
 		if w, ok := serviceWorkload(svc, controllers[svc.Namespace], pods); ok {
@@ -175,25 +171,6 @@ func serviceWorkload(svc *v1.Service, controllers []labels.Selector, pods PodVie
 	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: svc.Namespace, Labels: chosen}}
 	w := Workload{Ref: workload.Ref{Kind: KindService, Namespace: svc.Namespace, Name: svc.Name}, Selector: sel, Pod: pod}
 	return w.carrying(pods.Carried(svc.Namespace, sel, controllers)), true
-}
-
-func controllerRef(k workload.Kind, name string) metav1.OwnerReference {
-	yes := true
-	return metav1.OwnerReference{Kind: k.GVK.Kind, APIVersion: k.GVK.GroupVersion().String(), Name: name, Controller: &yes}
-}
-
-// podOf builds the pod a template stands for, in namespace, controlled by
-// owner. The template is shared, not copied: the audit only reads it.
-func podOf(namespace string, tmpl *v1.PodTemplateSpec, owner metav1.OwnerReference) *v1.Pod {
-	return &v1.Pod{
-		ObjectMeta: metav1.ObjectMeta{
-			Namespace:       namespace,
-			Labels:          tmpl.Labels,
-			Annotations:     tmpl.Annotations,
-			OwnerReferences: []metav1.OwnerReference{owner},
-		},
-		Spec: tmpl.Spec,
-	}
 }
 
 // carrying returns w with its Pod carrying the constraints of cs, its

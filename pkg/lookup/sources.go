@@ -14,6 +14,7 @@ import (
 	"github.com/spreadguard/spreadguard/pkg/engine"
 	"github.com/spreadguard/spreadguard/pkg/policy"
 	"github.com/spreadguard/spreadguard/pkg/spread"
+	"github.com/spreadguard/spreadguard/pkg/workload"
 )
 
 var (
@@ -195,7 +196,7 @@ func (s *Sources) Services(namespace string) ([]*v1.Service, error) {
 	if err := s.list(&list, client.InNamespace(namespace)); err != nil {
 		return nil, err
 	}
-	return pointers(list.Items), nil
+	return workload.Pointers(list.Items), nil
 }
 
 // ServicesSelecting returns the Services of namespace that may select a pod
@@ -237,7 +238,7 @@ func (s *Sources) SpreadPolicies(namespace string) ([]*v1alpha1.SpreadPolicy, er
 			if err := s.list(&list, client.InNamespace(namespace)); err != nil {
 				return nil, err
 			}
-			return pointers(list.Items), nil
+			return workload.Pointers(list.Items), nil
 		})
 }
 
@@ -249,14 +250,6 @@ func (s *Sources) ClusterSpreadPolicies() ([]*v1alpha1.ClusterSpreadPolicy, erro
 			if err := s.list(&list); err != nil {
 				return nil, err
 			}
-			return pointers(list.Items), nil
+			return workload.Pointers(list.Items), nil
 		})
-}
-
-func pointers[T any](items []T) []*T {
-	out := make([]*T, len(items))
-	for i := range items {
-		out[i] = &items[i]
-	}
-	return out
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
 	"github.com/spreadguard/spreadguard/pkg/autoscale"
 	"github.com/spreadguard/spreadguard/pkg/spread"
+	"github.com/spreadguard/spreadguard/pkg/workload"
 )
 
 // TemplateOptions says where the templates of the nodes an autoscaler can
@@ -96,7 +97,7 @@ func Derive(ctx context.Context, r client.Reader, o TemplateOptions) (Derived, e
 	if err := r.List(ctx, &nodes); err != nil {
 		return Derived{}, fmt.Errorf("listing the nodes: %w", err)
 	}
-	in.Nodes = pointers(nodes.Items)
+	in.Nodes = workload.Pointers(nodes.Items)
 
 	if o.NodeTemplates {
 		var declared v1alpha1.NodeTemplateList
@@ -113,7 +114,7 @@ func Derive(ctx context.Context, r client.Reader, o TemplateOptions) (Derived, e
 		if err := listOptional(ctx, r, &pools); err != nil {
 			return Derived{}, fmt.Errorf("listing Karpenter's NodePools: %w", err)
 		}
-		in.NodePools = pointers(pools.Items)
+		in.NodePools = workload.Pointers(pools.Items)
 		classes, err := nodeClasses(ctx, r)
 		if err != nil {
 			return Derived{}, err

@@ -6,7 +6,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -187,6 +189,122 @@ func TestRevision(t *testing.T) {
 			rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Annotations: c.annotations}}
 			if got := Revision(rs); got != c.want {
 				t.Errorf("Revision = %d, want %d", got, c.want)
+			}
+		})
+	}
+}
+
+func TestPodFromTemplate(t *testing.T) {
+	tmpl := v1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}, Annotations: map[string]string{"a": "1"}, Finalizers: []string{"example.com/f"}},
+		Spec:       v1.PodSpec{NodeSelector: map[string]string{"disk": "ssd"}},
+	}
+	meta := metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "uid-web"}
+	cases := []struct {
+		name string
+		obj  Object
+		want *v1.Pod
+	}{
+		{name: "a ReplicaSet's pod carries its template and a controller reference to it",
+			obj: &appsv1.ReplicaSet{ObjectMeta: meta, Spec: appsv1.ReplicaSetSpec{Template: tmpl}},
+			want: &v1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+				ObjectMeta: metav1.ObjectMeta{Namespace: "shop", GenerateName: "web-", Labels: map[string]string{"app": "web"},
+					Annotations: map[string]string{"a": "1"}, Finalizers: []string{"example.com/f"},
+					OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web", UID: "uid-web", Controller: new(true), BlockOwnerDeletion: new(true)}}},
+				Spec: tmpl.Spec}},
+		{name: "a ReplicationController's pod names the core group's version",
+			obj: &v1.ReplicationController{ObjectMeta: meta, Spec: v1.ReplicationControllerSpec{Template: &tmpl}},
+			want: &v1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+				ObjectMeta: metav1.ObjectMeta{Namespace: "shop", GenerateName: "web-", Labels: map[string]string{"app": "web"},
+					Annotations: map[string]string{"a": "1"}, Finalizers: []string{"example.com/f"},
+					OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "ReplicationController", Name: "web", UID: "uid-web", Controller: new(true), BlockOwnerDeletion: new(true)}}},
+				Spec: tmpl.Spec}},
+		{name: "a ReplicationController without a template has no pod", obj: &v1.ReplicationController{ObjectMeta: meta}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			k, _ := For(c.obj)
+			got := k.Pod(c.obj)
+			if diff := cmp.Diff(c.want, got); diff != "" {
+				t.Fatalf("Pod (-want +got):\n%s", diff)
+			}
+			if got == nil {
+				return
+			}
+			// The caller may change the pod's labels and spec, as the
+			// forecast's mutation does: the template stays as it was.
+			got.Labels["extra"] = "x"
+			got.Spec.NodeSelector["zone"] = "a"
+			if diff := cmp.Diff(map[string]string{"app": "web"}, tmpl.Labels); diff != "" {
+				t.Errorf("the template's labels changed with the pod's (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(map[string]string{"disk": "ssd"}, tmpl.Spec.NodeSelector); diff != "" {
+				t.Errorf("the template's spec changed with the pod's (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestSelector(t *testing.T) {
+	cases := []struct {
+		name    string
+		obj     Object
+		want    bool // whether it selects app=web
+		wantErr bool
+	}{
+		{name: "a Deployment's matchLabels", obj: &appsv1.Deployment{Spec: appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}}, want: true},
+		{name: "a ReplicationController's map", obj: &v1.ReplicationController{Spec: v1.ReplicationControllerSpec{Selector: map[string]string{"app": "web"}}}, want: true},
+		{name: "a ReplicaSet of other pods", obj: &appsv1.ReplicaSet{Spec: appsv1.ReplicaSetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "api"}}}}},
+		{name: "a StatefulSet without a selector selects nothing", obj: &appsv1.StatefulSet{}},
+		{name: "a ReplicaSet whose selector does not parse, stored before the API server validated it", wantErr: true,
+			obj: &appsv1.ReplicaSet{Spec: appsv1.ReplicaSetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "not a value"}}}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			k, _ := For(c.obj)
+			sel, err := k.Selector(c.obj)
+			if (err != nil) != c.wantErr {
+				t.Fatalf("Selector error = %v, want an error %v", err, c.wantErr)
+			}
+			if err == nil && sel.Matches(labels.Set{"app": "web"}) != c.want {
+				t.Errorf("Selector %q selects app=web: %v, want %v", sel, !c.want, c.want)
+			}
+		})
+	}
+}
+
+func TestListItems(t *testing.T) {
+	for _, k := range Kinds {
+		t.Run(k.GVK.Kind, func(t *testing.T) {
+			list := k.NewList()
+			a, b := k.New(), k.New()
+			a.SetName("a")
+			b.SetName("b")
+			if err := meta.SetList(list, []runtime.Object{a, b}); err != nil {
+				t.Fatal(err)
+			}
+			items, err := k.Items(list)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, o := range items {
+				if got, ok := For(o); !ok || !got.Is(k) {
+					t.Errorf("an item of a %s list is a %T", k.GVK.Kind, o)
+				}
+				names = append(names, o.GetName())
+			}
+			if diff := cmp.Diff([]string{"a", "b"}, names); diff != "" {
+				t.Errorf("Items (-want +got):\n%s", diff)
+			}
+			// The items are the list's, not copies.
+			items[0].SetName("changed")
+			again, _ := k.Items(list)
+			if again[0].GetName() != "changed" {
+				t.Error("Items returned copies of the list's items")
+			}
+			if empty, _ := k.Items(k.NewList()); len(empty) != 0 {
+				t.Errorf("NewList holds %d items, want none", len(empty))
 			}
 		})
 	}

@@ -193,12 +193,8 @@ func (k *Keeper) Start(ctx context.Context) error {
 // lead keeps the costs until ctx is done.
 func (k *Keeper) lead(ctx context.Context) error {
 	k.log.Info("leading: keeping the deletion costs of the pods of constrained workloads", "qps", k.cfg.QPS, "burst", k.cfg.Burst)
-	for !k.cfg.Synced() {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(time.Second):
-		}
+	if !cache.WaitSynced(ctx, k.cfg.Synced) {
+		return nil
 	}
 	k.reset()
 	k.leading.Store(true)

@@ -39,6 +39,7 @@ import (
 	"github.com/spreadguard/spreadguard/pkg/health"
 	"github.com/spreadguard/spreadguard/pkg/policy"
 	"github.com/spreadguard/spreadguard/pkg/spread"
+	"github.com/spreadguard/spreadguard/pkg/workload"
 )
 
 // LeaseName names the Lease the replicas compete for: every replica serves
@@ -166,12 +167,8 @@ func (c *Controller) lead(ctx context.Context) error {
 	c.reports.written = nil
 	clear(c.failing)
 	defer c.metrics.publish(nil, nil)
-	for !c.cfg.Synced() {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(time.Second):
-		}
+	if !cache.WaitSynced(ctx, c.cfg.Synced) {
+		return nil
 	}
 	// Pods, nodes, owners, Services, namespaces and policies changing can
 	// all change a count or a condition.
@@ -298,25 +295,27 @@ func (c *Controller) run(ctx context.Context, p *Pass) error {
 	return errors.Join(statusErr, reportErr)
 }
 
-// owners lists the objects that own pods from the cache.
+// owners lists the objects that own pods from the cache: the objects of
+// every workload kind, and the Services.
 func (c *Controller) owners(ctx context.Context) (health.Owners, error) {
-	var (
-		replicaSets  appsv1.ReplicaSetList
-		statefulSets appsv1.StatefulSetList
-		rcs          v1.ReplicationControllerList
-		services     v1.ServiceList
-	)
-	for _, list := range []client.ObjectList{&replicaSets, &statefulSets, &rcs, &services} {
+	var o health.Owners
+	for _, k := range workload.Kinds {
+		list := k.NewList()
 		if err := c.reader.List(ctx, list); err != nil {
-			return health.Owners{}, fmt.Errorf("listing %T: %w", list, err)
+			return health.Owners{}, fmt.Errorf("listing the %s: %w", k.Resource, err)
 		}
+		items, err := k.Items(list)
+		if err != nil {
+			return health.Owners{}, err
+		}
+		o.Workloads = append(o.Workloads, items...)
 	}
-	return health.Owners{
-		ReplicaSets:            pointers(replicaSets.Items),
-		StatefulSets:           pointers(statefulSets.Items),
-		ReplicationControllers: pointers(rcs.Items),
-		Services:               pointers(services.Items),
-	}, nil
+	var services v1.ServiceList
+	if err := c.reader.List(ctx, &services); err != nil {
+		return health.Owners{}, fmt.Errorf("listing the services: %w", err)
+	}
+	o.Services = workload.Pointers(services.Items)
+	return o, nil
 }
 
 // noteFailures counts the workloads that could not be audited, and logs
@@ -344,12 +343,4 @@ func (c *Controller) noteFailures(results []health.Result) {
 func (c *Controller) terminating(namespace string) bool {
 	ns, err := c.cfg.Sources.Namespace(namespace)
 	return err == nil && ns != nil && ns.DeletionTimestamp != nil
-}
-
-func pointers[T any](items []T) []*T {
-	out := make([]*T, len(items))
-	for i := range items {
-		out[i] = &items[i]
-	}
-	return out
 }

@@ -27,7 +27,7 @@ import (
 // Replicas is the number of pods of each workload.
 const Replicas = 30
 
-// Cluster is a cluster of Deployments' ReplicaSets in 3 zones, with as
+// Cluster is a cluster of Deployments, each with its ReplicaSet, in 3 zones, with as
 // many nodes as workloads (30 pods per node, 10 replicas of each workload
 // per zone on distinct nodes), spread over some namespaces, and one
 // ClusterSpreadPolicy "zones" (a hard zone constraint and a soft hostname
@@ -41,6 +41,8 @@ type Cluster struct {
 	// Policy is the Store's policy itself: a test may write its status, as
 	// the API server and the cache would.
 	Policy *v1alpha1.ClusterSpreadPolicy
+	// replicaSets are the Deployments' ReplicaSets, one each.
+	replicaSets []*appsv1.ReplicaSet
 }
 
 // Sources answers the engine's lookups from the Store.
@@ -48,14 +50,15 @@ func (c *Cluster) Sources() engine.Sources { return lookup.NewSources(c.Store) }
 
 // String names the cluster's size, for a benchmark's name.
 func (c *Cluster) String() string {
-	return fmt.Sprintf("nodes=%d,pods=%d,workloads=%d", len(c.Owners.ReplicaSets), len(c.Owners.ReplicaSets)*Replicas, len(c.Owners.ReplicaSets))
+	n := len(c.replicaSets)
+	return fmt.Sprintf("nodes=%d,pods=%d,workloads=%d", n, n*Replicas, n)
 }
 
 // New builds a Cluster of workloads spread over namespaces ns-0, ns-1...
 func New(workloads, namespaces int) (*Cluster, error) {
 	nodes := workloads
 	c := &Cluster{Index: spread.NewIndex()}
-	objects := make([]kruntime.Object, 0, namespaces+1+workloads)
+	objects := make([]kruntime.Object, 0, namespaces+1+2*workloads)
 	for i := range namespaces {
 		objects = append(objects, pt.MakeNamespace("ns-"+strconv.Itoa(i)).Obj())
 	}
@@ -82,8 +85,18 @@ func New(workloads, namespaces int) (*Cluster, error) {
 				Template: v1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}},
 			},
 		}
-		objects = append(objects, rs)
-		c.Owners.ReplicaSets = append(c.Owners.ReplicaSets, rs)
+		// The Deployment's template is its ReplicaSet's, but for the
+		// pod-template-hash: rs is its current ReplicaSet.
+		d := &appsv1.Deployment{
+			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, UID: types.UID("uid-" + name)},
+			Spec: appsv1.DeploymentSpec{
+				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
+				Template: v1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": name}}},
+			},
+		}
+		objects = append(objects, d, rs)
+		c.Owners.Workloads = append(c.Owners.Workloads, d, rs)
+		c.replicaSets = append(c.replicaSets, rs)
 	}
 	store, err := lookup.NewStore(objects...)
 	if err != nil {
@@ -91,7 +104,7 @@ func New(workloads, namespaces int) (*Cluster, error) {
 	}
 	c.Store = store
 	src := c.Sources()
-	for w, rs := range c.Owners.ReplicaSets {
+	for w, rs := range c.replicaSets {
 		pod := st.MakePod().Namespace(rs.Namespace).Labels(rs.Spec.Template.Labels).ControlledBy("ReplicaSet", "apps/v1", rs.Name).Obj()
 		if w%10 != 0 {
 			m, err := engine.Mutate(pod, src, engine.Config{})
