@@ -127,22 +127,22 @@ func TestZoneCapacitySaysPerZoneWhichSourcesCanAddTryOrFailed(t *testing.T) {
 		in   autoscale.CapacityInputs
 		want autoscale.Capacity
 		// zone's Trying, Failed and Wait.
-		zone                     string
-		trying, failed, waitThen bool
+		zone                 string
+		trying, failed, wait bool
 	}{
 		{
 			name: "a NodeClaim of general in zone c not yet launched -> general is trying in c, and can add in a and b",
 			in: autoscale.CapacityInputs{Inputs: autoscale.Inputs{Nodes: abc, NodePools: []*karpenterv1.NodePool{general}},
 				NodeClaims: []*karpenterv1.NodeClaim{makeNodeClaim("general-x1", "general").Requirement(v1.LabelTopologyZone, v1.NodeSelectorOpIn, "c").Obj()}},
 			want: generalIn(zone("c", pool("general", autoscale.Trying, autoscale.ReasonLaunching, "NodeClaim general-x1 is launching"))),
-			zone: "c", trying: true, waitThen: true,
+			zone: "c", trying: true, wait: true,
 		},
 		{
 			name: "a NodeClaim launched in c whose node has not registered -> trying, registering",
 			in: autoscale.CapacityInputs{Inputs: autoscale.Inputs{Nodes: abc, NodePools: []*karpenterv1.NodePool{general}},
 				NodeClaims: []*karpenterv1.NodeClaim{makeNodeClaim("general-x1", "general").Label(v1.LabelTopologyZone, "c").Launched().Obj()}},
 			want: generalIn(zone("c", pool("general", autoscale.Trying, autoscale.ReasonRegistering, "NodeClaim general-x1 is registering"))),
-			zone: "c", trying: true, waitThen: true,
+			zone: "c", trying: true, wait: true,
 		},
 		{
 			name: "a launch error Karpenter retries (Launched Unknown, LaunchFailed) -> still trying, with the error",
@@ -150,7 +150,7 @@ func TestZoneCapacitySaysPerZoneWhichSourcesCanAddTryOrFailed(t *testing.T) {
 				NodeClaims: []*karpenterv1.NodeClaim{makeNodeClaim("general-x1", "general").Requirement(v1.LabelTopologyZone, v1.NodeSelectorOpIn, "c").
 					Condition(karpenterv1.ConditionTypeLaunched, metav1.ConditionUnknown, "LaunchFailed", "creating instance: throttled").Obj()}},
 			want: generalIn(zone("c", pool("general", autoscale.Trying, autoscale.ReasonLaunching, "NodeClaim general-x1 is launching: creating instance: throttled"))),
-			zone: "c", trying: true, waitThen: true,
+			zone: "c", trying: true, wait: true,
 		},
 		{
 			name: "a NodeClaim in c whose node is up, and one launched being deleted (a disruption) -> general can add, no attempt",
@@ -160,7 +160,7 @@ func TestZoneCapacitySaysPerZoneWhichSourcesCanAddTryOrFailed(t *testing.T) {
 					makeNodeClaim("general-x2", "general").Label(v1.LabelTopologyZone, "c").Launched().Deleting().Obj(),
 				}},
 			want: generalIn(zone("c", canAdd(autoscale.SourceNodePool, "general"))),
-			zone: "c", waitThen: true,
+			zone: "c", wait: true,
 		},
 		{
 			name: "a NodeClaim in c with Launched False, InsufficientCapacity -> general failed in c, the only source there",
@@ -190,7 +190,7 @@ func TestZoneCapacitySaysPerZoneWhichSourcesCanAddTryOrFailed(t *testing.T) {
 				NodeClaims: []*karpenterv1.NodeClaim{makeNodeClaim("general-x2", "general").Requirement(v1.LabelTopologyZone, v1.NodeSelectorOpIn, "c").Obj()},
 				Events:     []autoscale.Event{{Reason: autoscale.EventInsufficientCapacityError, NodePool: "general", Zone: "c"}}},
 			want: generalIn(zone("c", pool("general", autoscale.Trying, autoscale.ReasonLaunching, "NodeClaim general-x2 is launching"))),
-			zone: "c", trying: true, waitThen: true,
+			zone: "c", trying: true, wait: true,
 		},
 		{
 			name: "Karpenter's FailedScheduling on the pod -> every NodePool failed in every zone",
@@ -238,7 +238,7 @@ func TestZoneCapacitySaysPerZoneWhichSourcesCanAddTryOrFailed(t *testing.T) {
 			want: autoscale.Capacity{"a": zone("a",
 				autoscale.Source{Kind: autoscale.SourceNodeGroup, Name: "spare", State: autoscale.Failed, Reason: autoscale.EventNotTriggerScaleUp, Message: "pod didn't trigger scale-up: 1 max node group size reached"},
 				canAdd(autoscale.SourceNodeTemplate, "gpu-a"))},
-			zone: "a", waitThen: true,
+			zone: "a", wait: true,
 		},
 		{
 			name: "zone d, listed by the operator, that no source serves -> in the result with no source: nothing to wait for, and not failed",
@@ -257,7 +257,7 @@ func TestZoneCapacitySaysPerZoneWhichSourcesCanAddTryOrFailed(t *testing.T) {
 					Condition(karpenterv1.ConditionTypeLaunched, metav1.ConditionFalse, "InsufficientCapacity", "").Obj()}},
 			want: generalIn(zone("c", canAdd(autoscale.SourceNodePool, "general"),
 				pool("spot", autoscale.Failed, "InsufficientCapacity", "NodeClaim spot-x1"))),
-			zone: "c", waitThen: true,
+			zone: "c", wait: true,
 		},
 		{
 			name: "zone IDs: a NodePool over an EC2NodeClass whose subnets say them, and a NodeClaim that requires usw2-az3 only -> trying in us-west-2c, found by its ID",
@@ -270,7 +270,7 @@ func TestZoneCapacitySaysPerZoneWhichSourcesCanAddTryOrFailed(t *testing.T) {
 				"us-west-2a": {Zone: "us-west-2a", ZoneID: "usw2-az1", Sources: []autoscale.Source{canAdd(autoscale.SourceNodePool, "general")}},
 				"us-west-2c": {Zone: "us-west-2c", ZoneID: "usw2-az3", Sources: []autoscale.Source{pool("general", autoscale.Trying, autoscale.ReasonLaunching, "NodeClaim general-x1 is launching")}},
 			},
-			zone: "us-west-2c", trying: true, waitThen: true,
+			zone: "us-west-2c", trying: true, wait: true,
 		},
 		{
 			name: "zone IDs: a launched NodeClaim's labels say a zone and ID no node or template has -> that zone with its ID, general trying there",
@@ -281,7 +281,7 @@ func TestZoneCapacitySaysPerZoneWhichSourcesCanAddTryOrFailed(t *testing.T) {
 				c["e"] = autoscale.ZoneSources{Zone: "e", ZoneID: "use1-az5", Sources: []autoscale.Source{pool("general", autoscale.Trying, autoscale.ReasonRegistering, "NodeClaim general-x1 is registering")}}
 				return c
 			}(),
-			zone: "e", trying: true, waitThen: true,
+			zone: "e", trying: true, wait: true,
 		},
 	}
 	for _, tt := range tests {
@@ -297,7 +297,7 @@ func TestZoneCapacitySaysPerZoneWhichSourcesCanAddTryOrFailed(t *testing.T) {
 			if !ok {
 				t.Fatalf("no zone %s in the result", tt.zone)
 			}
-			want := [3]bool{tt.trying, tt.failed, tt.waitThen}
+			want := [3]bool{tt.trying, tt.failed, tt.wait}
 			if gotFlags := [3]bool{z.Trying(), z.Failed(), z.Wait()}; gotFlags != want {
 				t.Errorf("zone %s: Trying, Failed, Wait = %v, want %v", tt.zone, gotFlags, want)
 			}
