@@ -34,13 +34,14 @@ const (
 var ErrLegacyClusterAutoscalerStatus = errors.New("cluster-autoscaler's status is in the plain-text format of versions before 1.30, which spreadguard does not read")
 
 // ClusterAutoscalerStatus is what spreadguard reads of cluster-autoscaler's
-// status: the sizes of its node groups.
+// status: the sizes of its node groups, their health and their scale-up.
 type ClusterAutoscalerStatus struct {
 	// NodeGroups are in the order the status lists them.
 	NodeGroups []NodeGroupSize
 }
 
-// NodeGroupSize is one node group of cluster-autoscaler's status.
+// NodeGroupSize is one node group of cluster-autoscaler's status: its
+// sizes, and what it says of the group's health and scale-up.
 type NodeGroupSize struct {
 	// Name is the cloud provider's name of the group as the status gives
 	// it: an Auto Scaling group on AWS, a managed instance group's URL on
@@ -49,7 +50,42 @@ type NodeGroupSize struct {
 	// Target is the size the cloud provider was last asked for
 	// (cloudProviderTarget); Min and Max bound it.
 	Target, Min, Max int
+	// Health is health.status: HealthHealthy or HealthUnhealthy (too many
+	// of its nodes unready or long unregistered); "" when not given.
+	Health string
+	// ScaleUp is scaleUp.status: ScaleUpInProgress, ScaleUpBackoff,
+	// ScaleUpNoActivity, ...; "" when not given.
+	ScaleUp string
+	// Backoff is scaleUp.backoffInfo, why a group in ScaleUpBackoff failed
+	// to scale up; zero when the status gives none. A value, so that two
+	// reads of one status compare equal.
+	Backoff Backoff
 }
+
+// Backoff is scaleUp.backoffInfo of a node group of cluster-autoscaler's
+// status: the cloud provider's error of the failed scale-up.
+type Backoff struct {
+	// ErrorCode is e.g. InsufficientInstanceCapacity (AWS),
+	// ZONE_RESOURCE_POOL_EXHAUSTED (GCE), QuotaExceeded, OTHER.
+	ErrorCode    string
+	ErrorMessage string
+}
+
+// The statuses cluster-autoscaler writes in health.status and
+// scaleUp.status of a node group:
+// https://github.com/kubernetes/autoscaler/blob/cluster-autoscaler-1.34.0/cluster-autoscaler/clusterstate/api/types.go
+// (ClusterAutoscalerConditionStatus).
+const (
+	HealthHealthy   = "Healthy"
+	HealthUnhealthy = "Unhealthy"
+	// ScaleUpInProgress: the group was asked for more nodes that have not
+	// registered yet.
+	ScaleUpInProgress = "InProgress"
+	// ScaleUpBackoff: a scale-up of the group failed recently, and no
+	// other is tried for a while.
+	ScaleUpBackoff    = "Backoff"
+	ScaleUpNoActivity = "NoActivity"
+)
 
 // full reports whether cluster-autoscaler can add no node to g.
 func (g NodeGroupSize) full() bool { return g.Target >= g.Max }
@@ -72,10 +108,18 @@ type caStatus struct {
 	NodeGroups       []struct {
 		Name   string `json:"name"`
 		Health struct {
-			CloudProviderTarget *int `json:"cloudProviderTarget"`
-			MinSize             *int `json:"minSize"`
-			MaxSize             *int `json:"maxSize"`
+			Status              string `json:"status"`
+			CloudProviderTarget *int   `json:"cloudProviderTarget"`
+			MinSize             *int   `json:"minSize"`
+			MaxSize             *int   `json:"maxSize"`
 		} `json:"health"`
+		ScaleUp struct {
+			Status      string `json:"status"`
+			BackoffInfo struct {
+				ErrorCode    string `json:"errorCode"`
+				ErrorMessage string `json:"errorMessage"`
+			} `json:"backoffInfo"`
+		} `json:"scaleUp"`
 	} `json:"nodeGroups"`
 }
 
@@ -106,7 +150,11 @@ func ParseClusterAutoscalerStatus(text string) (*ClusterAutoscalerStatus, error)
 		case h.CloudProviderTarget == nil || h.MinSize == nil || h.MaxSize == nil:
 			return nil, fmt.Errorf("parsing cluster-autoscaler's status: node group %s lacks health.cloudProviderTarget, minSize or maxSize", g.Name)
 		}
-		s.NodeGroups = append(s.NodeGroups, NodeGroupSize{Name: g.Name, Target: *h.CloudProviderTarget, Min: *h.MinSize, Max: *h.MaxSize})
+		b := g.ScaleUp.BackoffInfo
+		s.NodeGroups = append(s.NodeGroups, NodeGroupSize{
+			Name: g.Name, Target: *h.CloudProviderTarget, Min: *h.MinSize, Max: *h.MaxSize,
+			Health: h.Status, ScaleUp: g.ScaleUp.Status, Backoff: Backoff{ErrorCode: b.ErrorCode, ErrorMessage: b.ErrorMessage},
+		})
 	}
 	return s, nil
 }

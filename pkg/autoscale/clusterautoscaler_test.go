@@ -37,12 +37,23 @@ func TestParseClusterAutoscalerStatus(t *testing.T) {
 		wantErr string
 	}{
 		{
-			name: "the YAML status of cluster-autoscaler 1.30+ with three EKS groups -> each group's target, min and max",
+			name: "the YAML status of cluster-autoscaler 1.30+ with three EKS groups -> each group's target, min, max, health and scale-up, with the backoff's error",
 			text: readStatus(t, "cluster-autoscaler-status.yaml"),
 			want: &autoscale.ClusterAutoscalerStatus{NodeGroups: []autoscale.NodeGroupSize{
-				{Name: "eks-web-7ec2a5b4-1d5e-4d5a-b3b0-2c6a1b4c9f70", Target: 6, Min: 2, Max: 6},
-				{Name: "eks-batch-0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0", Target: 1, Min: 0, Max: 10},
-				{Name: "eks-gpu-5a6b7c8d-9e0f-4a1b-8c2d-3e4f5a6b7c8d", Target: 0, Min: 0, Max: 4},
+				{Name: "eks-web-7ec2a5b4-1d5e-4d5a-b3b0-2c6a1b4c9f70", Target: 6, Min: 2, Max: 6, Health: autoscale.HealthHealthy, ScaleUp: autoscale.ScaleUpNoActivity},
+				{Name: "eks-batch-0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0", Target: 1, Min: 0, Max: 10, Health: autoscale.HealthHealthy, ScaleUp: autoscale.ScaleUpBackoff,
+					Backoff: autoscale.Backoff{ErrorCode: "InsufficientInstanceCapacity", ErrorMessage: "We currently do not have sufficient capacity in the Availability Zone you requested."}},
+				{Name: "eks-gpu-5a6b7c8d-9e0f-4a1b-8c2d-3e4f5a6b7c8d", Target: 0, Min: 0, Max: 4, Health: autoscale.HealthHealthy, ScaleUp: autoscale.ScaleUpNoActivity},
+			}},
+		},
+		{
+			name: "GKE's zonal groups scaling up, unhealthy and in backoff -> their scale-up and health as written",
+			text: readStatus(t, "cluster-autoscaler-status-scaleup.yaml"),
+			want: &autoscale.ClusterAutoscalerStatus{NodeGroups: []autoscale.NodeGroupSize{
+				{Name: migURL("europe-west1-b", "gke-prod-web-1a2b3c4d-grp"), Target: 3, Min: 0, Max: 5, Health: autoscale.HealthHealthy, ScaleUp: autoscale.ScaleUpInProgress},
+				{Name: migURL("europe-west1-c", "gke-prod-web-5e6f7a8b-grp"), Target: 2, Min: 0, Max: 5, Health: autoscale.HealthHealthy, ScaleUp: autoscale.ScaleUpBackoff,
+					Backoff: autoscale.Backoff{ErrorCode: "ZONE_RESOURCE_POOL_EXHAUSTED", ErrorMessage: "The zone 'projects/prod/zones/europe-west1-c' does not have enough resources available to fulfill the request."}},
+				{Name: migURL("europe-west1-d", "gke-prod-web-9c0d1e2f-grp"), Target: 2, Min: 0, Max: 5, Health: autoscale.HealthUnhealthy, ScaleUp: autoscale.ScaleUpNoActivity},
 			}},
 		},
 		{
@@ -338,7 +349,7 @@ func TestAGKENodePoolsMIGInAZoneWithoutNodesYieldsATemplateThere(t *testing.T) {
 			v1.LabelTopologyRegion, "us-central1", v1.LabelInstanceTypeStable, "e2-standard-4")}
 	}
 	gpuZero := autoscale.ScaledToZero{
-		Group: autoscale.NodeGroupSize{Name: gpuA, Max: 2},
+		Group: autoscale.NodeGroupSize{Name: gpuA, Max: 2, Health: autoscale.HealthHealthy, ScaleUp: autoscale.ScaleUpNoActivity},
 		NodeTemplate: v1alpha1.NodeTemplate{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "spreadguard.io/v1alpha1", Kind: "NodeTemplate"},
 			ObjectMeta: metav1.ObjectMeta{Name: "gke-prod-gpu-3b4c5d6e-grp"},
@@ -411,10 +422,10 @@ func TestAGKENodePoolsMIGInAZoneWithoutNodesYieldsATemplateThere(t *testing.T) {
 			status: sized(webC, 0, 3),
 			wantZero: []autoscale.ScaledToZero{
 				gpuZero,
-				{Group: autoscale.NodeGroupSize{Name: webC, Max: 3, Min: 1}, NodeTemplate: v1alpha1.NodeTemplate{
+				{Group: autoscale.NodeGroupSize{Name: webC, Max: 3, Min: 1, Health: autoscale.HealthHealthy, ScaleUp: autoscale.ScaleUpNoActivity}, NodeTemplate: v1alpha1.NodeTemplate{
 					TypeMeta: gpuZero.NodeTemplate.TypeMeta, ObjectMeta: metav1.ObjectMeta{Name: "gke-prod-web-5e6f7a8b-grp"},
 					Spec: v1alpha1.NodeTemplateSpec{Labels: labels(zone, "us-central1-c")}}},
-				{Group: autoscale.NodeGroupSize{Name: webD, Max: 3}, NodeTemplate: v1alpha1.NodeTemplate{
+				{Group: autoscale.NodeGroupSize{Name: webD, Max: 3, Health: autoscale.HealthHealthy, ScaleUp: autoscale.ScaleUpNoActivity}, NodeTemplate: v1alpha1.NodeTemplate{
 					TypeMeta: gpuZero.NodeTemplate.TypeMeta, ObjectMeta: metav1.ObjectMeta{Name: "gke-prod-web-9c0d1e2f-grp"},
 					Spec: v1alpha1.NodeTemplateSpec{Labels: labels(zone, "us-central1-d")}}},
 			},

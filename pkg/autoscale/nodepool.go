@@ -235,6 +235,13 @@ type requirement struct {
 
 // requirementsOf gathers np's requirements and template labels by key.
 func requirementsOf(np *karpenterv1.NodePool) map[string]*requirement {
+	return requirementsFrom(np.Spec.Template.Labels, np.Spec.Template.Spec.Requirements)
+}
+
+// requirementsFrom gathers labels (each a single-valued In) and reqs by
+// key, as requirementsOf does for a NodePool's template; a NodeClaim's
+// labels and spec.requirements take the same shape.
+func requirementsFrom(labels map[string]string, nodeReqs []karpenterv1.NodeSelectorRequirementWithMinValues) map[string]*requirement {
 	reqs := map[string]*requirement{}
 	get := func(key string) *requirement {
 		r, ok := reqs[key]
@@ -244,10 +251,10 @@ func requirementsOf(np *karpenterv1.NodePool) map[string]*requirement {
 		}
 		return r
 	}
-	for k, v := range np.Spec.Template.Labels {
+	for k, v := range labels {
 		get(k).restrictTo([]string{v})
 	}
-	for _, nr := range np.Spec.Template.Spec.Requirements {
+	for _, nr := range nodeReqs {
 		r := get(nr.Key)
 		switch nr.Operator {
 		case v1.NodeSelectorOpIn:

@@ -83,7 +83,8 @@ func New(c crcache.Cache, opts lookup.TemplateOptions, watched []client.Object, 
 // derived from. A node update counts only when its labels, taints or
 // cordon change: status heartbeats do not; a node class update only when
 // its zones change; cluster-autoscaler's status, rewritten every loop
-// with the time, only when the sizes of its node groups change.
+// with the time, only when the sizes, health or scale-up of its node
+// groups change.
 func (w *Watcher) Handler() toolscache.ResourceEventHandler {
 	return toolscache.ResourceEventHandlerFuncs{
 		AddFunc: func(any) { w.markStale() },

@@ -16,16 +16,16 @@ var GroupVersion = schema.GroupVersion{Group: GroupName, Version: "v1"}
 const KindNodePool = "NodePool"
 
 var (
-	// SchemeBuilder registers NodePool and NodePoolList. It is
+	// SchemeBuilder registers NodePool, NodeClaim and their lists. It is
 	// apimachinery's builder, as in pkg/apis/spreadguard/v1alpha1, so that
 	// pure packages importing these types do not pull in controller-runtime.
 	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
-	// AddToScheme adds NodePool and NodePoolList to a scheme.
+	// AddToScheme adds NodePool, NodeClaim and their lists to a scheme.
 	AddToScheme = SchemeBuilder.AddToScheme
 )
 
 func addKnownTypes(s *runtime.Scheme) error {
-	s.AddKnownTypes(GroupVersion, &NodePool{}, &NodePoolList{})
+	s.AddKnownTypes(GroupVersion, &NodePool{}, &NodePoolList{}, &NodeClaim{}, &NodeClaimList{})
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil
 }

@@ -175,3 +175,104 @@ func TestDeepCopyOfANodePoolSharesNothingWithTheOriginal(t *testing.T) {
 		t.Errorf("NodePoolList.DeepCopyObject does not return a *NodePoolList")
 	}
 }
+
+// nodeClaimYAML is a NodeClaim as Karpenter v1.15.0 writes it once
+// launched, with most of its fields, which the mirror leaves out.
+const nodeClaimYAML = `
+apiVersion: karpenter.sh/v1
+kind: NodeClaim
+metadata:
+  name: default-x7k2p
+  labels:
+    karpenter.sh/nodepool: default
+    karpenter.sh/capacity-type: on-demand
+    topology.kubernetes.io/zone: us-west-2c
+    topology.k8s.aws/zone-id: usw2-az3
+  finalizers: [karpenter.sh/termination]
+spec:
+  expireAfter: 720h
+  nodeClassRef:
+    group: karpenter.k8s.aws
+    kind: EC2NodeClass
+    name: default
+  requirements:
+  - key: topology.kubernetes.io/zone
+    operator: In
+    values: [us-west-2c]
+  - key: karpenter.sh/nodepool
+    operator: In
+    values: [default]
+  resources:
+    requests:
+      cpu: 500m
+status:
+  providerID: aws:///us-west-2c/i-0123456789abcdef0
+  imageID: ami-0123456789abcdef0
+  nodeName: ip-10-0-3-17.us-west-2.compute.internal
+  capacity:
+    cpu: "2"
+  conditions:
+  - type: Launched
+    status: "True"
+    reason: Launched
+    message: ""
+    lastTransitionTime: "2026-11-01T10:00:00Z"
+  - type: Registered
+    status: Unknown
+    reason: NodeNotFound
+    message: Node not registered with cluster
+    lastTransitionTime: "2026-11-01T10:00:00Z"
+`
+
+func TestARealNodeClaimDecodesIntoTheMirror(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := karpenterv1.AddToScheme(scheme); err != nil {
+		t.Fatalf("adding karpenter.sh/v1 to a scheme: %v", err)
+	}
+	obj, gvk, err := serializer.NewCodecFactory(scheme).UniversalDeserializer().Decode([]byte(nodeClaimYAML), nil, nil)
+	if err != nil {
+		t.Fatalf("decoding a real NodeClaim: %v", err)
+	}
+	if want := karpenterv1.GroupVersion.WithKind(karpenterv1.KindNodeClaim); *gvk != want {
+		t.Errorf("decoded as %v, want %v", gvk, want)
+	}
+	got, ok := obj.(*karpenterv1.NodeClaim)
+	if !ok {
+		t.Fatalf("decoded a %T, want *NodeClaim", obj)
+	}
+	at := metav1.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
+	want := &karpenterv1.NodeClaim{
+		TypeMeta: metav1.TypeMeta{APIVersion: "karpenter.sh/v1", Kind: "NodeClaim"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name: "default-x7k2p",
+			Labels: map[string]string{
+				karpenterv1.NodePoolLabelKey:     "default",
+				karpenterv1.CapacityTypeLabelKey: "on-demand",
+				corev1.LabelTopologyZone:         "us-west-2c",
+				"topology.k8s.aws/zone-id":       "usw2-az3",
+			},
+			Finalizers: []string{"karpenter.sh/termination"},
+		},
+		Spec: karpenterv1.NodeClaimSpec{Requirements: []karpenterv1.NodeSelectorRequirementWithMinValues{
+			{Key: corev1.LabelTopologyZone, Operator: corev1.NodeSelectorOpIn, Values: []string{"us-west-2c"}},
+			{Key: karpenterv1.NodePoolLabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{"default"}},
+		}},
+		Status: karpenterv1.NodeClaimStatus{
+			NodeName: "ip-10-0-3-17.us-west-2.compute.internal",
+			Conditions: []metav1.Condition{
+				{Type: karpenterv1.ConditionTypeLaunched, Status: metav1.ConditionTrue, Reason: "Launched", LastTransitionTime: at},
+				{Type: karpenterv1.ConditionTypeRegistered, Status: metav1.ConditionUnknown, Reason: "NodeNotFound", Message: "Node not registered with cluster", LastTransitionTime: at},
+			},
+		},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("decoded NodeClaim (-want +got):\n%s", diff)
+	}
+	cp := got.DeepCopy()
+	cp.Labels[corev1.LabelTopologyZone] = "us-west-2a"
+	cp.Spec.Requirements[0].Values[0] = "us-west-2a"
+	cp.Status.Conditions[0].Status = metav1.ConditionFalse
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("changing the copy changed the original (-want +got):\n%s", diff)
+	}
+}
