@@ -108,7 +108,8 @@ type forecastCase struct {
 }
 
 // BenchmarkForecast measures a forecast of 1,000 replicas at 5,000 nodes
-// and 150,000 pods, reporting the p50 and p99 of the per-forecast times:
+// and 150,000 pods, reporting the p50 and p99 of the per-forecast times,
+// elapsed and of CPU (see timeForecasts):
 //
 //   - scaling workload 0 up by 1,000 with the whole report, as
 //     kubectl-spread plan makes it: the mutation and the layout of the
@@ -179,16 +180,10 @@ func BenchmarkForecast(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				b.ReportAllocs()
-				samples := make([]time.Duration, 0, b.N)
-				for b.Loop() {
-					start := time.Now()
-					if _, err := Run(fc.w, s.src, s.ix, engine.Config{}, fc.opts...); err != nil {
-						b.Fatal(err)
-					}
-					samples = append(samples, time.Since(start))
-				}
-				spreadtest.ReportLatency(b, samples)
+				timeForecasts(b, func() error {
+					_, err := Run(fc.w, s.src, s.ix, engine.Config{}, fc.opts...)
+					return err
+				})
 			})
 		}
 		m, err := engine.Mutate(up.Pod, withOwner(s.src, up.owner), engine.Config{})
@@ -279,6 +274,28 @@ func newCordonedSetup(nodes int) cordonedSetup {
 	return cordonedSetup{ix: ix, src: src, wide: wide}
 }
 
+// timeForecasts runs forecast in b's loop and reports the p50 and p99 of
+// its times, elapsed (p50-ns, p99-ns) and of the process's CPU
+// (cpu-p50-ns, cpu-p99-ns).
+func timeForecasts(b *testing.B, forecast func() error) {
+	b.Helper()
+	b.ReportAllocs()
+	samples := make([]time.Duration, 0, b.N)
+	cpu := make([]time.Duration, 0, b.N)
+	for b.Loop() {
+		start, startCPU := time.Now(), cpuTime(b)
+		if err := forecast(); err != nil {
+			b.Fatal(err)
+		}
+		samples = append(samples, time.Since(start))
+		cpu = append(cpu, cpuTime(b)-startCPU)
+	}
+	spreadtest.ReportLatency(b, samples)
+	slices.Sort(cpu)
+	b.ReportMetric(float64(cpu[len(cpu)/2].Nanoseconds()), "cpu-p50-ns")
+	b.ReportMetric(float64(cpu[len(cpu)*99/100].Nanoseconds()), "cpu-p99-ns")
+}
+
 // cpuTime is the CPU time the process has used: on a machine whose other
 // work delays the benchmark, a forecast's own cost (and, with -cpu 1,
 // nearly nothing else's).
@@ -296,7 +313,7 @@ func cpuTime(b *testing.B) time.Duration {
 // constraint's global minimum, so that no node a replica can take is ever
 // at it: the webhook's forecast (WarningOnly) and plan's whole report,
 // each reporting the p50 and p99 of the per-forecast times, elapsed and of
-// the process's CPU (cpu-p50-ns, cpu-p99-ns). The baseline is the layout
+// CPU (see timeForecasts). The baseline is the layout
 // of the same pod, which every forecast starts from, with its CPU per
 // layout.
 func BenchmarkForecastCordoned(b *testing.B) {
@@ -337,21 +354,10 @@ func BenchmarkForecastCordoned(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				b.ReportAllocs()
-				samples := make([]time.Duration, 0, b.N)
-				cpu := make([]time.Duration, 0, b.N)
-				for b.Loop() {
-					start, startCPU := time.Now(), cpuTime(b)
-					if _, err := Run(fc.w, s.src, s.ix, engine.Config{}, fc.opts...); err != nil {
-						b.Fatal(err)
-					}
-					samples = append(samples, time.Since(start))
-					cpu = append(cpu, cpuTime(b)-startCPU)
-				}
-				spreadtest.ReportLatency(b, samples)
-				slices.Sort(cpu)
-				b.ReportMetric(float64(cpu[len(cpu)/2].Nanoseconds()), "cpu-p50-ns")
-				b.ReportMetric(float64(cpu[len(cpu)*99/100].Nanoseconds()), "cpu-p99-ns")
+				timeForecasts(b, func() error {
+					_, err := Run(fc.w, s.src, s.ix, engine.Config{}, fc.opts...)
+					return err
+				})
 			})
 		}
 	}
