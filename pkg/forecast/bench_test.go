@@ -2,7 +2,9 @@ package forecast
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -106,7 +108,8 @@ type forecastCase struct {
 }
 
 // BenchmarkForecast measures a forecast of 1,000 replicas at 5,000 nodes
-// and 150,000 pods, reporting the p50 and p99 of the per-forecast times:
+// and 150,000 pods, reporting the p50 and p99 of the per-forecast times,
+// elapsed and of CPU (see timeForecasts):
 //
 //   - scaling workload 0 up by 1,000 with the whole report, as
 //     kubectl-spread plan makes it: the mutation and the layout of the
@@ -177,16 +180,10 @@ func BenchmarkForecast(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				b.ReportAllocs()
-				samples := make([]time.Duration, 0, b.N)
-				for b.Loop() {
-					start := time.Now()
-					if _, err := Run(fc.w, s.src, s.ix, engine.Config{}, fc.opts...); err != nil {
-						b.Fatal(err)
-					}
-					samples = append(samples, time.Since(start))
-				}
-				spreadtest.ReportLatency(b, samples)
+				timeForecasts(b, func() error {
+					_, err := Run(fc.w, s.src, s.ix, engine.Config{}, fc.opts...)
+					return err
+				})
 			})
 		}
 		m, err := engine.Mutate(up.Pod, withOwner(s.src, up.owner), engine.Config{})
@@ -212,4 +209,172 @@ func BenchmarkForecast(b *testing.B) {
 			}
 		})
 	}
+}
+
+// cordonedSetup is the validation benchmarks' cluster with its node 0
+// cordoned, and a ReplicaSet wide in workload 0's namespace with one pod on
+// each of the 4,999 other nodes, under a cluster policy that spreads over
+// zones (maxSkew 1) and hostnames (maxSkew 5), both counting tainted nodes
+// (nodeTaintsPolicy Ignore). The cordoned node is a hostname domain with no
+// pod that no replica can take: it pins the hostname constraint's global
+// minimum at 0, below every node a replica can go to.
+type cordonedSetup struct {
+	ix   *spread.Index
+	src  engine.Sources
+	wide *appsv1.ReplicaSet
+}
+
+// wideReplicas is how many pods wide runs: one per node but the cordoned.
+const wideReplicas = 4999
+
+func newCordonedSetup(nodes int) cordonedSetup {
+	c := fixture.New(nodes)
+	ix := spread.NewIndex()
+	for i := range c.Nodes {
+		n := c.Node(i)
+		if i == 0 {
+			n.Spec.Unschedulable = true
+			n.Spec.Taints = append(n.Spec.Taints, v1.Taint{Key: v1.TaintNodeUnschedulable, Effect: v1.TaintEffectNoSchedule})
+		}
+		ix.AddNode(n)
+	}
+	for w := range c.Workloads() {
+		for r := range c.Replicas {
+			ix.AddPod(c.Pod(w, r))
+		}
+	}
+	ns := c.Namespace(0)
+	labels := map[string]string{"app": "wide"}
+	wide := &appsv1.ReplicaSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "wide", UID: "uid-wide"},
+		Spec: appsv1.ReplicaSetSpec{
+			Replicas: ptr.To[int32](wideReplicas),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: v1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}},
+		},
+	}
+	for i := range wideReplicas {
+		ix.AddPod(spreadtest.MakePod().Namespace(ns).Name(fmt.Sprintf("wide-%05d", i)).Labels(labels).
+			ControlledBy("ReplicaSet", "apps/v1", "wide").Node(c.NodeName(i + 1)).Phase(v1.PodRunning).Obj())
+	}
+	pol := fixture.Policy()
+	ignore := v1.NodeInclusionPolicyIgnore
+	for i := range pol.Spec.Constraints {
+		pol.Spec.Constraints[i].NodeTaintsPolicy = &ignore
+	}
+	pol.Spec.Constraints[1].MaxSkew = 5
+	var namespaces []*v1.Namespace
+	for i, name := range c.NamespaceNames() {
+		namespaces = append(namespaces, fixture.NamespaceObject(name, i))
+	}
+	src := &sources{
+		FakeSelectorSources: spreadtest.SelectorSources(wide),
+		SliceLister:         policy.SliceLister{Namespaces: namespaces, ClusterPolicies: []*v1alpha1.ClusterSpreadPolicy{pol}},
+	}
+	return cordonedSetup{ix: ix, src: src, wide: wide}
+}
+
+// timeForecasts runs forecast in b's loop and reports the p50 and p99 of
+// its times, elapsed (p50-ns, p99-ns) and of the process's CPU
+// (cpu-p50-ns, cpu-p99-ns).
+func timeForecasts(b *testing.B, forecast func() error) {
+	b.Helper()
+	b.ReportAllocs()
+	samples := make([]time.Duration, 0, b.N)
+	cpu := make([]time.Duration, 0, b.N)
+	for b.Loop() {
+		start, startCPU := time.Now(), cpuTime(b)
+		if err := forecast(); err != nil {
+			b.Fatal(err)
+		}
+		samples = append(samples, time.Since(start))
+		cpu = append(cpu, cpuTime(b)-startCPU)
+	}
+	spreadtest.ReportLatency(b, samples)
+	slices.Sort(cpu)
+	b.ReportMetric(float64(cpu[len(cpu)/2].Nanoseconds()), "cpu-p50-ns")
+	b.ReportMetric(float64(cpu[len(cpu)*99/100].Nanoseconds()), "cpu-p99-ns")
+}
+
+// cpuTime is the CPU time the process has used: on a machine whose other
+// work delays the benchmark, a forecast's own cost (and, with -cpu 1,
+// nearly nothing else's).
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatalf("reading the CPU time: %v", err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkForecastCordoned measures the forecast of a scale-up by 1,000
+// and by 10,000 replicas (MaxPlacements) at 5,000 nodes when a cordoned
+// node counted under nodeTaintsPolicy Ignore holds the hostname
+// constraint's global minimum, so that no node a replica can take is ever
+// at it: the webhook's forecast (WarningOnly) and plan's whole report,
+// each reporting the p50 and p99 of the per-forecast times, elapsed and of
+// CPU (see timeForecasts). The baseline is the layout
+// of the same pod, which every forecast starts from, with its CPU per
+// layout.
+func BenchmarkForecastCordoned(b *testing.B) {
+	const nodes = 5000
+	s := newCordonedSetup(nodes)
+	var up *Workload
+	for _, replicas := range []int32{1000, 10000} {
+		scaled := s.wide.DeepCopy()
+		scaled.Spec.Replicas = ptr.To(wideReplicas + replicas)
+		w, err := Of(scaled, wideReplicas)
+		if err != nil {
+			b.Fatal(err)
+		}
+		up = w
+		check := func(f *Forecast) error {
+			switch {
+			case f.Skipped != "" || f.Refused != nil || f.Truncated:
+				return fmt.Errorf("skipped %q, refused %+v, truncated %v: want all %d replicas placed", f.Skipped, f.Refused, f.Truncated, replicas)
+			case len(f.Constraints) != 2 || f.Constraints[1].TopologyKey != v1.LabelHostname || f.Constraints[1].Domains[fixture.New(nodes).NodeName(0)] != 0:
+				return fmt.Errorf("constraints %d: want zone and hostname, the cordoned node counted at 0", len(f.Constraints))
+			}
+			return nil
+		}
+		for _, fc := range []forecastCase{
+			{name: "report=warning", w: w, opts: []Option{WarningOnly()}, check: check},
+			{name: "report=plan", w: w, check: func(f *Forecast) error {
+				if len(f.Placements) != int(replicas) {
+					return fmt.Errorf("placed %d replicas, want %d", len(f.Placements), replicas)
+				}
+				return check(f)
+			}},
+		} {
+			b.Run(fmt.Sprintf("%s/nodes=%d,replicas=%d", fc.name, nodes, replicas), func(b *testing.B) {
+				f, err := Run(fc.w, s.src, s.ix, engine.Config{}, fc.opts...)
+				if err == nil {
+					err = fc.check(f)
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+				timeForecasts(b, func() error {
+					_, err := Run(fc.w, s.src, s.ix, engine.Config{}, fc.opts...)
+					return err
+				})
+			})
+		}
+	}
+	m, err := engine.Mutate(up.Pod, withOwner(s.src, up.owner), engine.Config{})
+	if err != nil || m.Pod == nil {
+		b.Fatalf("mutating: %v (skipped: %v)", err, m)
+	}
+	b.Run(fmt.Sprintf("baseline=layout/nodes=%d", nodes), func(b *testing.B) {
+		b.ReportAllocs()
+		start := cpuTime(b)
+		for b.Loop() {
+			l, err := s.ix.Layout(m.Pod, spread.DetailNodes)
+			if err != nil {
+				b.Fatal(err)
+			}
+			l.Release()
+		}
+		b.ReportMetric(float64((cpuTime(b)-start).Nanoseconds())/float64(b.N), "cpu-ns/op")
+	})
 }

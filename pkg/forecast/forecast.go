@@ -302,6 +302,9 @@ type placement struct {
 	// states holds the constraints' states of earlier forecasts, whose
 	// slices the next reuses.
 	states []*constraintState
+	// scan is how many slots place looks at before it asks index.
+	scan  int
+	index slotIndex
 }
 
 // placements keeps the scratch of finished forecasts: a forecast of a
@@ -435,8 +438,8 @@ func (c *constraintState) domains() map[string]int {
 // loads needs. Release gives its scratch back.
 func newPlacement(l *spread.Layout) *placement {
 	p := placements.Get().(*placement)
-	states := p.states
-	*p = placement{templates: l.Templates, layout: l, slots: slices.Clip(l.Nodes), domains: slices.Clip(l.NodeDomains), states: states}
+	*p = placement{templates: l.Templates, layout: l, slots: slices.Clip(l.Nodes), domains: slices.Clip(l.NodeDomains),
+		states: p.states, scan: scanBudget, index: p.index.reset()}
 	for i := range l.Result.Constraints {
 		if i == len(p.states) {
 			p.states = append(p.states, new(constraintState))
@@ -453,7 +456,7 @@ func (p *placement) release() {
 	for _, c := range p.states {
 		c.names, c.index = nil, nil
 	}
-	*p = placement{states: p.states}
+	*p = placement{states: p.states, index: p.index.reset()}
 	placements.Put(p)
 }
 
@@ -492,28 +495,28 @@ func (p *placement) initialCounts(withDomains bool) []Counts {
 // feasible, to a new node of the first feasible template, and returns its
 // slot and whether a template's new node was added for it.
 //
-// CAVEAT: a slot's load is at least the sum of the smallest counts, so a
-// feasible slot with that load ends the search: with replicas of equal load
-// taking turns, a placement looks at few slots, not all of them.
+// A slot's load is at least the floor, the sum of the smallest counts, so
+// a feasible slot at the floor is the one: with replicas of equal load
+// taking turns, it is most often among the first few slots from the last
+// chosen, and place looks at p.scan of them. Past those, it asks the slot
+// index, whose answer is the same and whose cost does not grow with the
+// slots, and asks it first for the rest of the forecast: a floor that no
+// slot can reach (the global minimum held by a counted node the pod cannot
+// use) no longer makes every placement visit every slot.
 func (p *placement) place() (slot int, added, ok bool) {
-	floor := 0
-	for _, c := range p.constraints {
-		floor += c.smallest
+	best := notScanned
+	if !p.index.used {
+		best = p.scanned()
 	}
-	best, bestLoad := -1, 0
-	for k := range p.slots {
-		i := (p.next + k) % len(p.slots)
-		load, ok := p.load(p.slot(i))
-		if ok && (best < 0 || load < bestLoad) {
-			best, bestLoad = i, load
-			if load == floor {
-				break
-			}
-		}
+	if best == notScanned {
+		best = p.index.best(p)
 	}
 	if best < 0 {
 		best = p.addFromTemplate()
 		added = true
+		if best >= 0 {
+			p.index.added(p, best)
+		}
 	}
 	if best < 0 {
 		return 0, false, false
@@ -522,7 +525,37 @@ func (p *placement) place() (slot int, added, ok bool) {
 	for i, c := range p.constraints {
 		c.bind(p.slot(best)[i])
 	}
+	p.index.bound(p, best)
 	return best, added, true
+}
+
+// notScanned is what scanned returns when its slots did not decide.
+const notScanned = -2
+
+// scanned looks at up to p.scan slots from p.next and returns the first at
+// the floor, or, when it looked at every slot, the first of the least
+// load (-1 for none feasible); else notScanned.
+func (p *placement) scanned() int {
+	floor := 0
+	for _, c := range p.constraints {
+		floor += c.smallest
+	}
+	all := p.scan >= len(p.slots)
+	best, bestLoad := -1, 0
+	for k := range min(p.scan, len(p.slots)) {
+		i := (p.next + k) % len(p.slots)
+		load, ok := p.load(p.slot(i))
+		if ok && (best < 0 || load < bestLoad) {
+			best, bestLoad = i, load
+			if load == floor {
+				return best
+			}
+		}
+	}
+	if all {
+		return best
+	}
+	return notScanned
 }
 
 // load is the sum of the counts of a node's domains, and whether a
