@@ -64,12 +64,15 @@ import (
 // The strings: the pod webhook's denial, warnings, audit annotation and the
 // events on the pod's owners (at CREATE) and on the pod (when its last
 // scheduling gate is removed); the workload forecast's warnings, of a
-// scale-up and of a scale-down; the
-// Reports' messages and properties and the policies' Ready conditions;
-// kubectl-spread's readable check, plan and status output, and the
-// messages and warnings of their -o json. The nodes detail renders the same
-// strings, to show that they do name what domains hides: the check finds
-// names when they are there.
+// scale-up and of a scale-down, and at a StatefulSet's CREATE, a scale
+// and an UPDATE; the Reports' messages and properties (a workload that
+// cannot be audited's error result among them) and the policies' Ready
+// conditions; the InvalidPolicy events; kubectl-spread's check, explain,
+// plan and status in every output format: readable, and the whole -o json
+// and -o yaml documents (less what the tenant wrote into its pod), plan's
+// being refused under domains. The nodes detail renders the same strings,
+// to show that they do name what domains hides: the check finds names when
+// they are there.
 func TestDomainsDetailNamesNoNodeLabelTaintOrTemplate(t *testing.T) {
 	seed, rounds := seedOf(t), 150
 	if testing.Short() {
