@@ -65,7 +65,7 @@ import (
 // events on the pod's owners (at CREATE) and on the pod (when its last
 // scheduling gate is removed); the workload forecast's warnings, of a
 // scale-up and of a scale-down, and at a StatefulSet's CREATE, a scale
-// and an UPDATE; the Reports' messages and properties (a workload that
+// (a StatefulSet's scale-down among them) and an UPDATE; the Reports' messages and properties (a workload that
 // cannot be audited's error result among them) and the policies' Ready
 // conditions; the InvalidPolicy events; kubectl-spread's check, explain,
 // plan and status in every output format: readable, and the whole -o json
@@ -118,7 +118,7 @@ func TestDomainsDetailNamesNoNodeLabelTaintOrTemplate(t *testing.T) {
 	for _, path := range []string{pathDenial, pathWarning, pathNewNode, pathOwnerEvent, pathPodEvent, pathForecast,
 		pathReportMessage, pathReportProperty, pathReady, pathCheck, pathCheckDoc, pathExplain, pathExplainDoc, pathPlan,
 		pathPlanRefusal, pathStatus, pathStatusLive, pathStatusDoc, pathStatefulSetForecast, pathScaleForecast,
-		pathUpdateForecast, pathErrorResult, pathInvalidPolicy, pathScaleDown, pathPlanScaleDown, caseHostDenial, caseHostForecast, caseHostScale, caseTemplates,
+		pathUpdateForecast, pathStatefulSetScaleDown, pathErrorResult, pathInvalidPolicy, pathScaleDown, pathPlanScaleDown, caseHostDenial, caseHostForecast, caseHostScale, caseTemplates,
 		caseUnservedPod, caseUnservedPolicy} {
 		if rendered[path] == 0 {
 			t.Errorf("no %s was rendered in %d rounds: the generator never reaches it", path, rounds)
@@ -146,34 +146,35 @@ func seedOf(t *testing.T) uint64 {
 
 // The paths a tenant reads a string from.
 const (
-	pathDenial              = "the pod's denial"
-	pathWarning             = "a warning on the pod's CREATE"
-	pathNewNode             = "the warning of a pod only a new node fits"
-	pathAudit               = "the audit annotation"
-	pathOwnerEvent          = "an event on the pod's owner"
-	pathPodEvent            = "an event on a pod whose gates were removed"
-	pathGateWarning         = "a warning on the removal of the pod's gates"
-	pathForecast            = "the forecast's warning"
-	pathReportMessage       = "a Report's message"
-	pathReportProperty      = "a Report's property"
-	pathReady               = "a policy's Ready condition"
-	pathCheck               = "kubectl-spread check's report"
-	pathCheckDoc            = "kubectl-spread check -o json and -o yaml"
-	pathExplain             = "kubectl-spread explain's report"
-	pathExplainDoc          = "kubectl-spread explain -o json and -o yaml"
-	pathPlan                = "kubectl-spread plan's report"
-	pathPlanDoc             = "kubectl-spread plan -o json and -o yaml (nodes only)"
-	pathPlanRefusal         = "kubectl-spread plan -o json and -o yaml's refusal"
-	pathStatusLive          = "kubectl-spread status's table of a live cluster"
-	pathStatusDoc           = "kubectl-spread status -o json and -o yaml"
-	pathStatefulSetForecast = "the forecast's warning at a StatefulSet's CREATE"
-	pathScaleForecast       = "the forecast's warning at a scale"
-	pathUpdateForecast      = "the forecast's warning at an UPDATE"
-	pathErrorResult         = "a Report's error result"
-	pathInvalidPolicy       = "an InvalidPolicy event"
-	pathScaleDown           = "the forecast's scale-down warning"
-	pathPlanScaleDown       = "kubectl-spread plan's scale-down report"
-	pathStatus              = "kubectl-spread status's table"
+	pathDenial               = "the pod's denial"
+	pathWarning              = "a warning on the pod's CREATE"
+	pathNewNode              = "the warning of a pod only a new node fits"
+	pathAudit                = "the audit annotation"
+	pathOwnerEvent           = "an event on the pod's owner"
+	pathPodEvent             = "an event on a pod whose gates were removed"
+	pathGateWarning          = "a warning on the removal of the pod's gates"
+	pathForecast             = "the forecast's warning"
+	pathReportMessage        = "a Report's message"
+	pathReportProperty       = "a Report's property"
+	pathReady                = "a policy's Ready condition"
+	pathCheck                = "kubectl-spread check's report"
+	pathCheckDoc             = "kubectl-spread check -o json and -o yaml"
+	pathExplain              = "kubectl-spread explain's report"
+	pathExplainDoc           = "kubectl-spread explain -o json and -o yaml"
+	pathPlan                 = "kubectl-spread plan's report"
+	pathPlanDoc              = "kubectl-spread plan -o json and -o yaml (nodes only)"
+	pathPlanRefusal          = "kubectl-spread plan -o json and -o yaml's refusal"
+	pathStatusLive           = "kubectl-spread status's table of a live cluster"
+	pathStatusDoc            = "kubectl-spread status -o json and -o yaml"
+	pathStatefulSetForecast  = "the forecast's warning at a StatefulSet's CREATE"
+	pathScaleForecast        = "the forecast's warning at a scale"
+	pathStatefulSetScaleDown = "the forecast's warning at a StatefulSet's scale-down"
+	pathUpdateForecast       = "the forecast's warning at an UPDATE"
+	pathErrorResult          = "a Report's error result"
+	pathInvalidPolicy        = "an InvalidPolicy event"
+	pathScaleDown            = "the forecast's scale-down warning"
+	pathPlanScaleDown        = "kubectl-spread plan's scale-down report"
+	pathStatus               = "kubectl-spread status's table"
 )
 
 // The cases that name the most under nodes, which every run must reach.
@@ -233,9 +234,12 @@ type tenantCluster struct {
 	// NodePool requires that its node class cannot serve.
 	derived    autoscale.Derived
 	deployment *appsv1.Deployment
-	pod        *v1.Pod
-	policies   []*v1alpha1.SpreadPolicy
-	cluster    []*v1alpha1.ClusterSpreadPolicy
+	// statefulSet is db, whose pods run: a scale-down deletes its highest
+	// ordinals.
+	statefulSet *appsv1.StatefulSet
+	pod         *v1.Pod
+	policies    []*v1alpha1.SpreadPolicy
+	cluster     []*v1alpha1.ClusterSpreadPolicy
 	// invalid are policies stored past the webhook, which it passes over.
 	invalid []*v1alpha1.SpreadPolicy
 	hidden  names
@@ -529,6 +533,25 @@ func drawTenantCluster(t *testing.T, rng *rand.Rand) *tenantCluster {
 		}
 		c.objs = append(c.objs, p)
 	}
+	// StatefulSet db, its ordinals piled on the first of the tenant's
+	// nodes, which a scale-down deletes from the highest.
+	dbPods := 2 + rng.IntN(2*len(ours))
+	db := &appsv1.StatefulSet{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "StatefulSet"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: tenantNamespace, Name: "db", UID: "db-uid"},
+		Spec: appsv1.StatefulSetSpec{Replicas: new(int32(dbPods)), ServiceName: "db",
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}},
+			Template: v1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "db"}},
+				Spec: *d.Spec.Template.Spec.DeepCopy()}}}
+	for i := range dbPods {
+		name := fmt.Sprintf("db-%d", i)
+		p := st.MakePod().Namespace(tenantNamespace).Name(name).Label("app", "db").Label(appsv1.StatefulSetPodNameLabel, name).
+			Label(appsv1.PodIndexLabel, strconv.Itoa(i)).ControlledBy("StatefulSet", "apps/v1", "db").Phase(v1.PodRunning).Obj()
+		p.Spec = *db.Spec.Template.Spec.DeepCopy()
+		p.Spec.NodeName = ours[rng.IntN(1+rng.IntN(len(ours)))]
+		c.objs = append(c.objs, p)
+	}
+	c.statefulSet = db
+	c.objs = append(c.objs, db)
 	for i := range rng.IntN(nodes) {
 		c.objs = append(c.objs, st.MakePod().Namespace(otherNamespace).Name(fmt.Sprintf("batch-%d", i)).Label("app", "batch").
 			Node(nodeNames[rng.IntN(nodes)]).Phase(v1.PodRunning).Obj())
@@ -853,19 +876,26 @@ func (c *tenantCluster) render(t *testing.T, detail spread.MessageDetail) []rend
 	// scale of the Deployment, and an UPDATE that rolls it out and scales
 	// it up.
 	sts := &appsv1.StatefulSet{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "StatefulSet"},
-		ObjectMeta: metav1.ObjectMeta{Namespace: tenantNamespace, Name: "db"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: tenantNamespace, Name: "cache"},
 		Spec: appsv1.StatefulSetSpec{Replicas: c.deployment.Spec.Replicas, Selector: c.deployment.Spec.Selector,
 			Template: *c.deployment.Spec.Template.DeepCopy(), ServiceName: "db"}}
 	resp = forecaster.Handle(ctx, workloadReq(t, admissionv1.Create, "StatefulSet", "statefulsets", "", sts.Name, sts, nil))
 	add(pathStatefulSetForecast, resp.Warnings...)
 	replicas := *c.deployment.Spec.Replicas
-	scale := func(n int32) *autoscalingv1.Scale {
+	scale := func(name string, n int32) *autoscalingv1.Scale {
 		return &autoscalingv1.Scale{TypeMeta: metav1.TypeMeta{APIVersion: "autoscaling/v1", Kind: "Scale"},
-			ObjectMeta: metav1.ObjectMeta{Namespace: tenantNamespace, Name: c.deployment.Name}, Spec: autoscalingv1.ScaleSpec{Replicas: n}}
+			ObjectMeta: metav1.ObjectMeta{Namespace: tenantNamespace, Name: name}, Spec: autoscalingv1.ScaleSpec{Replicas: n}}
 	}
 	resp = forecaster.Handle(ctx, workloadReq(t, admissionv1.Update, "Scale", "deployments", "scale", c.deployment.Name,
-		scale(replicas+5), scale(replicas)))
+		scale(c.deployment.Name, replicas+5), scale(c.deployment.Name, replicas)))
 	add(pathScaleForecast, resp.Warnings...)
+	// kubectl scale sts db to each size below its pods.
+	dbReplicas := *c.statefulSet.Spec.Replicas
+	for n := range dbReplicas {
+		resp = forecaster.Handle(ctx, workloadReq(t, admissionv1.Update, "Scale", "statefulsets", "scale", c.statefulSet.Name,
+			scale(c.statefulSet.Name, n), scale(c.statefulSet.Name, dbReplicas)))
+		add(pathStatefulSetScaleDown, resp.Warnings...)
+	}
 	updated := c.deployment.DeepCopy()
 	updated.Spec.Replicas = new(replicas + 4)
 	updated.Spec.Template.Annotations = map[string]string{"example.com/restarted-at": "2026-11-28T14:00:00Z"}
