@@ -28,7 +28,7 @@ type checkOptions struct {
 func newCheckCommand(code *int, connect connectFunc) *cobra.Command {
 	o := &checkOptions{engineFlags: newEngineFlags()}
 	cmd := &cobra.Command{
-		Use:   "check --cluster CLUSTER.yaml --pod POD.yaml [-o json]",
+		Use:   "check --cluster CLUSTER.yaml --pod POD.yaml [-o json|yaml]",
 		Short: "Review a pod against a cluster snapshot, offline",
 		Long: `check runs the webhook's mutation and validation on the pod in POD.yaml,
 against the cluster described by CLUSTER.yaml: a multi-document YAML (or a
@@ -53,7 +53,7 @@ Exit codes: 0 allowed, 1 denied, 2 bad input.`,
 	}
 	cmd.Flags().StringVar(&o.cluster, "cluster", "", "the cluster snapshot file (required)")
 	cmd.Flags().StringVar(&o.pod, "pod", "", "the file holding the one Pod to review (required)")
-	cmd.Flags().StringVarP(&o.output, "output", "o", "", "output format: empty for a readable report, or json")
+	cmd.Flags().StringVarP(&o.output, "output", "o", "", "output format: empty for a readable report, json or yaml")
 	o.register(cmd)
 	o.kube.register(cmd)
 	return cmd

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -44,29 +45,43 @@ func runCommand(t *testing.T, args ...string) result {
 // than null.
 func decodeReport(t *testing.T, out string) report {
 	t.Helper()
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal([]byte(out), &raw); err != nil {
-		t.Fatalf("output is not one JSON object: %v\n%s", err, out)
-	}
-	keys := make([]string, 0, len(raw))
-	for k := range raw {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	wantKeys := []string{"action", "allowed", "constraints", "feasibleNodes", "feasibleTemplates", "message", "pod", "policy", "warnings"}
-	if diff := cmp.Diff(wantKeys, keys); diff != "" {
-		t.Errorf("JSON keys (-want +got):\n%s", diff)
-	}
-	for _, k := range []string{"warnings", "feasibleNodes", "feasibleTemplates", "constraints"} {
-		if !bytes.HasPrefix(bytes.TrimSpace(raw[k]), []byte("[")) {
-			t.Errorf("JSON %q = %s, want a list", k, raw[k])
-		}
-	}
+	checkKeys(t, out, []string{"action", "allowed", "constraints", "feasibleNodes", "feasibleTemplates", "message", "pod", "policy", "warnings"},
+		"warnings", "feasibleNodes", "feasibleTemplates", "constraints")
 	var r report
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatalf("decoding the report: %v", err)
 	}
 	return r
+}
+
+// decodeDomainsReport is decodeReport under --message-detail domains: the
+// feasible nodes and templates counted, not named.
+func decodeDomainsReport(t *testing.T, out string) domainsReport {
+	t.Helper()
+	checkKeys(t, out, []string{"action", "allowed", "constraints", "feasibleNodeCount", "feasibleTemplateCount", "message", "pod", "policy", "warnings"},
+		"warnings", "constraints")
+	var r domainsReport
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("decoding the report: %v", err)
+	}
+	return r
+}
+
+// checkKeys holds the JSON object out to exactly keys, lists its lists.
+func checkKeys(t *testing.T, out string, keys []string, lists ...string) {
+	t.Helper()
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(out), &raw); err != nil {
+		t.Fatalf("output is not one JSON object: %v\n%s", err, out)
+	}
+	if diff := cmp.Diff(keys, slices.Sorted(maps.Keys(raw))); diff != "" {
+		t.Errorf("JSON keys (-want +got):\n%s", diff)
+	}
+	for _, k := range lists {
+		if !bytes.HasPrefix(bytes.TrimSpace(raw[k]), []byte("[")) {
+			t.Errorf("JSON %q = %s, want a list", k, raw[k])
+		}
+	}
 }
 
 func loadPod(t *testing.T, path string) *v1.Pod {
@@ -322,9 +337,9 @@ func TestCheckBadInput(t *testing.T) {
 				`and must start and end with an alphanumeric character (e.g. 'MyName', or 'my.name', or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')` + "\n",
 		},
 		{
-			name:       "-o yaml -> the formats named",
-			args:       []string{"check", "--cluster", exampleCluster, "--pod", examplePodWeb, "-o", "yaml"},
-			wantStderr: "kubectl-spread: invalid --output \"yaml\" (want json, or nothing for a readable report)\n",
+			name:       "-o xml -> the formats named",
+			args:       []string{"check", "--cluster", exampleCluster, "--pod", examplePodWeb, "-o", "xml"},
+			wantStderr: "kubectl-spread: invalid --output \"xml\" (want json, yaml, or nothing for a readable report)\n",
 		},
 		{
 			name:       "an unknown flag -> the flag named",

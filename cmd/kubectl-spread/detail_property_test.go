@@ -13,18 +13,24 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	admissionv1 "k8s.io/api/admission/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+	"sigs.k8s.io/yaml"
 
 	sgadmission "github.com/spreadguard/spreadguard/pkg/admission"
 	karpenterv1 "github.com/spreadguard/spreadguard/pkg/apis/karpenter/v1"
 	nodeclassv1 "github.com/spreadguard/spreadguard/pkg/apis/nodeclass/v1"
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
 	"github.com/spreadguard/spreadguard/pkg/autoscale"
+	"github.com/spreadguard/spreadguard/pkg/controller/policies"
 	"github.com/spreadguard/spreadguard/pkg/engine"
 	"github.com/spreadguard/spreadguard/pkg/forecast"
 	"github.com/spreadguard/spreadguard/pkg/forecast/forecasttest"
@@ -58,16 +64,20 @@ import (
 // The strings: the pod webhook's denial, warnings, audit annotation and the
 // events on the pod's owners (at CREATE) and on the pod (when its last
 // scheduling gate is removed); the workload forecast's warnings, of a
-// scale-up and of a scale-down; the
-// Reports' messages and properties and the policies' Ready conditions;
-// kubectl-spread's readable check, plan and status output, and the
-// messages and warnings of their -o json. The nodes detail renders the same
-// strings, to show that they do name what domains hides: the check finds
-// names when they are there.
+// scale-up and of a scale-down, and at a StatefulSet's CREATE, a scale
+// (a StatefulSet's scale-down among them) and an UPDATE; the Reports' messages and properties (a workload that
+// cannot be audited's error result among them) and the policies' Ready
+// conditions; the InvalidPolicy events; kubectl-spread's check, explain,
+// plan and status in every output format: readable, and the whole -o json
+// and -o yaml documents (less what the tenant wrote into its pod), plan's
+// being refused under domains. The nodes detail renders the same strings,
+// to show that they do name what domains hides: the check finds names when
+// they are there.
 func TestDomainsDetailNamesNoNodeLabelTaintOrTemplate(t *testing.T) {
 	seed, rounds := seedOf(t), 150
 	if testing.Short() {
-		rounds = 30
+		// The rarest cases come in about one round in ten.
+		rounds = 60
 	}
 	rendered := map[string]int{}
 	namedUnderNodes := 0
@@ -106,8 +116,9 @@ func TestDomainsDetailNamesNoNodeLabelTaintOrTemplate(t *testing.T) {
 	}
 	t.Logf("strings rendered under domains, by path: %v; under nodes, %d named a node, label, taint or template", rendered, namedUnderNodes)
 	for _, path := range []string{pathDenial, pathWarning, pathNewNode, pathOwnerEvent, pathPodEvent, pathForecast,
-		pathReportMessage, pathReportProperty, pathReady, pathCheck, pathCheckJSON, pathPlan, pathPlanJSON, pathStatus,
-		pathScaleDown, pathPlanScaleDown, caseHostDenial, caseHostForecast, caseHostScale, caseTemplates,
+		pathReportMessage, pathReportProperty, pathReady, pathCheck, pathCheckDoc, pathExplain, pathExplainDoc, pathPlan,
+		pathPlanRefusal, pathStatus, pathStatusLive, pathStatusDoc, pathStatefulSetForecast, pathScaleForecast,
+		pathUpdateForecast, pathStatefulSetScaleDown, pathErrorResult, pathInvalidPolicy, pathScaleDown, pathPlanScaleDown, caseHostDenial, caseHostForecast, caseHostScale, caseTemplates,
 		caseUnservedPod, caseUnservedPolicy} {
 		if rendered[path] == 0 {
 			t.Errorf("no %s was rendered in %d rounds: the generator never reaches it", path, rounds)
@@ -135,24 +146,35 @@ func seedOf(t *testing.T) uint64 {
 
 // The paths a tenant reads a string from.
 const (
-	pathDenial         = "the pod's denial"
-	pathWarning        = "a warning on the pod's CREATE"
-	pathNewNode        = "the warning of a pod only a new node fits"
-	pathAudit          = "the audit annotation"
-	pathOwnerEvent     = "an event on the pod's owner"
-	pathPodEvent       = "an event on a pod whose gates were removed"
-	pathGateWarning    = "a warning on the removal of the pod's gates"
-	pathForecast       = "the forecast's warning"
-	pathReportMessage  = "a Report's message"
-	pathReportProperty = "a Report's property"
-	pathReady          = "a policy's Ready condition"
-	pathCheck          = "kubectl-spread check's report"
-	pathCheckJSON      = "kubectl-spread check -o json's message or warnings"
-	pathPlan           = "kubectl-spread plan's report"
-	pathPlanJSON       = "kubectl-spread plan -o json's warning"
-	pathScaleDown      = "the forecast's scale-down warning"
-	pathPlanScaleDown  = "kubectl-spread plan's scale-down report"
-	pathStatus         = "kubectl-spread status's table"
+	pathDenial               = "the pod's denial"
+	pathWarning              = "a warning on the pod's CREATE"
+	pathNewNode              = "the warning of a pod only a new node fits"
+	pathAudit                = "the audit annotation"
+	pathOwnerEvent           = "an event on the pod's owner"
+	pathPodEvent             = "an event on a pod whose gates were removed"
+	pathGateWarning          = "a warning on the removal of the pod's gates"
+	pathForecast             = "the forecast's warning"
+	pathReportMessage        = "a Report's message"
+	pathReportProperty       = "a Report's property"
+	pathReady                = "a policy's Ready condition"
+	pathCheck                = "kubectl-spread check's report"
+	pathCheckDoc             = "kubectl-spread check -o json and -o yaml"
+	pathExplain              = "kubectl-spread explain's report"
+	pathExplainDoc           = "kubectl-spread explain -o json and -o yaml"
+	pathPlan                 = "kubectl-spread plan's report"
+	pathPlanDoc              = "kubectl-spread plan -o json and -o yaml (nodes only)"
+	pathPlanRefusal          = "kubectl-spread plan -o json and -o yaml's refusal"
+	pathStatusLive           = "kubectl-spread status's table of a live cluster"
+	pathStatusDoc            = "kubectl-spread status -o json and -o yaml"
+	pathStatefulSetForecast  = "the forecast's warning at a StatefulSet's CREATE"
+	pathScaleForecast        = "the forecast's warning at a scale"
+	pathStatefulSetScaleDown = "the forecast's warning at a StatefulSet's scale-down"
+	pathUpdateForecast       = "the forecast's warning at an UPDATE"
+	pathErrorResult          = "a Report's error result"
+	pathInvalidPolicy        = "an InvalidPolicy event"
+	pathScaleDown            = "the forecast's scale-down warning"
+	pathPlanScaleDown        = "kubectl-spread plan's scale-down report"
+	pathStatus               = "kubectl-spread status's table"
 )
 
 // The cases that name the most under nodes, which every run must reach.
@@ -197,6 +219,7 @@ const (
 	// nodeGroupKey names the node group of a node, as EKS labels it.
 	nodeGroupKey = "eks.amazonaws.com/nodegroup"
 	teamKey      = "example.com/team"
+	poolKey      = "example.com/pool"
 )
 
 // tenantCluster is a cluster of nodes of several tenants, the nodes an
@@ -211,10 +234,15 @@ type tenantCluster struct {
 	// NodePool requires that its node class cannot serve.
 	derived    autoscale.Derived
 	deployment *appsv1.Deployment
-	pod        *v1.Pod
-	policies   []*v1alpha1.SpreadPolicy
-	cluster    []*v1alpha1.ClusterSpreadPolicy
-	hidden     names
+	// statefulSet is db, whose pods run: a scale-down deletes its highest
+	// ordinals.
+	statefulSet *appsv1.StatefulSet
+	pod         *v1.Pod
+	policies    []*v1alpha1.SpreadPolicy
+	cluster     []*v1alpha1.ClusterSpreadPolicy
+	// invalid are policies stored past the webhook, which it passes over.
+	invalid []*v1alpha1.SpreadPolicy
+	hidden  names
 }
 
 // drawTenantCluster draws the odd inputs real clusters have: node names of
@@ -242,6 +270,7 @@ func drawTenantCluster(t *testing.T, rng *rand.Rand) *tenantCluster {
 		{Key: teamKey, Value: "gpu-team-x", Effect: v1.TaintEffectNoExecute},
 		{Key: "example.com/maintenance-window", Effect: v1.TaintEffectNoExecute},
 		{Key: "spot-interruption", Value: "imminent", Effect: v1.TaintEffectPreferNoSchedule},
+		{Key: "tenant-b-only", Effect: v1.TaintEffectNoSchedule},
 	}
 
 	pinnedHosts := rng.IntN(4) == 0
@@ -250,7 +279,13 @@ func drawTenantCluster(t *testing.T, rng *rand.Rand) *tenantCluster {
 	var nodeNames []string
 	for i := range nodes {
 		var name, short string
-		switch rng.IntN(5) {
+		switch rng.IntN(6) {
+		case 5:
+			// Named like a zone, as bare-metal and edge clusters do.
+			name = zones[rng.IntN(len(zones))]
+			if slices.Contains(nodeNames, name) {
+				name += fmt.Sprintf("-%d", i)
+			}
 		case 0:
 			short = fmt.Sprintf("ip-10-0-%d-%d", i, 10+rng.IntN(240))
 			name = short + ".ec2.internal"
@@ -302,6 +337,11 @@ func drawTenantCluster(t *testing.T, rng *rand.Rand) *tenantCluster {
 		}
 		if rng.IntN(4) == 0 {
 			n.Label("node-role.kubernetes.io/tenant-b-infra", "")
+		}
+		if rng.IntN(3) == 0 {
+			// Odd values users write: dots and underscores, two characters,
+			// a zone's name.
+			n.Label(poolKey, pick("tenant_b.gpu-01", "Q7", "reserved__x.y", zones[0]))
 		}
 		for range rng.IntN(3) {
 			tt := taints[rng.IntN(len(taints))]
@@ -443,7 +483,26 @@ func drawTenantCluster(t *testing.T, rng *rand.Rand) *tenantCluster {
 	rs.Spec.Template = *d.Spec.Template.DeepCopy()
 	rs.Spec.Template.Labels[appsv1.DefaultDeploymentUniqueLabelKey] = hash
 	c.pod = forecast.ReplicaSetPod(rs)
-	c.objs = append(c.objs, policytest.MakeNamespace(tenantNamespace).Obj(), policytest.MakeNamespace(otherNamespace).Obj(), rs)
+	c.objs = append(c.objs, policytest.MakeNamespace(tenantNamespace).Obj(), policytest.MakeNamespace(otherNamespace).Obj(), rs, d)
+	if rng.IntN(3) == 0 {
+		// A ReplicaSet stored before the API server validated label values
+		// in selectors: it cannot be audited (its Report's error result).
+		legacy := st.MakeReplicaSet().Namespace(tenantNamespace).Name("legacy").Obj()
+		legacy.Spec.Selector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+			{Key: "app", Operator: metav1.LabelSelectorOpIn, Values: []string{"legacy", "front end"}}}}
+		legacy.Spec.Template.Labels = map[string]string{"app": "legacy"}
+		c.objs = append(c.objs, legacy)
+	}
+	if rng.IntN(3) == 0 {
+		// A policy stored past the webhook: its InvalidPolicy event.
+		bad := policytest.MakeSpreadPolicy().Namespace(tenantNamespace).Name("legacy-spread").
+			Constraint(policytest.MakeConstraint().Zone().MaxSkew(1).DoNotSchedule().Obj()).Obj()
+		bad.UID = "legacy-spread-uid"
+		bad.Spec.PodSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+			{Key: "app", Operator: "Within", Values: []string{"web"}}}}
+		c.invalid = []*v1alpha1.SpreadPolicy{bad}
+		c.objs = append(c.objs, bad)
+	}
 	ours := slices.DeleteFunc(slices.Clone(nodeNames), func(n string) bool { return reserved[n] })
 	if len(ours) == 0 {
 		ours = nodeNames
@@ -474,6 +533,25 @@ func drawTenantCluster(t *testing.T, rng *rand.Rand) *tenantCluster {
 		}
 		c.objs = append(c.objs, p)
 	}
+	// StatefulSet db, its ordinals piled on the first of the tenant's
+	// nodes, which a scale-down deletes from the highest.
+	dbPods := 2 + rng.IntN(2*len(ours))
+	db := &appsv1.StatefulSet{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "StatefulSet"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: tenantNamespace, Name: "db", UID: "db-uid"},
+		Spec: appsv1.StatefulSetSpec{Replicas: new(int32(dbPods)), ServiceName: "db",
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}},
+			Template: v1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "db"}},
+				Spec: *d.Spec.Template.Spec.DeepCopy()}}}
+	for i := range dbPods {
+		name := fmt.Sprintf("db-%d", i)
+		p := st.MakePod().Namespace(tenantNamespace).Name(name).Label("app", "db").Label(appsv1.StatefulSetPodNameLabel, name).
+			Label(appsv1.PodIndexLabel, strconv.Itoa(i)).ControlledBy("StatefulSet", "apps/v1", "db").Phase(v1.PodRunning).Obj()
+		p.Spec = *db.Spec.Template.Spec.DeepCopy()
+		p.Spec.NodeName = ours[rng.IntN(1+rng.IntN(len(ours)))]
+		c.objs = append(c.objs, p)
+	}
+	c.statefulSet = db
+	c.objs = append(c.objs, db)
 	for i := range rng.IntN(nodes) {
 		c.objs = append(c.objs, st.MakePod().Namespace(otherNamespace).Name(fmt.Sprintf("batch-%d", i)).Label("app", "batch").
 			Node(nodeNames[rng.IntN(nodes)]).Phase(v1.PodRunning).Obj())
@@ -523,6 +601,9 @@ func (c *tenantCluster) hiddenNames(ts []spread.Template) names {
 		addKeys(p.Spec.Constraints)
 	}
 	for _, p := range c.cluster {
+		addKeys(p.Spec.Constraints)
+	}
+	for _, p := range c.invalid {
 		addKeys(p.Spec.Constraints)
 	}
 	for _, k := range c.deployment.Spec.Template.Spec.TopologySpreadConstraints {
@@ -584,6 +665,8 @@ func (c *tenantCluster) render(t *testing.T, detail spread.MessageDetail) []rend
 	t.Helper()
 	cfg := engine.Config{DefaultAction: v1alpha1.ActionDeny, ExcludedNamespaces: []string{metav1.NamespaceSystem}, MessageDetail: detail}
 	src := lookup.NewSources(c.store)
+	// The handlers log to their request's context: here, nowhere.
+	ctx := logf.IntoContext(t.Context(), logr.Discard())
 	var out []rendered
 	add := func(path string, texts ...string) {
 		for _, s := range texts {
@@ -608,7 +691,7 @@ func (c *tenantCluster) render(t *testing.T, detail spread.MessageDetail) []rend
 		PodWebhook: sgadmission.PodWebhook{Sources: func(_ context.Context) engine.Sources { return src }, Config: cfg},
 		Checker:    c.index, Recorder: events,
 	}
-	resp := validator.Handle(t.Context(), podRequest(t, admissionv1.Create, pod, nil))
+	resp := validator.Handle(ctx, podRequest(t, admissionv1.Create, pod, nil))
 	if !resp.Allowed {
 		add(pathDenial, resp.Result.Message)
 	}
@@ -629,13 +712,14 @@ func (c *tenantCluster) render(t *testing.T, detail spread.MessageDetail) []rend
 	gated.Spec.SchedulingGates = []v1.PodSchedulingGate{{Name: "example.com/quota"}}
 	lifted := gated.DeepCopy()
 	lifted.Spec.SchedulingGates = nil
-	resp = validator.Handle(t.Context(), podRequest(t, admissionv1.Update, lifted, gated))
+	resp = validator.Handle(ctx, podRequest(t, admissionv1.Update, lifted, gated))
 	add(pathGateWarning, resp.Warnings...)
 	add(pathPodEvent, events.notes...)
 
 	// The workload webhook's forecast, at CREATE of the Deployment.
-	forecaster := &sgadmission.WorkloadForecaster{Sources: func(_ context.Context) engine.Sources { return src }, Config: cfg, Cluster: c.index}
-	resp = forecaster.Handle(t.Context(), workloadRequest(t, c.deployment))
+	forecaster := &sgadmission.WorkloadForecaster{Sources: func(_ context.Context) engine.Sources { return src }, Config: cfg, Cluster: c.index,
+		Workloads: c.store}
+	resp = forecaster.Handle(ctx, workloadRequest(t, c.deployment))
 	add(pathForecast, resp.Warnings...)
 
 	// The audit: Reports and policy status.
@@ -649,6 +733,9 @@ func (c *tenantCluster) render(t *testing.T, detail spread.MessageDetail) []rend
 	}
 	for _, rep := range health.Reports(results, detail) {
 		for _, r := range rep.Results {
+			if r.Result == health.ResultError {
+				add(pathErrorResult, r.Message)
+			}
 			add(pathReportMessage, r.Message)
 			for _, p := range r.Properties {
 				add(pathReportProperty, p)
@@ -696,16 +783,13 @@ func (c *tenantCluster) render(t *testing.T, detail spread.MessageDetail) []rend
 		t.Fatal(err)
 	}
 	add(pathCheck, b.String())
-	b.Reset()
-	if err := writeReview(&b, "json", rev, detail); err != nil {
-		t.Fatal(err)
+	for _, format := range []string{"json", "yaml"} {
+		b.Reset()
+		if err := writeReview(&b, format, rev, detail); err != nil {
+			t.Fatal(err)
+		}
+		add(pathCheckDoc, document(t, b.Bytes(), format))
 	}
-	var r report
-	if err := json.Unmarshal(b.Bytes(), &r); err != nil {
-		t.Fatal(err)
-	}
-	add(pathCheckJSON, r.Message)
-	add(pathCheckJSON, r.Warnings...)
 	w, err := forecast.Of(c.deployment, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -719,17 +803,6 @@ func (c *tenantCluster) render(t *testing.T, detail spread.MessageDetail) []rend
 		t.Fatal(err)
 	}
 	add(pathPlan, b.String())
-	b.Reset()
-	if err := writePlanJSON(&b, f); err != nil {
-		t.Fatal(err)
-	}
-	var pj struct {
-		Warning string `json:"warning"`
-	}
-	if err := json.Unmarshal(b.Bytes(), &pj); err != nil {
-		t.Fatal(err)
-	}
-	add(pathPlanJSON, pj.Warning)
 
 	// The ReplicaSet's scale-downs to each size below its pods, as plan
 	// forecasts them: the warning the forecast words, and plan's report.
@@ -756,7 +829,140 @@ func (c *tenantCluster) render(t *testing.T, detail spread.MessageDetail) []rend
 		t.Fatal(err)
 	}
 	add(pathStatus, b.String())
+
+	// explain, status and plan as a user runs them on the live cluster, in
+	// every output format.
+	live := make([]runtime.Object, len(c.objs))
+	for i, o := range c.objs {
+		live[i] = o.DeepCopyObject()
+	}
+	connect := fakeCluster(t, live...)
+	cli := func(args ...string) result {
+		var stdout, stderr bytes.Buffer
+		args = append(args, "--message-detail", string(detail), "--node-group-label", nodeGroupKey)
+		code := runWith(args, &stdout, &stderr, connect)
+		return result{code: code, stdout: stdout.String(), stderr: stderr.String()}
+	}
+	for _, format := range []string{"", "json", "yaml"} {
+		ex := cli("explain", "deployment/web", "-n", tenantNamespace, "-o", format)
+		sts := cli("status", "-n", tenantNamespace, "-o", format)
+		for _, r := range []result{ex, sts} {
+			if r.code == exitBadInput {
+				t.Fatalf("-o %q: exit %d: %s", format, r.code, r.stderr)
+			}
+		}
+		if format == "" {
+			add(pathExplain, ex.stdout)
+			add(pathStatusLive, sts.stdout)
+			continue
+		}
+		add(pathExplainDoc, document(t, []byte(ex.stdout), format))
+		add(pathStatusDoc, document(t, []byte(sts.stdout), format))
+		pl := cli("plan", "deployment/web", "-n", tenantNamespace, "-o", format)
+		switch {
+		case detail.NamesNodes() && pl.code == exitBadInput:
+			t.Fatalf("plan -o %s under nodes: %s", format, pl.stderr)
+		case detail.NamesNodes():
+			add(pathPlanDoc, document(t, []byte(pl.stdout), format))
+		case pl.code != exitBadInput || pl.stdout != "" || !strings.Contains(pl.stderr, "--message-detail nodes"):
+			t.Fatalf("plan -o %s under domains = exit %d, stdout %q, stderr %q; want exit 2 and an error naming --message-detail nodes",
+				format, pl.code, pl.stdout, pl.stderr)
+		default:
+			add(pathPlanRefusal, pl.stderr)
+		}
+	}
+
+	// The workload webhook's other forecasts: a StatefulSet's CREATE, a
+	// scale of the Deployment, and an UPDATE that rolls it out and scales
+	// it up.
+	sts := &appsv1.StatefulSet{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "StatefulSet"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: tenantNamespace, Name: "cache"},
+		Spec: appsv1.StatefulSetSpec{Replicas: c.deployment.Spec.Replicas, Selector: c.deployment.Spec.Selector,
+			Template: *c.deployment.Spec.Template.DeepCopy(), ServiceName: "db"}}
+	resp = forecaster.Handle(ctx, workloadReq(t, admissionv1.Create, "StatefulSet", "statefulsets", "", sts.Name, sts, nil))
+	add(pathStatefulSetForecast, resp.Warnings...)
+	replicas := *c.deployment.Spec.Replicas
+	scale := func(name string, n int32) *autoscalingv1.Scale {
+		return &autoscalingv1.Scale{TypeMeta: metav1.TypeMeta{APIVersion: "autoscaling/v1", Kind: "Scale"},
+			ObjectMeta: metav1.ObjectMeta{Namespace: tenantNamespace, Name: name}, Spec: autoscalingv1.ScaleSpec{Replicas: n}}
+	}
+	resp = forecaster.Handle(ctx, workloadReq(t, admissionv1.Update, "Scale", "deployments", "scale", c.deployment.Name,
+		scale(c.deployment.Name, replicas+5), scale(c.deployment.Name, replicas)))
+	add(pathScaleForecast, resp.Warnings...)
+	// kubectl scale sts db to each size below its pods.
+	dbReplicas := *c.statefulSet.Spec.Replicas
+	for n := range dbReplicas {
+		resp = forecaster.Handle(ctx, workloadReq(t, admissionv1.Update, "Scale", "statefulsets", "scale", c.statefulSet.Name,
+			scale(c.statefulSet.Name, n), scale(c.statefulSet.Name, dbReplicas)))
+		add(pathStatefulSetScaleDown, resp.Warnings...)
+	}
+	updated := c.deployment.DeepCopy()
+	updated.Spec.Replicas = new(replicas + 4)
+	updated.Spec.Template.Annotations = map[string]string{"example.com/restarted-at": "2026-11-28T14:00:00Z"}
+	resp = forecaster.Handle(ctx, workloadReq(t, admissionv1.Update, "Deployment", "deployments", "", updated.Name, updated, c.deployment))
+	add(pathUpdateForecast, resp.Warnings...)
+
+	// The InvalidPolicy events on policies stored past the webhook.
+	recorded := &recordedEvents{}
+	judge, err := policies.New(nil, logr.Discard(), recorded, prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range c.invalid {
+		judge.Observe(p)
+	}
+	add(pathInvalidPolicy, recorded.notes...)
 	return out
+}
+
+// document is a JSON or YAML document as the tenant reads it, less what
+// the tenant wrote itself into the pod (its nodeSelector, affinity and
+// tolerations may name node labels and taints: they are its own words),
+// in the same format.
+func document(t *testing.T, data []byte, format string) string {
+	t.Helper()
+	var doc any
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		t.Fatalf("-o %s is not one document: %v\n%s", format, err, data)
+	}
+	if m, ok := doc.(map[string]any); ok {
+		if pod, ok := m["pod"].(map[string]any); ok {
+			if spec, ok := pod["spec"].(map[string]any); ok {
+				delete(spec, "nodeSelector")
+				delete(spec, "affinity")
+				delete(spec, "tolerations")
+			}
+		}
+	}
+	var out []byte
+	var err error
+	if format == "yaml" {
+		out, err = yaml.Marshal(doc)
+	} else {
+		out, err = json.MarshalIndent(doc, "", "  ")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out)
+}
+
+// workloadReq is the workload webhook's request for obj (and old, for an
+// UPDATE), of kind on resource (and subresource) of apps/v1.
+func workloadReq(t *testing.T, op admissionv1.Operation, kind, resource, subresource, name string, obj, old runtime.Object) admission.Request {
+	t.Helper()
+	k := metav1.GroupVersionKind{Group: "apps", Version: "v1", Kind: kind}
+	if kind == "Scale" {
+		k = metav1.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: kind}
+	}
+	r := metav1.GroupVersionResource{Group: "apps", Version: "v1", Resource: resource}
+	req := admissionv1.AdmissionRequest{UID: "uid-3", Operation: op, Kind: k, Resource: r, SubResource: subresource, RequestKind: &k,
+		RequestResource: &r, RequestSubResource: subresource, Namespace: tenantNamespace, Name: name,
+		Object: runtime.RawExtension{Raw: mustJSON(t, obj)}}
+	if old != nil {
+		req.OldObject = runtime.RawExtension{Raw: mustJSON(t, old)}
+	}
+	return admission.Request{AdmissionRequest: req}
 }
 
 func podRequest(t *testing.T, op admissionv1.Operation, pod, old *v1.Pod) admission.Request {

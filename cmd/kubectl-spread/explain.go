@@ -45,7 +45,7 @@ type explainOptions struct {
 func newExplainCommand(code *int, connect connectFunc) *cobra.Command {
 	o := &explainOptions{engineFlags: newEngineFlags()}
 	cmd := &cobra.Command{
-		Use:   "explain (deployment|statefulset|pod)/NAME [-n NAMESPACE] [-o json]",
+		Use:   "explain (deployment|statefulset|pod)/NAME [-n NAMESPACE] [-o json|yaml]",
 		Short: "Review a workload's next pod against a live cluster",
 		Long: `explain reads the cluster the kubeconfig points at, builds the pod the
 workload would create next (from a Deployment's newest ReplicaSet, or from a
@@ -85,7 +85,7 @@ Exit codes: 0 allowed, 1 denied, 2 bad input or an unreachable cluster.`,
 	}
 	cmd.Flags().StringVarP(&o.namespace, "namespace", "n", "", "the workload's namespace (default: the kubeconfig context's)")
 	o.kube.register(cmd)
-	cmd.Flags().StringVarP(&o.output, "output", "o", "", "output format: empty for a readable report, or json")
+	cmd.Flags().StringVarP(&o.output, "output", "o", "", "output format: empty for a readable report, json or yaml")
 	o.register(cmd)
 	return cmd
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
@@ -17,7 +16,9 @@ import (
 )
 
 // report is SPEC's "offline contract" object, printed by `check -o json`
-// and `explain -o json`. Its fields are the contract: add none silently.
+// and `explain -o json` (and as YAML by -o yaml) under messageDetail nodes;
+// under domains, domainsReport. Its fields are the contract: add none
+// silently.
 type report struct {
 	Allowed       bool     `json:"allowed"`
 	Action        string   `json:"action"`
@@ -92,15 +93,62 @@ func policyName(rev *engine.Review) string {
 // writeReview prints rev as format says. Its message and warnings are
 // worded as the engine's configuration said (engine.Config.MessageDetail);
 // the readable report's own tables follow detail, which should be the
-// same. The JSON object is the offline contract's data whatever the
-// detail: feasibleNodes and the domains of each constraint, by name.
+// same. Under the nodes detail the JSON (or YAML) object is the offline
+// contract's data: feasibleNodes, feasibleTemplates and the domains of
+// each constraint, by name. Under domains it is reduced to what domains
+// may name (domainsReport).
 func writeReview(w io.Writer, format string, rev *engine.Review, detail spread.MessageDetail) error {
-	if format == "json" {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(newReport(rev))
+	if format == "" {
+		return writeReadable(w, rev, detail)
 	}
-	return writeReadable(w, rev, detail)
+	if !detail.NamesNodes() {
+		return encode(w, format, newDomainsReport(newReport(rev)))
+	}
+	return encode(w, format, newReport(rev))
+}
+
+// domainsReport is the offline contract's object under messageDetail
+// domains: what a tenant may read, as the webhook's messages word it. The
+// feasible nodes and templates are counted, not named (feasibleNodes and
+// feasibleTemplates are left out); a constraint over kubernetes.io/hostname
+// says how many nodes hold each count (nodesPerCount) instead of its
+// domains, which are node names; and the pod, the tenant's own after
+// mutation, is shown unbound: no nodeName, no status.
+type domainsReport struct {
+	report
+	// FeasibleNodes and FeasibleTemplates shadow the report's, always
+	// nil, so that the names never print.
+	FeasibleNodes         []string         `json:"feasibleNodes,omitempty"`
+	FeasibleTemplates     []string         `json:"feasibleTemplates,omitempty"`
+	FeasibleNodeCount     int              `json:"feasibleNodeCount"`
+	FeasibleTemplateCount int              `json:"feasibleTemplateCount"`
+	Constraints           []domainsCounted `json:"constraints"`
+}
+
+// domainsCounted is one hard constraint's counting under domains.
+type domainsCounted struct {
+	constraintCounted
+	// Domains is the report's, but for kubernetes.io/hostname: absent.
+	Domains any `json:"domains,omitempty"`
+	// NodesPerCount words a hostname constraint's counts: "2 nodes with
+	// 1, 3 nodes with 0".
+	NodesPerCount string `json:"nodesPerCount,omitempty"`
+}
+
+func newDomainsReport(r report) domainsReport {
+	out := domainsReport{report: r, FeasibleNodeCount: len(r.FeasibleNodes), FeasibleTemplateCount: len(r.FeasibleTemplates),
+		Constraints: []domainsCounted{}}
+	if r.Pod != nil {
+		out.Pod = unbound(r.Pod)
+	}
+	for _, c := range r.Constraints {
+		d := domainsCounted{constraintCounted: c, Domains: c.Domains}
+		if !spread.DetailDomains.NamesDomainsOf(c.TopologyKey) {
+			d.Domains, d.NodesPerCount = nil, spread.NodesPerCount(c.Domains, len(c.Domains))
+		}
+		out.Constraints = append(out.Constraints, d)
+	}
+	return out
 }
 
 func podName(pod *v1.Pod) string {

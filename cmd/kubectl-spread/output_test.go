@@ -3,12 +3,14 @@ package main
 import (
 	"bytes"
 	"io"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/yaml"
 
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
 	"github.com/spreadguard/spreadguard/pkg/engine"
@@ -79,5 +81,62 @@ Message: spec.topologySpreadConstraints[0] (topologyKey kubernetes.io/hostname, 
 `
 	if diff := cmp.Diff(want, b.String()); diff != "" {
 		t.Errorf("report (-want +got):\n%s", diff)
+	}
+}
+
+func TestEveryDocumentUnderDomainsNamesNoNode(t *testing.T) {
+	live := fakeCluster(t, exampleWithOwners(t)...)
+	tests := []struct {
+		name string
+		args []string
+		// refused: the command refuses the format under domains.
+		refused bool
+		// wantKey is a key the document holds under domains.
+		wantKey string
+	}{
+		{"check -o json counts the feasible nodes", []string{"check", "--cluster", exampleCluster, "--pod", examplePodWeb, "-o", "json"}, false, "feasibleNodeCount"},
+		{"check -o yaml counts them too", []string{"check", "--cluster", exampleCluster, "--pod", examplePodWeb, "-o", "yaml"}, false, "feasibleNodeCount"},
+		{"explain -o json counts them", []string{"explain", "deployment/web", "-n", "shop", "-o", "json"}, false, "feasibleNodeCount"},
+		{"explain -o yaml counts them", []string{"explain", "deployment/web", "-n", "shop", "-o", "yaml"}, false, "feasibleNodeCount"},
+		{"status -o json keeps the zones", []string{"status", "-n", "shop", "-o", "json"}, false, "domains"},
+		{"status -o yaml keeps the zones", []string{"status", "-n", "shop", "-o", "yaml"}, false, "domains"},
+		{"plan -o json is refused", []string{"plan", "-f", exampleDeploymentAPI, "--cluster", exampleCluster, "-o", "json"}, true, ""},
+		{"plan -o yaml is refused", []string{"plan", "-f", exampleDeploymentAPI, "--cluster", exampleCluster, "-o", "yaml"}, true, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := runWith(append(tt.args, "--message-detail", "domains"), &stdout, &stderr, live)
+			if strings.Contains(stdout.String()+stderr.String(), "node-") {
+				t.Errorf("under domains the output names a node:\n%s%s", stdout.String(), stderr.String())
+			}
+			if tt.refused {
+				const want = "--message-detail domains hides: use --message-detail nodes"
+				if code != exitBadInput || stdout.Len() > 0 || !strings.Contains(stderr.String(), want) {
+					t.Errorf("exit %d, stdout %q, stderr %q; want exit 2, nothing printed, and an error saying %q", code, stdout.String(), stderr.String(), want)
+				}
+			} else {
+				if code == exitBadInput {
+					t.Fatalf("exit 2: %s", stderr.String())
+				}
+				var doc any
+				if err := yaml.Unmarshal(stdout.Bytes(), &doc); err != nil {
+					t.Fatalf("not one document: %v\n%s", err, stdout.String())
+				}
+				if !strings.Contains(stdout.String(), tt.wantKey) {
+					t.Errorf("the document holds no %s:\n%s", tt.wantKey, stdout.String())
+				}
+			}
+			// Under nodes the same command names the nodes: the check above
+			// finds them when they are there.
+			stdout.Reset()
+			stderr.Reset()
+			if code := runWith(append(tt.args, "--message-detail", "nodes"), &stdout, &stderr, live); code == exitBadInput {
+				t.Fatalf("under nodes: exit 2: %s", stderr.String())
+			}
+			if !strings.HasPrefix(tt.args[0], "status") && !strings.Contains(stdout.String(), "node-") {
+				t.Errorf("under nodes the output names no node:\n%s", stdout.String())
+			}
+		})
 	}
 }

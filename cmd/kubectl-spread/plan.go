@@ -3,7 +3,6 @@ package main
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -40,7 +39,7 @@ type planOptions struct {
 func newPlanCommand(code *int, connect connectFunc) *cobra.Command {
 	o := &planOptions{engineFlags: newEngineFlags(), replicas: -1}
 	cmd := &cobra.Command{
-		Use:   "plan (-f WORKLOAD.yaml | TYPE/NAME) [--replicas N] [--cluster CLUSTER.yaml] [-o json]",
+		Use:   "plan (-f WORKLOAD.yaml | TYPE/NAME) [--replicas N] [--cluster CLUSTER.yaml] [-o json|yaml]",
 		Short: "Forecast where a workload's replicas go, and the first one refused",
 		Long: `plan runs the forecast of the webhook's workload warnings: it builds the pod the
 workload's controller creates (a Deployment's new ReplicaSet's, with its
@@ -88,6 +87,10 @@ cluster.`,
 			if err := checkOutput(o.output); err != nil {
 				return err
 			}
+			if o.output != "" && !cfg.MessageDetail.NamesNodes() {
+				return fmt.Errorf("plan -o %s names the node or template each replica goes to and the nodes a scale-down empties, "+
+					"which --message-detail %s hides: use --message-detail %s, or the readable report", o.output, spread.DetailDomains, spread.DetailNodes)
+			}
 			f, err := o.run(cmd.Context(), args, cfg, templates, connect, cmd.ErrOrStderr())
 			if err != nil {
 				return err
@@ -95,8 +98,8 @@ cluster.`,
 			if f.Refused != nil || f.Skewed != nil {
 				*code = exitDenied
 			}
-			if o.output == "json" {
-				return writePlanJSON(cmd.OutOrStdout(), f)
+			if o.output != "" {
+				return writePlanDocument(cmd.OutOrStdout(), o.output, f)
 			}
 			return writePlan(cmd.OutOrStdout(), f)
 		},
@@ -106,7 +109,7 @@ cluster.`,
 	cmd.Flags().Int32Var(&o.replicas, "replicas", -1, "the replicas to forecast up to (default: the workload's spec.replicas)")
 	cmd.Flags().StringVarP(&o.namespace, "namespace", "n", "", "the workload's namespace (default: the file's, then the kubeconfig context's)")
 	o.kube.register(cmd)
-	cmd.Flags().StringVarP(&o.output, "output", "o", "", "output format: empty for a readable report, or json")
+	cmd.Flags().StringVarP(&o.output, "output", "o", "", "output format: empty for a readable report, json or yaml (under --message-detail nodes)")
 	cmd.Flags().BoolVar(&o.keeper, "keeper", false, "rank a scale-down's pods with the deletion costs the keeper keeps, not the ones they carry")
 	o.register(cmd)
 	return cmd
@@ -502,8 +505,9 @@ type planJSON struct {
 	Warning string `json:"warning"`
 }
 
-func writePlanJSON(out io.Writer, f *forecast.Forecast) error {
-	enc := json.NewEncoder(out)
-	enc.SetIndent("", "  ")
-	return enc.Encode(planJSON{Forecast: f, Warning: f.Warning()})
+// writePlanDocument prints the forecast as format (json or yaml) says. It
+// names nodes and templates: the command refuses it under messageDetail
+// domains.
+func writePlanDocument(out io.Writer, format string, f *forecast.Forecast) error {
+	return encode(out, format, planJSON{Forecast: f, Warning: f.Warning()})
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"cmp"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
 
 	"github.com/spreadguard/spreadguard/pkg/config"
 	"github.com/spreadguard/spreadguard/pkg/engine"
@@ -159,11 +161,30 @@ func (f *engineFlags) settings(cmd *cobra.Command, kube kubeFlags, connect conne
 	return e.Config(), templates, nil
 }
 
-// checkOutput refuses an -o other than the readable report and json.
+// checkOutput refuses an -o other than the readable report, json and
+// yaml.
 func checkOutput(output string) error {
 	switch output {
-	case "", "json":
+	case "", "json", "yaml":
 		return nil
 	}
-	return fmt.Errorf("invalid --output %q (want json, or nothing for a readable report)", output)
+	return fmt.Errorf("invalid --output %q (want json, yaml, or nothing for a readable report)", output)
+}
+
+// encode prints v as format says: indented JSON, or the same document in
+// YAML.
+func encode(w io.Writer, format string, v any) error {
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	if format == "yaml" {
+		if data, err = yaml.JSONToYAML(data); err != nil {
+			return err
+		}
+		_, err = w.Write(data)
+		return err
+	}
+	_, err = fmt.Fprintf(w, "%s\n", data)
+	return err
 }

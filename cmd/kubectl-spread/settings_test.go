@@ -176,7 +176,9 @@ func TestCheckDecidesAsTheReleasesWebhook(t *testing.T) {
 		args          []string
 		wantCode      int
 		wantInMessage string
-		wantNoNode    bool
+		// domains: the release's or the flag's messageDetail is domains,
+		// and -o json is reduced to what it may name.
+		domains bool
 	}{
 		{
 			name:     "pod-mindomains on cluster-karpenter, defaults -> allowed: a NodePool's node in zone-c would take it",
@@ -194,19 +196,20 @@ func TestCheckDecidesAsTheReleasesWebhook(t *testing.T) {
 			args:          []string{"--cluster", karpenterCluster, "--pod", minDomainsPod, "--from-release", "sg", "--release-namespace", "spreadguard-system"},
 			wantCode:      exitDenied,
 			wantInMessage: "cannot be satisfied on any node",
-			wantNoNode:    true,
+			domains:       true,
 		},
 		{
 			name:     "pod-mindomains on cluster-karpenter, from that release with --autoscaler-karpenter=auto -> allowed: the flag wins",
 			args:     []string{"--cluster", karpenterCluster, "--pod", minDomainsPod, "--from-release", "sg", "--release-namespace", "spreadguard-system", "--autoscaler-karpenter=auto"},
 			wantCode: exitAllowed,
+			domains:  true,
 		},
 		{
 			name:          "pod-pinned on cluster, --message-detail domains -> denied, the cordoned nodes not named",
 			args:          []string{"--cluster", exampleCluster, "--pod", examplePinned, "--message-detail", "domains"},
 			wantCode:      exitDenied,
 			wantInMessage: "zone zone-c",
-			wantNoNode:    true,
+			domains:       true,
 		},
 	}
 	for _, tt := range tests {
@@ -216,12 +219,17 @@ func TestCheckDecidesAsTheReleasesWebhook(t *testing.T) {
 			if code != tt.wantCode {
 				t.Fatalf("exit %d, want %d; stderr %q", code, tt.wantCode, stderr.String())
 			}
-			r := decodeReport(t, stdout.String())
-			if !strings.Contains(r.Message, tt.wantInMessage) {
+			if !tt.domains {
+				if r := decodeReport(t, stdout.String()); !strings.Contains(r.Message, tt.wantInMessage) {
+					t.Errorf("message %q does not say %q", r.Message, tt.wantInMessage)
+				}
+				return
+			}
+			if r := decodeDomainsReport(t, stdout.String()); !strings.Contains(r.Message, tt.wantInMessage) {
 				t.Errorf("message %q does not say %q", r.Message, tt.wantInMessage)
 			}
-			if tt.wantNoNode && strings.Contains(r.Message, "node-") {
-				t.Errorf("message names a node under messageDetail domains: %q", r.Message)
+			if strings.Contains(stdout.String(), "node-") {
+				t.Errorf("-o json names a node under messageDetail domains:\n%s", stdout.String())
 			}
 		})
 	}
@@ -280,7 +288,9 @@ func TestCheckResolvesAZonelessNodePoolWithTheListedZones(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
-			args := append([]string{"check", "-o", "json", "--cluster", cluster, "--pod", "../../examples/pod-mindomains.yaml"}, tt.args...)
+			// The release says messageDetail domains, under which -o json
+			// counts the templates; the flag, which wins, names them.
+			args := append([]string{"check", "-o", "json", "--message-detail", "nodes", "--cluster", cluster, "--pod", "../../examples/pod-mindomains.yaml"}, tt.args...)
 			code := runWith(args, &stdout, &stderr, fakeCluster(t, release(zonesRelease)))
 			if code != tt.wantCode {
 				t.Fatalf("exit %d, want %d; stderr %q", code, tt.wantCode, stderr.String())

@@ -3,7 +3,6 @@ package main
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -35,7 +34,7 @@ type statusOptions struct {
 func newStatusCommand(connect connectFunc) *cobra.Command {
 	o := &statusOptions{engineFlags: newEngineFlags()}
 	cmd := &cobra.Command{
-		Use:   "status [-n NAMESPACE | -A] [--cluster CLUSTER.yaml] [-o json]",
+		Use:   "status [-n NAMESPACE | -A] [--cluster CLUSTER.yaml] [-o json|yaml]",
 		Short: "Show how the pods of the workloads policies select are spread now",
 		Long: `status runs the audit the webhook's leader runs: for each workload a policy
 selects (a Deployment through its newest ReplicaSet, a StatefulSet, a ReplicaSet
@@ -55,10 +54,8 @@ check reads.`,
 			if err != nil {
 				return err
 			}
-			if o.output == "json" {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(st.results)
+			if o.output != "" {
+				return encode(cmd.OutOrStdout(), o.output, statusDocument(st.results, cfg.MessageDetail))
 			}
 			return writeStatus(cmd.OutOrStdout(), st, cfg.MessageDetail)
 		},
@@ -67,7 +64,7 @@ check reads.`,
 	cmd.Flags().StringVarP(&o.namespace, "namespace", "n", "", "the namespace (default: the kubeconfig context's, or default)")
 	cmd.Flags().BoolVarP(&o.all, "all-namespaces", "A", false, "every namespace")
 	o.kube.register(cmd)
-	cmd.Flags().StringVarP(&o.output, "output", "o", "", "output format: empty for a table, or json")
+	cmd.Flags().StringVarP(&o.output, "output", "o", "", "output format: empty for a table, json or yaml")
 	o.register(cmd)
 	return cmd
 }
@@ -90,8 +87,8 @@ type unreachable struct{ policy, reason, message string }
 // run audits the workloads, and returns the configuration it audited
 // with, whose message detail the table follows.
 func (o *statusOptions) run(cmd *cobra.Command, connect connectFunc) (status, engine.Config, error) {
-	if o.output != "" && o.output != "json" {
-		return status{}, engine.Config{}, fmt.Errorf("invalid --output %q (want json, or nothing for a table)", o.output)
+	if o.output != "" && o.output != "json" && o.output != "yaml" {
+		return status{}, engine.Config{}, fmt.Errorf("invalid --output %q (want json, yaml, or nothing for a table)", o.output)
 	}
 	if o.all && o.namespace != "" {
 		return status{}, engine.Config{}, errors.New("--namespace and --all-namespaces exclude each other")
@@ -244,4 +241,42 @@ func writeResults(out io.Writer, results []health.Result, detail spread.MessageD
 		}
 	}
 	return w.Flush()
+}
+
+// statusDocument is what status -o json (or yaml) prints: the audit's
+// results. Under messageDetail domains a constraint over
+// kubernetes.io/hostname says how many nodes hold each count
+// (nodesPerCount, as its Report does) instead of its domains, which are
+// node names.
+func statusDocument(results []health.Result, detail spread.MessageDetail) any {
+	if detail.NamesNodes() {
+		return results
+	}
+	out := make([]domainsResult, 0, len(results))
+	for _, r := range results {
+		d := domainsResult{Result: r, Constraints: []domainsSpread{}}
+		for _, s := range r.Constraints {
+			c := domainsSpread{Spread: s, Domains: s.Domains}
+			if !detail.NamesDomainsOf(s.TopologyKey) {
+				c.Domains, c.NodesPerCount = nil, spread.NodesPerCount(s.Domains, s.DomainCount)
+			}
+			d.Constraints = append(d.Constraints, c)
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// domainsResult is a health.Result under messageDetail domains.
+type domainsResult struct {
+	health.Result
+	Constraints []domainsSpread `json:"constraints"`
+}
+
+// domainsSpread is a spread.Spread under messageDetail domains: its
+// domains but for kubernetes.io/hostname, whose counts nodesPerCount words.
+type domainsSpread struct {
+	spread.Spread
+	Domains       any    `json:"domains,omitempty"`
+	NodesPerCount string `json:"nodesPerCount,omitempty"`
 }

@@ -437,7 +437,7 @@ func TestManifestsAcceptedByAPIServer(t *testing.T) {
 			{access{"default", "spreadguard.io", "spreadpolicies", "status", "patch"}, true},
 			{access{"default", "spreadguard.io", "spreadpolicies", "status", "update"}, false},
 			{access{"default", "openreports.io", "reports", "", "update"}, true},
-			{access{"default", "openreports.io", "reports", "", "watch"}, false},
+			{access{"default", "openreports.io", "reports", "", "watch"}, true},
 			{access{"default", "coordination.k8s.io", "leases", "", "create"}, false},
 			{access{releaseNamespace, "coordination.k8s.io", "leases", "", "create"}, true},
 			{access{releaseNamespace, "coordination.k8s.io", "leases", "", "update"}, true},

@@ -552,7 +552,7 @@ func TestRBACReadsExactlyWhatTheServerReadsAndWritesOnlyEvents(t *testing.T) {
 	events := rbacv1.PolicyRule{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}}
 	audit := []rbacv1.PolicyRule{
 		{APIGroups: []string{"spreadguard.io"}, Resources: []string{"spreadpolicies/status", "clusterspreadpolicies/status"}, Verbs: []string{"patch"}},
-		{APIGroups: []string{"openreports.io"}, Resources: []string{"reports"}, Verbs: []string{"get", "list", "create", "update", "delete"}},
+		{APIGroups: []string{"openreports.io"}, Resources: []string{"reports"}, Verbs: []string{"get", "list", "watch", "create", "update", "delete"}},
 	}
 	keeper := rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"patch"}}
 	wantLease := []rbacv1.PolicyRule{{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "create", "update"}}}

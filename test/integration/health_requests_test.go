@@ -15,11 +15,15 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/spreadguard/spreadguard/cmd/webhook/app"
 	"github.com/spreadguard/spreadguard/pkg/controller/spreadhealth"
+	"github.com/spreadguard/spreadguard/pkg/health"
 )
 
 // requestCounter counts the requests a replica sends to the API server, by
@@ -188,6 +192,30 @@ func TestAuditPassAtFiveHundredWorkloadsListsNothingAndWritesOnlyWhatChanged(t *
 		want := map[string]int{"PATCH spreadpolicies/status": 1, "UPDATE reports": 1}
 		if diff := cmp.Diff(want, total); diff != "" {
 			t.Errorf("requests of the passes after the change (-want +got):\n%s", diff)
+		}
+	})
+
+	t.Run("a Report deleted by someone else is created again by the pass its watch event asks for, with no list", func(t *testing.T) {
+		seen := len(passes.record())
+		before := counter.snapshot()
+		report := &unstructured.Unstructured{}
+		report.SetGroupVersionKind(schema.GroupVersionKind{Group: "openreports.io", Version: "v1alpha1", Kind: "Report"})
+		report.SetNamespace(ns)
+		report.SetName(health.ReportName)
+		if err := suite.client.Delete(t.Context(), report); err != nil {
+			t.Fatalf("deleting the Report: %v", err)
+		}
+		eventually(t, "the Report written again", func(ctx context.Context) (bool, error) {
+			err := suite.client.Get(ctx, client.ObjectKeyFromObject(report), report)
+			return err == nil, client.IgnoreNotFound(err)
+		})
+		// Full passes after the one that wrote: nothing more is sent.
+		eventually(t, "two more passes", func(context.Context) (bool, error) {
+			return len(passes.record()) >= seen+3, nil
+		})
+		want := map[string]int{"CREATE reports": 1}
+		if diff := cmp.Diff(want, diffCounts(before, counter.snapshot())); diff != "" {
+			t.Errorf("requests of the replica since the deletion (-want +got):\n%s", diff)
 		}
 	})
 	t.Logf("requests of each pass since the replica started: %v", passes.record())

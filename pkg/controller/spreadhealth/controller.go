@@ -78,9 +78,12 @@ type Config struct {
 	// Cache is the webhook's informer cache: the owners, Services and
 	// policies are listed from it, and its informers start passes.
 	Cache crcache.Cache
-	// Client writes policy status and Reports, and lists the Reports once
-	// per leadership (unstructured objects, read past the cache).
+	// Client writes policy status and Reports (unstructured objects).
 	Client client.Client
+	// Watcher lists the Reports' metadata once per leadership, and
+	// watches it: a client of RESTConfig when nil, or Client when it
+	// watches too.
+	Watcher client.WithWatch
 	// Mapper answers whether the API server serves the Report kind.
 	Mapper meta.RESTMapper
 	// RESTConfig reaches the API server for the Lease.
@@ -127,19 +130,34 @@ func New(cfg Config) (*Controller, error) {
 	if cfg.Coalesce <= 0 {
 		cfg.Coalesce = DefaultCoalesceDelay
 	}
+	if cfg.Watcher == nil {
+		if w, ok := cfg.Client.(client.WithWatch); ok {
+			cfg.Watcher = w
+		} else if cfg.RESTConfig != nil {
+			w, err := client.NewWithWatch(cfg.RESTConfig, client.Options{Mapper: cfg.Mapper})
+			if err != nil {
+				return nil, fmt.Errorf("a client to watch the Reports: %w", err)
+			}
+			cfg.Watcher = w
+		} else {
+			return nil, errors.New("a client to watch the Reports: neither a Watcher nor a RESTConfig")
+		}
+	}
 	metrics, err := NewMetrics(cfg.Registry)
 	if err != nil {
 		return nil, err
 	}
-	return &Controller{
+	c := &Controller{
 		cfg:     cfg,
 		reader:  cfg.Cache,
 		writes:  rate.NewLimiter(writesPerSecond, writesPerSecond),
 		trigger: make(chan struct{}, 1),
-		reports: &reportWriter{client: cfg.Client, mapper: cfg.Mapper},
+		reports: &reportWriter{client: cfg.Client, watcher: cfg.Watcher, mapper: cfg.Mapper},
 		metrics: metrics,
 		failing: map[string]string{},
-	}, nil
+	}
+	c.reports.changed = c.poke
+	return c, nil
 }
 
 // NeedLeaderElection is false: the manager starts the controller on every
@@ -163,10 +181,12 @@ func (c *Controller) lead(ctx context.Context) error {
 	log := c.cfg.Log
 	log.Info("leading: auditing the workloads the policies select")
 	// Another replica may have led in between: nothing known is kept, and
-	// a replica that no longer leads exports no gauges.
-	c.reports.written = nil
+	// a replica that no longer leads exports no gauges nor watches the
+	// Reports.
+	c.reports.reset()
 	clear(c.failing)
 	defer c.metrics.publish(nil, nil)
+	defer c.reports.reset()
 	if !cache.WaitSynced(ctx, c.cfg.Synced) {
 		return nil
 	}

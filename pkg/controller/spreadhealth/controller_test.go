@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/google/go-cmp/cmp"
@@ -342,5 +343,82 @@ func TestAWorkloadThatCannotBeAuditedIsCountedAndReported(t *testing.T) {
 	}
 	if got := testutil.ToFloat64(c.metrics.errors.WithLabelValues(objectWorkload)); got != 2 {
 		t.Errorf("spreadguard_health_errors_total{object=workload} = %v after two passes, want 2", got)
+	}
+}
+
+func TestAReportDeletedOrRewrittenBySomeoneElseIsWrittenAgainWithoutAList(t *testing.T) {
+	c, rec, _ := newTestCluster("shop", "bank").controller(t, true)
+	// The watch lives as long as the leadership: the test's, not a step's.
+	ctx := t.Context()
+	shop := client.ObjectKey{Namespace: "shop", Name: health.ReportName}
+	bank := client.ObjectKey{Namespace: "bank", Name: health.ReportName}
+	steps := []struct {
+		name   string
+		change func()
+		// asked says whether the change must ask for a pass.
+		asked bool
+		want  []string
+	}{
+		{
+			name: "the first pass lists the Reports once and creates each namespace's",
+			want: []string{"PATCH shop/zones", "PATCH bank/zones", "LIST reports", "CREATE bank/spreadguard", "CREATE shop/spreadguard"},
+		},
+		{
+			name: "a pass that finds what the last one found sends nothing",
+		},
+		{
+			name:   "shop's Report deleted by someone else asks for a pass, which creates it again and lists nothing",
+			change: func() { rec.deletedBySomeoneElse(shop) },
+			asked:  true,
+			want:   []string{"CREATE shop/spreadguard"},
+		},
+		{
+			name:   "bank's Report emptied by another writer asks for a pass, which replaces it in one request",
+			change: func() { rec.rewrittenBySomeoneElse(bank) },
+			asked:  true,
+			want:   []string{"UPDATE bank/spreadguard"},
+		},
+		{
+			name: "and the passes after them send nothing: the steady state lists nothing",
+		},
+	}
+	for _, step := range steps {
+		t.Run(step.name, func(t *testing.T) {
+			// Passes asked for by the controller's own writes are drained:
+			// they change nothing.
+			select {
+			case <-c.trigger:
+			default:
+			}
+			if step.change != nil {
+				step.change()
+			}
+			if step.asked {
+				select {
+				case <-c.trigger:
+				case <-time.After(10 * time.Second):
+					t.Errorf("no pass was asked for within 10s")
+				}
+			}
+			if err := c.run(ctx, &Pass{}); err != nil {
+				t.Fatalf("run() = %v", err)
+			}
+			if diff := cmp.Diff(step.want, rec.take()); diff != "" {
+				t.Errorf("requests (-want +got):\n%s", diff)
+			}
+			for _, key := range []client.ObjectKey{shop, bank} {
+				rep, ok := rec.report(key)
+				if !ok {
+					t.Errorf("no Report %s on the server", key)
+					continue
+				}
+				if diff := cmp.Diff(health.ReportSummary{Pass: 1}, rep.Summary); diff != "" || len(rep.Results) != 1 {
+					t.Errorf("Report %s: %d results, summary (-want +got):\n%s", key, len(rep.Results), diff)
+				}
+			}
+		})
+	}
+	if rec.watched != 1 {
+		t.Errorf("%d watches opened, want 1", rec.watched)
 	}
 }
