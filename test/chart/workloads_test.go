@@ -155,7 +155,7 @@ func TestTheWorkloadForecastWebhookLeavesOutEveryControllersReplicas(t *testing.
 		// update says the write is an UPDATE (a CREATE otherwise).
 		update bool
 		owners []metav1.OwnerReference
-		want        matchconditions.MatchResult
+		want   matchconditions.MatchResult
 	}{
 		{name: "a person creates a ReplicaSet of its own -> forecast", user: person, kind: apps("ReplicaSet"), resource: "replicasets",
 			want: matchconditions.MatchResult{Matches: true}},
