@@ -9,7 +9,8 @@
 #   hack/dev.sh webhook-start [FLAG...]   start it again, as it was started,
 #                                   with FLAGs added for this start only and
 #                                   the configuration the chart renders now
-#   hack/dev.sh webhook-extra-start PORT PROBE_PORT   start another replica
+#   hack/dev.sh webhook-extra-start PORT PROBE_PORT [BINARY]
+#                                   start another replica (of BINARY)
 #   hack/dev.sh webhook-extra-stop PORT               stop it, as a rollout does
 #   hack/dev.sh webhook-extra-kill PORT               kill it, as a crash would
 #
@@ -116,19 +117,29 @@ webhook_start() {
 # webhook_extra_start starts another replica of the webhook on port $2 with
 # its probes on $3, as another pod behind the Service would run, with the
 # configuration of the chart as installed now, and waits until it is ready.
-# The supervisor does not watch it; cleanup stops it.
+# $4, when given, is the binary to run (a released one, for the upgrade
+# scenario; default bin/spreadguard-webhook): the flags it does not know
+# (--host, --leader-election-namespace, --shutdown-delay came after the
+# first release) are left out. The identity is made anew at each start, as
+# a release installed again has a new ServiceAccount. The supervisor does
+# not watch it; cleanup stops it.
 webhook_extra_start() {
-  local dir=$1 port=$2 probe=$3
+  local dir=$1 port=$2 probe=$3 bin=${4:-$BIN/spreadguard-webhook}
+  [[ -x $bin ]] || die "no webhook binary $bin"
   # The cluster's address and CA, for the identity.
   # shellcheck disable=SC1091
   source "$dir/cluster.env"
   chart_config "$dir/config-$port.yaml" || die "could not read the chart's configuration for the replica on port $port"
-  [[ -f $dir/webhook.kubeconfig ]] || webhook_identity "$dir"
-  "$BIN/spreadguard-webhook" --config "$dir/config-$port.yaml" --kubeconfig "$dir/webhook.kubeconfig" \
-    --host 127.0.0.1 --port "$port" --cert-dir "$CERTS" \
-    --metrics-bind-address 0 --health-probe-bind-address "127.0.0.1:$probe" \
-    --leader-election-namespace "$RELEASE_NAMESPACE" --shutdown-delay "$EXTRA_SHUTDOWN_DELAY" \
-    >>"$dir/webhook-extra-$port.log" 2>&1 </dev/null &
+  webhook_identity "$dir" "webhook-extra-$port.kubeconfig"
+  local help args=(--config "$dir/config-$port.yaml" --kubeconfig "$dir/webhook-extra-$port.kubeconfig"
+    --port "$port" --cert-dir "$CERTS" --metrics-bind-address 0 --health-probe-bind-address "127.0.0.1:$probe")
+  help=$("$bin" --help 2>&1 || true)
+  has_flag() { [[ $help =~ (^|[[:space:]])--$1[[:space:]=] ]]; }
+  if has_flag host; then args+=(--host 127.0.0.1); fi
+  if has_flag leader-election-namespace; then args+=(--leader-election-namespace "$RELEASE_NAMESPACE"); fi
+  if has_flag shutdown-delay; then args+=(--shutdown-delay "$EXTRA_SHUTDOWN_DELAY"); fi
+  echo "----- started $(date -u +%FT%TZ): $bin ${args[*]} -----" >>"$dir/webhook-extra-$port.log"
+  "$bin" "${args[@]}" >>"$dir/webhook-extra-$port.log" 2>&1 </dev/null &
   local pid=$!
   echo "$pid" >"$dir/webhook-extra-$port.pid.tmp" && mv -f "$dir/webhook-extra-$port.pid.tmp" "$dir/webhook-extra-$port.pid"
   wait_url "http://127.0.0.1:$probe/readyz" "$READY_TIMEOUT" "the extra webhook on port $port" "$pid" "$dir/webhook-extra-$port.log"
@@ -238,19 +249,20 @@ install_chart() {
     --wait --timeout 2m
 }
 
-# webhook_identity writes $1/webhook.kubeconfig, with a token of the chart's
-# ServiceAccount, or with the admin's credentials when the chart made none.
+# webhook_identity writes $1/$2 (default webhook.kubeconfig), with a token
+# of the chart's ServiceAccount, or with the admin's credentials when the
+# chart made none.
 webhook_identity() {
-  local dir=$1 sa token
+  local dir=$1 file=${2:-webhook.kubeconfig} sa token
   sa=$(k -n "$RELEASE_NAMESPACE" get serviceaccount -l "app.kubernetes.io/instance=$RELEASE" -o name 2>/dev/null | head -1)
   sa=${sa#serviceaccount/}
   if [[ -z $sa ]]; then
     log "the chart made no ServiceAccount: the webhook runs with the admin's credentials"
-    cp "$KUBECONFIG" "$dir/webhook.kubeconfig"
+    cp "$KUBECONFIG" "$dir/$file"
     return
   fi
   token=$(k -n "$RELEASE_NAMESPACE" create token "$sa" --duration=48h)
-  cat >"$dir/webhook.kubeconfig" <<EOF
+  cat >"$dir/$file" <<EOF
 apiVersion: v1
 kind: Config
 clusters:
@@ -495,13 +507,13 @@ case $cmd in
     webhook_start "$dir" "$@"
     ;;
   webhook-extra-start)
-    [[ $# -eq 2 ]] || die "usage: hack/dev.sh webhook-extra-start PORT PROBE_PORT"
+    [[ $# -eq 2 || $# -eq 3 ]] || die "usage: hack/dev.sh webhook-extra-start PORT PROBE_PORT [BINARY]"
     export KUBECONFIG
     KUBECONFIG=$(state KUBECONFIG)
     dir=$(state DEV_DIR)
     release_state
     CERTS=$(state WEBHOOK_CERT_DIR)
-    webhook_extra_start "$dir" "$1" "$2"
+    webhook_extra_start "$dir" "$@"
     ;;
   webhook-extra-stop)
     [[ $# -eq 1 ]] || die "usage: hack/dev.sh webhook-extra-stop PORT"

@@ -360,12 +360,13 @@ type extraReplica struct {
 func (r extraReplica) addr() string   { return fmt.Sprintf("127.0.0.1:%d", r.port) }
 func (r extraReplica) readyz() string { return fmt.Sprintf("http://127.0.0.1:%d/readyz", r.probe) }
 
-// startExtraReplica starts one with envExtraStartCmd, killed when the test
+// startExtraReplica starts one with envExtraStartCmd, of binary when given
+// (a released webhook; this checkout's otherwise), killed when the test
 // ends if it still runs.
-func startExtraReplica(t *testing.T) extraReplica {
+func startExtraReplica(t *testing.T, binary ...string) extraReplica {
 	t.Helper()
 	r := extraReplica{port: freeLocalPort(t), probe: freeLocalPort(t)}
-	if err := runHook(t.Context(), t, envExtraStartCmd, strconv.Itoa(r.port), strconv.Itoa(r.probe)); err != nil {
+	if err := runHook(t.Context(), t, envExtraStartCmd, append([]string{strconv.Itoa(r.port), strconv.Itoa(r.probe)}, binary...)...); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
