@@ -407,7 +407,7 @@ Try it by hand (in another terminal):
 Try a chart value: upgrade the release, then restart the webhook, which reads the
 configuration the chart rendered at each start (as a pod restarted after the upgrade):
 
-  bin/helm upgrade $RELEASE charts/spreadguard -n $RELEASE_NAMESPACE --reuse-values \
+  bin/helm upgrade $RELEASE charts/spreadguard -n $RELEASE_NAMESPACE --reuse-values \\
     --set 'autoscaler.zones={zone-a,zone-b,zone-c,zone-d}'
   hack/dev.sh webhook-stop && hack/dev.sh webhook-start
 
