@@ -7,15 +7,19 @@
 #                                   webhook (until an extra replica is started)
 #   hack/dev.sh webhook-stop        stop the running webhook process
 #   hack/dev.sh webhook-start [FLAG...]   start it again, as it was started,
-#                                   with FLAGs added for this start only
-#   hack/dev.sh webhook-extra-start PORT PROBE_PORT   start another replica
+#                                   with FLAGs added for this start only and
+#                                   the configuration the chart renders now
+#   hack/dev.sh webhook-extra-start PORT PROBE_PORT [BINARY]
+#                                   start another replica (of BINARY)
 #   hack/dev.sh webhook-extra-stop PORT               stop it, as a rollout does
 #   hack/dev.sh webhook-extra-kill PORT               kill it, as a crash would
 #
 # `run` starts hack/local-cluster.sh, installs the chart in external-URL mode
 # (webhook.url=https://127.0.0.1:PORT, webhook.caBundle=certs/dev/ca.crt) and
 # runs bin/spreadguard-webhook as a local process with the configuration file
-# the chart rendered into its ConfigMap, the dev certificates of `make certs`
+# the chart rendered into its ConfigMap (read again at every start, so that a
+# `helm upgrade` of the release takes effect at the next webhook-start, as at
+# a pod's restart: hack/lib/chart-config.sh), the dev certificates of `make certs`
 # and the identity of the chart's ServiceAccount, so that the chart's RBAC is
 # what the server runs with. Then, unless --no-demo, it applies the demo: a
 # namespace with a SpreadPolicy and a Deployment of 9 replicas, and prints
@@ -45,6 +49,8 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 source "$ROOT/hack/lib/common.sh"
 # shellcheck source=lib/webhook-state.sh
 source "$ROOT/hack/lib/webhook-state.sh"
+# shellcheck source=lib/chart-config.sh
+source "$ROOT/hack/lib/chart-config.sh"
 BIN=${BIN:-$ROOT/bin}
 DEV_ENV=${DEV_ENV:-$ROOT/_output/dev.env}
 RELEASE=${RELEASE:-spreadguard}
@@ -63,17 +69,31 @@ state() {
   sed -n "s/^\(export \)\{0,1\}$1=//p" "$DEV_ENV" | tail -1
 }
 
+# release_state sets RELEASE and RELEASE_NAMESPACE to those of the running
+# `dev.sh run` (the defaults when its env file predates them).
+release_state() {
+  local r
+  r=$(state RELEASE)
+  RELEASE=${r:-$RELEASE}
+  r=$(state RELEASE_NAMESPACE)
+  RELEASE_NAMESPACE=${r:-$RELEASE_NAMESPACE}
+}
+
 # ---------------------------------------------------------------- webhook
 
 # webhook_start starts the server in the background from the command line
 # recorded in the state directory, with the flags after $1 added (later
 # flags win), and waits until it is ready. The added flags are not
-# recorded: the next start without any is the recorded command again.
+# recorded: the next start without any is the recorded command again. The
+# configuration file is read again from the chart's ConfigMap first, as a
+# pod restarted after a `helm upgrade` mounts the upgraded one.
 webhook_start() {
   local dir=$1 pid
   shift
   # shellcheck disable=SC1091
   source "$dir/webhook.cmd"
+  chart_config "$dir/config.yaml" ||
+    die "could not read the chart's configuration (above); the webhook is not started, the cluster stays up"
   # Stopped on purpose until it is ready: a start that fails (a flag the
   # server refuses) is its caller's to report, not a death for the
   # supervisor to tear the cluster down for.
@@ -97,19 +117,29 @@ webhook_start() {
 # webhook_extra_start starts another replica of the webhook on port $2 with
 # its probes on $3, as another pod behind the Service would run, with the
 # configuration of the chart as installed now, and waits until it is ready.
-# The supervisor does not watch it; cleanup stops it.
+# $4, when given, is the binary to run (a released one, for the upgrade
+# scenario; default bin/spreadguard-webhook): the flags it does not know
+# (--host, --leader-election-namespace, --shutdown-delay came after the
+# first release) are left out. The identity is made anew at each start, as
+# a release installed again has a new ServiceAccount. The supervisor does
+# not watch it; cleanup stops it.
 webhook_extra_start() {
-  local dir=$1 port=$2 probe=$3
+  local dir=$1 port=$2 probe=$3 bin=${4:-$BIN/spreadguard-webhook}
+  [[ -x $bin ]] || die "no webhook binary $bin"
   # The cluster's address and CA, for the identity.
   # shellcheck disable=SC1091
   source "$dir/cluster.env"
-  chart_config "$dir/config-$port.yaml"
-  [[ -f $dir/webhook.kubeconfig ]] || webhook_identity "$dir"
-  "$BIN/spreadguard-webhook" --config "$dir/config-$port.yaml" --kubeconfig "$dir/webhook.kubeconfig" \
-    --host 127.0.0.1 --port "$port" --cert-dir "$CERTS" \
-    --metrics-bind-address 0 --health-probe-bind-address "127.0.0.1:$probe" \
-    --leader-election-namespace "$RELEASE_NAMESPACE" --shutdown-delay "$EXTRA_SHUTDOWN_DELAY" \
-    >>"$dir/webhook-extra-$port.log" 2>&1 </dev/null &
+  chart_config "$dir/config-$port.yaml" || die "could not read the chart's configuration for the replica on port $port"
+  webhook_identity "$dir" "webhook-extra-$port.kubeconfig"
+  local help args=(--config "$dir/config-$port.yaml" --kubeconfig "$dir/webhook-extra-$port.kubeconfig"
+    --port "$port" --cert-dir "$CERTS" --metrics-bind-address 0 --health-probe-bind-address "127.0.0.1:$probe")
+  help=$("$bin" --help 2>&1 || true)
+  has_flag() { [[ $help =~ (^|[[:space:]])--$1[[:space:]=] ]]; }
+  if has_flag host; then args+=(--host 127.0.0.1); fi
+  if has_flag leader-election-namespace; then args+=(--leader-election-namespace "$RELEASE_NAMESPACE"); fi
+  if has_flag shutdown-delay; then args+=(--shutdown-delay "$EXTRA_SHUTDOWN_DELAY"); fi
+  echo "----- started $(date -u +%FT%TZ): $bin ${args[*]} -----" >>"$dir/webhook-extra-$port.log"
+  "$bin" "${args[@]}" >>"$dir/webhook-extra-$port.log" 2>&1 </dev/null &
   local pid=$!
   echo "$pid" >"$dir/webhook-extra-$port.pid.tmp" && mv -f "$dir/webhook-extra-$port.pid.tmp" "$dir/webhook-extra-$port.pid"
   wait_url "http://127.0.0.1:$probe/readyz" "$READY_TIMEOUT" "the extra webhook on port $port" "$pid" "$dir/webhook-extra-$port.log"
@@ -219,19 +249,20 @@ install_chart() {
     --wait --timeout 2m
 }
 
-# webhook_identity writes $1/webhook.kubeconfig, with a token of the chart's
-# ServiceAccount, or with the admin's credentials when the chart made none.
+# webhook_identity writes $1/$2 (default webhook.kubeconfig), with a token
+# of the chart's ServiceAccount, or with the admin's credentials when the
+# chart made none.
 webhook_identity() {
-  local dir=$1 sa token
+  local dir=$1 file=${2:-webhook.kubeconfig} sa token
   sa=$(k -n "$RELEASE_NAMESPACE" get serviceaccount -l "app.kubernetes.io/instance=$RELEASE" -o name 2>/dev/null | head -1)
   sa=${sa#serviceaccount/}
   if [[ -z $sa ]]; then
     log "the chart made no ServiceAccount: the webhook runs with the admin's credentials"
-    cp "$KUBECONFIG" "$dir/webhook.kubeconfig"
+    cp "$KUBECONFIG" "$dir/$file"
     return
   fi
   token=$(k -n "$RELEASE_NAMESPACE" create token "$sa" --duration=48h)
-  cat >"$dir/webhook.kubeconfig" <<EOF
+  cat >"$dir/$file" <<EOF
 apiVersion: v1
 kind: Config
 clusters:
@@ -251,18 +282,8 @@ EOF
   log "the webhook runs as ServiceAccount $RELEASE_NAMESPACE/$sa"
 }
 
-# chart_config writes the configuration file the chart rendered into its
-# ConfigMap, as installed now, into $1.
-chart_config() {
-  local configmap
-  configmap=$(k -n "$RELEASE_NAMESPACE" get configmap -l "app.kubernetes.io/instance=$RELEASE" -o name | grep -- '-config$' | head -1)
-  [[ -n $configmap ]] || die "the chart rendered no ConfigMap ending in -config in $RELEASE_NAMESPACE"
-  k -n "$RELEASE_NAMESPACE" get "$configmap" -o jsonpath='{.data.config\.yaml}' >"$1"
-  [[ -s $1 ]] || die "$configmap has no config.yaml"
-}
-
 prepare_webhook() {
-  chart_config "$DIR/config.yaml"
+  chart_config "$DIR/config.yaml" || die "could not read the chart's configuration"
   webhook_identity "$DIR"
   local metrics probe scheme=https
   free_port metrics
@@ -383,6 +404,13 @@ Try it by hand (in another terminal):
   webhook log: $DIR/webhook.log
   stop/start the webhook: hack/dev.sh webhook-stop / hack/dev.sh webhook-start
 
+Try a chart value: upgrade the release, then restart the webhook, which reads the
+configuration the chart rendered at each start (as a pod restarted after the upgrade):
+
+  bin/helm upgrade $RELEASE charts/spreadguard -n $RELEASE_NAMESPACE --reuse-values \\
+    --set 'autoscaler.zones={zone-a,zone-b,zone-c,zone-d}'
+  hack/dev.sh webhook-stop && hack/dev.sh webhook-start
+
 Up until Ctrl-C, which tears everything down.
 EOF
 }
@@ -430,6 +458,8 @@ run() {
     echo "export KUBECONFIG=$KUBECONFIG"
     echo "DEV_PID=$$"
     echo "DEV_DIR=$DIR"
+    echo "RELEASE=$RELEASE"
+    echo "RELEASE_NAMESPACE=$RELEASE_NAMESPACE"
     echo "WEBHOOK_URL=https://127.0.0.1:$WEBHOOK_PORT"
     echo "WEBHOOK_LOG=$DIR/webhook.log"
     echo "WEBHOOK_METRICS_URL=$WEBHOOK_METRICS_URL"
@@ -473,15 +503,17 @@ case $cmd in
     export KUBECONFIG
     KUBECONFIG=$(state KUBECONFIG)
     dir=$(state DEV_DIR)
+    release_state
     webhook_start "$dir" "$@"
     ;;
   webhook-extra-start)
-    [[ $# -eq 2 ]] || die "usage: hack/dev.sh webhook-extra-start PORT PROBE_PORT"
+    [[ $# -eq 2 || $# -eq 3 ]] || die "usage: hack/dev.sh webhook-extra-start PORT PROBE_PORT [BINARY]"
     export KUBECONFIG
     KUBECONFIG=$(state KUBECONFIG)
     dir=$(state DEV_DIR)
+    release_state
     CERTS=$(state WEBHOOK_CERT_DIR)
-    webhook_extra_start "$dir" "$1" "$2"
+    webhook_extra_start "$dir" "$@"
     ;;
   webhook-extra-stop)
     [[ $# -eq 1 ]] || die "usage: hack/dev.sh webhook-extra-stop PORT"

@@ -51,6 +51,8 @@ go_test() {
 # ---------------------------------------------------------------- local
 
 E2E_PHASES=${E2E_PHASES:-upgrade suite}
+# Where the previous releases' webhooks are built (hack/previous-webhook.sh).
+PREVIOUS_WEBHOOKS=${PREVIOUS_WEBHOOKS:-$ROOT/_output/previous-webhook}
 
 # upgrade_e2e runs the upgrade scenario on a local cluster of its own,
 # started without spreadguard: the scenario installs the previous chart,
@@ -58,7 +60,15 @@ E2E_PHASES=${E2E_PHASES:-upgrade suite}
 # with it, so the suite after it starts from a fresh install. Karpenter is
 # left out: the scenario does not need it.
 upgrade_e2e() {
-  local rc=0 env=$tmp/upgrade.env logs=$tmp/upgrade-logs
+  local rc=0 env=$tmp/upgrade.env logs=$tmp/upgrade-logs chart commit
+  # The webhook each previous chart shipped with, which serves until the
+  # rollout: built from its commit (named in the package's file name) once,
+  # and kept under _output.
+  for chart in "$ROOT"/test/e2e/testdata/previous/*.tgz; do
+    commit=$(basename "$chart" .tgz)
+    commit=${commit##*-}
+    "$ROOT/hack/previous-webhook.sh" "$commit" "$PREVIOUS_WEBHOOKS/$commit/spreadguard-webhook"
+  done
   DEV_ENV=$env LOCAL_CLUSTER_LOGS=$logs DEV_LOGS=$logs LOCAL_CLUSTER_KARPENTER=0 \
     "$ROOT/hack/dev.sh" run --no-webhook &
   upgrade_pid=$!
@@ -77,9 +87,10 @@ upgrade_e2e() {
     export SPREADGUARD_E2E_WEBHOOK_CERT_DIR=$WEBHOOK_CERT_DIR
     export SPREADGUARD_E2E_HELM=$BIN/helm
     export SPREADGUARD_E2E_ARTIFACTS=$ARTIFACTS
+    export SPREADGUARD_E2E_PREVIOUS_WEBHOOKS=$PREVIOUS_WEBHOOKS
     log "go test -tags e2e -run '^TestUpgrade\$' ./... in test/e2e, a module of its own (KUBECONFIG=$KUBECONFIG)"
     # shellcheck disable=SC2086
-    cd "$ROOT/test/e2e" && go test $GO_TEST_VET -tags e2e -count=1 -v -timeout 15m -run '^TestUpgrade$' ./...
+    cd "$ROOT/test/e2e" && go test $GO_TEST_VET -tags e2e -count=1 -v -timeout 25m -run '^TestUpgrade$' ./...
   ) || rc=$?
   kill -TERM "$upgrade_pid" 2>/dev/null || true
   wait "$upgrade_pid" 2>/dev/null || true

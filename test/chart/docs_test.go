@@ -2,8 +2,10 @@ package chart_test
 
 import (
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -101,4 +103,74 @@ func hasPath(m map[string]any, path []string) bool {
 	}
 	sub, ok := v.(map[string]any)
 	return ok && hasPath(sub, path[1:])
+}
+
+// The README's adoption from 0.1.0 must hand the release every CRD a
+// released chart installed from crds/: SpreadPolicy and ClusterSpreadPolicy
+// from the first 0.1.0, NodeTemplate too from the later ones. Those are the
+// chart's CRDs of the spreadguard.io group (files/crds), and the command
+// picks them by name from `kubectl get crd -o name`; other CRDs, which
+// another release or tool may own, it must leave alone. The e2e suite's
+// TestUpgrade runs the command on a cluster.
+func TestREADMEAdoptsEveryCRDOfARelease(t *testing.T) {
+	t.Parallel()
+	data, err := os.ReadFile(filepath.Join(chartDir, valuesdoc.READMEFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	section, _, _ := strings.Cut(string(data)[strings.Index(string(data), "### From 0.1.0"):], "\n## ")
+	block, _, ok := strings.Cut(section[strings.Index(section, "```sh\n")+len("```sh\n"):], "```")
+	if !ok {
+		t.Fatalf("no sh block in the README's section \"From 0.1.0\":\n%s", section)
+	}
+	m := regexp.MustCompile(`kubectl get crd -o name \| grep '([^']+)' \| xargs kubectl patch --type merge -p \\\n\s*'([^']+)'`).FindStringSubmatch(block)
+	if m == nil {
+		t.Fatalf("the adoption is not `kubectl get crd -o name | grep PATTERN | xargs kubectl patch --type merge -p PATCH`:\n%s", block)
+	}
+	pattern := regexp.MustCompile(m[1])
+	adopted := func(name string) bool {
+		return pattern.MatchString("customresourcedefinition.apiextensions.k8s.io/" + name)
+	}
+	crds, err := filepath.Glob(filepath.Join(chartDir, "files", "crds", "*.yaml"))
+	if err != nil || len(crds) == 0 {
+		t.Fatalf("no CRDs in files/crds: %v", err)
+	}
+	var names []string
+	for _, f := range crds {
+		// spreadguard.io_nodetemplates.yaml holds nodetemplates.spreadguard.io.
+		group, plural, _ := strings.Cut(strings.TrimSuffix(filepath.Base(f), ".yaml"), "_")
+		names = append(names, plural+"."+group)
+	}
+	wantReleased := []string{"clusterspreadpolicies.spreadguard.io", "nodetemplates.spreadguard.io", "spreadpolicies.spreadguard.io"}
+	for _, name := range wantReleased {
+		if !slices.Contains(names, name) {
+			t.Errorf("files/crds no longer holds %s, which chart 0.1.0 installed", name)
+		}
+	}
+	for _, name := range names {
+		if !adopted(name) {
+			t.Errorf("the README's command does not adopt %s", name)
+		}
+	}
+	for _, name := range []string{"reports.openreports.io", "nodepools.karpenter.sh", "spreadguard.io.example.com", "policies.notspreadguard.io"} {
+		if adopted(name) {
+			t.Errorf("the README's command adopts %s, which is not spreadguard's", name)
+		}
+	}
+	var patch struct {
+		Metadata struct {
+			Labels      map[string]string `json:"labels"`
+			Annotations map[string]string `json:"annotations"`
+		} `json:"metadata"`
+	}
+	if err := json.Unmarshal([]byte(m[2]), &patch); err != nil {
+		t.Fatalf("the README's patch is not JSON: %v\n%s", err, m[2])
+	}
+	want := map[string]string{"app.kubernetes.io/managed-by": "Helm", "meta.helm.sh/release-name": "RELEASE", "meta.helm.sh/release-namespace": "NAMESPACE"}
+	got := map[string]string{}
+	maps.Copy(got, patch.Metadata.Labels)
+	maps.Copy(got, patch.Metadata.Annotations)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("the ownership metadata the README's patch sets (-Helm's +README):\n%s", diff)
+	}
 }

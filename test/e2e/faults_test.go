@@ -360,12 +360,13 @@ type extraReplica struct {
 func (r extraReplica) addr() string   { return fmt.Sprintf("127.0.0.1:%d", r.port) }
 func (r extraReplica) readyz() string { return fmt.Sprintf("http://127.0.0.1:%d/readyz", r.probe) }
 
-// startExtraReplica starts one with envExtraStartCmd, killed when the test
+// startExtraReplica starts one with envExtraStartCmd, of binary when given
+// (a released webhook; this checkout's otherwise), killed when the test
 // ends if it still runs.
-func startExtraReplica(t *testing.T) extraReplica {
+func startExtraReplica(t *testing.T, binary ...string) extraReplica {
 	t.Helper()
 	r := extraReplica{port: freeLocalPort(t), probe: freeLocalPort(t)}
-	if err := runHook(t.Context(), t, envExtraStartCmd, strconv.Itoa(r.port), strconv.Itoa(r.probe)); err != nil {
+	if err := runHook(t.Context(), t, envExtraStartCmd, append([]string{strconv.Itoa(r.port), strconv.Itoa(r.probe)}, binary...)...); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -430,6 +431,9 @@ func replicaStoppedMidBurst(t *testing.T) {
 				inFlight, conns         int64
 				signalled, exited       time.Time
 				started, startedByClose int64
+				// closeErr says the front's connections to the replica
+				// did not close after it ended.
+				closeErr error
 			}
 			done := make(chan ended, 1)
 			go func() {
@@ -441,9 +445,9 @@ func replicaStoppedMidBurst(t *testing.T) {
 				// before it reads the close, on a connection to the dead
 				// replica: every create in flight at the signal or sent
 				// until the front has closed those connections.
-				for deadline := time.Now().Add(5 * time.Second); stopped.open.Load() > 0 && time.Now().Before(deadline); {
-					time.Sleep(5 * time.Millisecond)
-				}
+				// If they never close, the creates sent meanwhile would
+				// all count as that cost, and the bound would hold nothing.
+				e.closeErr = waitClosed(stopped.open.Load, 5*time.Second, 5*time.Millisecond)
 				e.startedByClose = stream.started.Load()
 				done <- e
 			}()
@@ -460,6 +464,9 @@ func replicaStoppedMidBurst(t *testing.T) {
 			}
 			if r.failed != 0 {
 				t.Errorf("%d creates failed, want none under failurePolicy Ignore", r.failed)
+			}
+			if e.closeErr != nil {
+				t.Errorf("after the replica was %s: %v; the creates that may have met it cannot be bounded", map[bool]string{true: "stopped", false: "killed"}[tc.graceful], e.closeErr)
 			}
 			if !tc.graceful {
 				// What a crash may cost: the creates in flight while the

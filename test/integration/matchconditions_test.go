@@ -11,6 +11,7 @@ import (
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/spreadguard/spreadguard/cmd/webhook/app"
@@ -87,6 +88,19 @@ func TestWorkloadForecastsSeeNoWriteOfKubeControllerManager(t *testing.T) {
 			user: "system:kube-controller-manager", write: update},
 		{name: "a person creates a ReplicaSet a Deployment controls -> not forecast: its rollout's, whoever writes it", user: person,
 			write: func(ctx context.Context, c client.Client) error { return c.Create(ctx, ownedBy("web-by-hand")) }},
+		{name: "Argo Rollouts creates a Rollout's ReplicaSet -> not forecast: any controller's, not only a Deployment's",
+			user: "system:serviceaccount:argo-rollouts:argo-rollouts",
+			write: func(ctx context.Context, c client.Client) error {
+				rs := replicaSet(ns, "canary", map[string]string{"app": "canary"})
+				rs.OwnerReferences = []metav1.OwnerReference{{APIVersion: "argoproj.io/v1alpha1", Kind: "Rollout", Name: "canary", UID: "0d6f3c2e-rollout", Controller: ptr.To(true)}}
+				return c.Create(ctx, rs)
+			}},
+		{name: "a person creates a ReplicaSet whose only owner is no controller -> forecast", user: person, reviewed: true,
+			write: func(ctx context.Context, c client.Client) error {
+				rs := replicaSet(ns, "bundled", map[string]string{"app": "bundled"})
+				rs.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "bundle", UID: "0d6f3c2e-bundle", Controller: ptr.To(false)}}
+				return c.Create(ctx, rs)
+			}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
