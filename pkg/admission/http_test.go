@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 )
@@ -393,19 +394,14 @@ func TestRawObjectIsTheObjectItWasSent(t *testing.T) {
 
 // recordingPodHandler records what the Endpoint hands a pod handler.
 type recordingPodHandler struct {
-	handled, handledPods int
-	decoded              *rawObject
-	logger               bool
+	handled int
+	decoded runtime.Object
+	logger  bool
 }
 
-func (h *recordingPodHandler) Handle(context.Context, admission.Request) admission.Response {
+func (h *recordingPodHandler) Handle(ctx context.Context, req admission.Request) admission.Response {
 	h.handled++
-	return admission.Allowed("")
-}
-
-func (h *recordingPodHandler) handlePod(ctx context.Context, req podRequest) admission.Response {
-	h.handledPods++
-	h.decoded = req.decoded
+	h.decoded = req.Object.Object
 	_, err := logr.FromContext(ctx)
 	h.logger = err == nil
 	return admission.Allowed("")
@@ -429,15 +425,17 @@ func TestEndpointHandsPodHandlersThePodDecodedWithTheReview(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var want *rawObject
+			var want runtime.Object
 			if tt.wantPassed {
-				want = &rawObject{}
-				if err := jsonv2.Unmarshal(tt.req.Object.Raw, want, podDecodeOptions); err != nil {
+				pod := &rawObject{}
+				if err := jsonv2.Unmarshal(tt.req.Object.Raw, pod, podDecodeOptions); err != nil {
 					t.Fatal(err)
 				}
+				want = pod
 			}
 			h := &recordingPodHandler{}
-			code, body := post(t, NewEndpoint(h, logr.Discard()), "application/json", bytes.NewReader(reviewBody(tt.req)))
+			e := NewEndpoint(h, logr.Discard(), ForResource(podsResource, true))
+			code, body := post(t, e, "application/json", bytes.NewReader(reviewBody(tt.req)))
 			if code != http.StatusOK {
 				t.Fatalf("status %d: %s", code, body)
 			}
@@ -445,9 +443,8 @@ func TestEndpointHandsPodHandlersThePodDecodedWithTheReview(t *testing.T) {
 			if err := json.Unmarshal([]byte(body), &out); err != nil || out.Response == nil || out.Response.UID != tt.req.UID {
 				t.Fatalf("answer %s (%v): want the request's uid %s", body, err, tt.req.UID)
 			}
-			if h.handled != 0 || h.handledPods != 1 || !h.logger {
-				t.Errorf("Handle called %d times, handlePod %d times, with a logger: %v; want handlePod once, with the request's logger",
-					h.handled, h.handledPods, h.logger)
+			if h.handled != 1 || !h.logger {
+				t.Errorf("Handle called %d times, with a logger: %v; want once, with the request's logger", h.handled, h.logger)
 			}
 			if diff := cmp.Diff(want, h.decoded); diff != "" {
 				t.Errorf("pod handed over (-want +got):\n%s", diff)
