@@ -18,8 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	ctrladmission "sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	"github.com/spreadguard/spreadguard/cmd/webhook/app"
 	"github.com/spreadguard/spreadguard/pkg/admission"
+	webhookserver "github.com/spreadguard/spreadguard/pkg/server"
 	"github.com/spreadguard/spreadguard/test/perf/fixture"
 )
 
@@ -49,8 +49,8 @@ func BenchmarkAdmissionHTTPS(b *testing.B) {
 			expect     expectation
 			bodies     func(*prepared) string
 		}{
-			{"mutate", app.PathMutatePod, expectPatched, func(p *prepared) string { return p.mutateBodies }},
-			{"validate", app.PathValidatePod, expectChecked, func(p *prepared) string { return p.validateBodies }},
+			{"mutate", webhookserver.PathMutatePod, expectPatched, func(p *prepared) string { return p.mutateBodies }},
+			{"validate", webhookserver.PathValidatePod, expectChecked, func(p *prepared) string { return p.validateBodies }},
 		} {
 			b.Run(fmt.Sprintf("%s/webhook=%s/workers=%d", c, hook.name, workers), func(b *testing.B) {
 				p := prepare(b, nodes)
