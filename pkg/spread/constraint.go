@@ -162,7 +162,9 @@ func inclusionPolicy(p v1.NodeInclusionPolicy) (v1.NodeInclusionPolicy, error) {
 // fmt.Stringer, worded only when an error is.
 type constraintPath int
 
-func (i constraintPath) String() string { return fmt.Sprintf("spec.topologySpreadConstraints[%d]", int(i)) }
+func (i constraintPath) String() string {
+	return fmt.Sprintf("spec.topologySpreadConstraints[%d]", int(i))
+}
 
 // parseLabelSelector is metav1.LabelSelectorAsSelector, which checks every
 // key and value against its pattern, but for the selector of matchLabels
