@@ -409,14 +409,21 @@ func (h *recordingPodHandler) Handle(ctx context.Context, req admission.Request)
 
 func TestEndpointHandsPodHandlersThePodDecodedWithTheReview(t *testing.T) {
 	tests := []struct {
-		name       string
-		req        admission.Request
+		name string
+		req  admission.Request
+		// notPods serves the endpoint without ForResource(pods).
+		notPods    bool
 		wantPassed bool
 	}{
 		{
 			name:       "a pod's review -> the pod handed over decoded, as decoding its object alone gives it",
 			req:        makeRequest().Pod(webPod().Obj()).Obj(),
 			wantPassed: true,
+		},
+		{
+			name:    "an endpoint not of pods -> no pod handed over: its handler decodes what it reviews",
+			req:     makeRequest().Pod(webPod().Obj()).Obj(),
+			notPods: true,
 		},
 		{
 			name: "a review whose object a pod cannot be decoded from in one pass -> no pod handed over: the handler decodes and refuses it",
@@ -434,7 +441,11 @@ func TestEndpointHandsPodHandlersThePodDecodedWithTheReview(t *testing.T) {
 				want = pod
 			}
 			h := &recordingPodHandler{}
-			e := NewEndpoint(h, logr.Discard(), ForResource(podsResource, true))
+			var opts []EndpointOption
+			if !tt.notPods {
+				opts = append(opts, ForResource(podsResource, true))
+			}
+			e := NewEndpoint(h, logr.Discard(), opts...)
 			code, body := post(t, e, "application/json", bytes.NewReader(reviewBody(tt.req)))
 			if code != http.StatusOK {
 				t.Fatalf("status %d: %s", code, body)
