@@ -133,7 +133,7 @@ func baselineServer(b *testing.B, dir string) string {
 			w.Header().Set("Content-Type", "application/json")
 			_, _ = io.WriteString(w, cannedResponse)
 		}))
-		// As the server's mutating endpoint is served (app's addEndpoints).
+		// As the server's mutating endpoint is served (server.Endpoints).
 		srv.Register(pathDecodeAndAnswer, admission.NewEndpoint(decodeAndAnswer{}, logr.Discard(),
 			admission.ForResource(metav1.GroupVersionResource{Version: "v1", Resource: "pods"}, true),
 			admission.WithMaxBodyBytes(admission.MaxCreateReviewBytes)))
