@@ -82,13 +82,7 @@ func (f faults) answer(ctx context.Context, reason string, err error) admission.
 // serve answers req with handle, answers a panic in it as a fault, and
 // records the request's result and latency.
 func (f faults) serve(ctx context.Context, req admission.Request,
-	handle func(context.Context, admission.Request, faults) (admission.Response, string)) admission.Response {
-	return serveAs(ctx, f, req, handle)
-}
-
-// serveAs is serve for a request of any type (a podRequest).
-func serveAs[R any](ctx context.Context, f faults, req R,
-	handle func(context.Context, R, faults) (admission.Response, string)) (resp admission.Response) {
+	handle func(context.Context, admission.Request, faults) (admission.Response, string)) (resp admission.Response) {
 	start := time.Now()
 	result := ResultErrored
 	defer func() {

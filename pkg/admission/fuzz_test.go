@@ -173,8 +173,8 @@ func checkOnePassDecode(t *testing.T, body []byte) {
 		return
 	}
 	req := admission.Request{AdmissionRequest: *got.Request}
-	wantPod, wantShape, wantErr := decodePod(podRequest{Request: req})
-	gotPod, gotShape, gotErr := decodePod(podRequest{Request: req, decoded: decoded})
+	wantPod, wantShape, wantErr := decodePod(req)
+	gotPod, gotShape, gotErr := decodePod(withDecodedPod(req, decoded))
 	if fmt.Sprint(wantErr) != fmt.Sprint(gotErr) {
 		t.Fatalf("decoding the pod: %v alone, %v with its review: %q", wantErr, gotErr, body)
 	}
@@ -194,7 +194,7 @@ func checkDecode(t *testing.T, req *admission.Request) {
 		return
 	}
 	want, wantErr := oracleDecodePod(*req)
-	got, _, err := decodePod(podRequest{Request: *req})
+	got, _, err := decodePod(*req)
 	switch {
 	case wantErr != nil:
 		// The old decoder also refused an object whose kind it read in

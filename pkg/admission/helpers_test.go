@@ -319,3 +319,12 @@ func (f *fakeChecker) Check(*v1.Pod, spread.Options) (*spread.Result, error) {
 	f.calls++
 	return f.result, f.err
 }
+
+// withDecodedPod is req as a pod Endpoint hands it over: with the pod it
+// decoded with the review, when it could.
+func withDecodedPod(req admission.Request, pod *rawObject) admission.Request {
+	if pod != nil {
+		req.Object.Object = pod
+	}
+	return req
+}

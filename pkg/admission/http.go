@@ -2,7 +2,6 @@ package admission
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,7 +16,6 @@ import (
 	"github.com/go-logr/logr"
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 )
 
@@ -64,7 +62,10 @@ const maxReasonLen = 512
 // be a refusal whatever the failurePolicy says. (The pod handlers recover
 // their own panics first and answer as their failure policy says, with a
 // warning.) Everything else goes through admission.Webhook.Handle, which
-// completes the response.
+// completes the response: every handler, the pod handlers included, has one
+// entry, admission.Handler. An endpoint of pods decodes the review's pod
+// with the review, in one pass, and hands it over in the request's
+// Object.Object (decodePod takes it from there).
 type Endpoint struct {
 	hook       *admission.Webhook
 	log        logr.Logger
@@ -78,26 +79,6 @@ type Endpoint struct {
 	// trace of the server (go tool trace) shows every review's span and
 	// what its goroutine waited for; free when no trace is being taken.
 	region string
-	// pods is the handler when it reviews pods (podHandler): the review's
-	// pod is decoded with the review, and handed to it in its podRequest.
-	pods podHandler
-}
-
-// podRequest is the review of a pod: the request, and the pod the Endpoint
-// decoded from its object in the same pass as the review.
-type podRequest struct {
-	admission.Request
-	// decoded is the request's object decoded as a pod, from the same bytes
-	// as Object.Raw; nil when the review could not be decoded with it (or
-	// the handler was called through Handle), and decodePod decodes
-	// Object.Raw itself.
-	decoded *rawObject
-}
-
-// podHandler is implemented by the pod handlers: the Endpoint hands them
-// the pod it decoded with the review.
-type podHandler interface {
-	handlePod(ctx context.Context, req podRequest) admission.Response
 }
 
 var _ http.Handler = (*Endpoint)(nil)
@@ -109,8 +90,7 @@ func NewEndpoint(h admission.Handler, log logr.Logger, opts ...EndpointOption) *
 	hook.LogConstructor = func(_ logr.Logger, req *admission.Request) logr.Logger {
 		return admission.DefaultLogConstructor(log, req)
 	}
-	pods, _ := h.(podHandler)
-	e := &Endpoint{hook: hook, log: log, maxBody: MaxRequestBytes, region: fmt.Sprintf("review %T", h), pods: pods}
+	e := &Endpoint{hook: hook, log: log, maxBody: MaxRequestBytes, region: fmt.Sprintf("review %T", h)}
 	for _, opt := range opts {
 		opt(e)
 	}
@@ -125,7 +105,7 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// it goes back to the pool only once the answer is written.
 	body := bodies.Get().(*bytes.Buffer)
 	defer putBody(body)
-	review, pod, code, err := readReview(w, r, e.maxBody, body, e.pods != nil)
+	review, pod, code, err := readReview(w, r, e.maxBody, body, e.reviewsPods())
 	if err == nil {
 		err = e.checkShape(review.Request)
 		code = http.StatusBadRequest
@@ -143,12 +123,12 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}()
 	req := admission.Request{AdmissionRequest: *review.Request}
-	var resp admission.Response
-	if e.pods != nil {
-		resp = e.handlePod(r.Context(), podRequest{Request: req, decoded: pod})
-	} else {
-		resp = e.hook.Handle(r.Context(), req)
+	if pod != nil {
+		// The pod decoded with the review: decodePod takes it from there
+		// rather than parse the object's bytes again.
+		req.Object.Object = pod
 	}
+	resp := e.hook.Handle(r.Context(), req)
 	if !resp.Allowed && resp.Result != nil && resp.Result.Code == http.StatusBadRequest {
 		writeError(w, http.StatusBadRequest, errors.New(resp.Result.Message))
 		return
@@ -164,19 +144,13 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// handlePod is what admission.Webhook.Handle does around a handler, for a
-// pod handler, which takes the pod decoded with the review: the request's
-// logger in the context, and the answer completed with the request's uid.
-// (The pod handlers answer their own panics, as their failure policy says.)
-func (e *Endpoint) handlePod(ctx context.Context, req podRequest) admission.Response {
-	ctx = logf.IntoContext(ctx, admission.DefaultLogConstructor(e.log, &req.Request))
-	resp := e.pods.handlePod(ctx, req)
-	if err := resp.Complete(req.Request); err != nil {
-		logf.FromContext(ctx).Error(err, "completing the response")
-		resp = admission.Errored(http.StatusInternalServerError, fmt.Errorf("completing the response: %w", err))
-		resp.UID = req.UID
-	}
-	return resp
+// podsResource is the resource of the pod endpoints.
+var podsResource = metav1.GroupVersionResource{Version: "v1", Resource: "pods"}
+
+// reviewsPods reports whether the endpoint reviews pods (ForResource), whose
+// reviews it decodes with their pod in one pass.
+func (e *Endpoint) reviewsPods() bool {
+	return e.resource != nil && *e.resource == podsResource
 }
 
 // readReview reads the request's body into buf and returns the review

@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 )
@@ -393,19 +394,14 @@ func TestRawObjectIsTheObjectItWasSent(t *testing.T) {
 
 // recordingPodHandler records what the Endpoint hands a pod handler.
 type recordingPodHandler struct {
-	handled, handledPods int
-	decoded              *rawObject
-	logger               bool
+	handled int
+	decoded runtime.Object
+	logger  bool
 }
 
-func (h *recordingPodHandler) Handle(context.Context, admission.Request) admission.Response {
+func (h *recordingPodHandler) Handle(ctx context.Context, req admission.Request) admission.Response {
 	h.handled++
-	return admission.Allowed("")
-}
-
-func (h *recordingPodHandler) handlePod(ctx context.Context, req podRequest) admission.Response {
-	h.handledPods++
-	h.decoded = req.decoded
+	h.decoded = req.Object.Object
 	_, err := logr.FromContext(ctx)
 	h.logger = err == nil
 	return admission.Allowed("")
@@ -413,8 +409,10 @@ func (h *recordingPodHandler) handlePod(ctx context.Context, req podRequest) adm
 
 func TestEndpointHandsPodHandlersThePodDecodedWithTheReview(t *testing.T) {
 	tests := []struct {
-		name       string
-		req        admission.Request
+		name string
+		req  admission.Request
+		// notPods serves the endpoint without ForResource(pods).
+		notPods    bool
 		wantPassed bool
 	}{
 		{
@@ -423,21 +421,32 @@ func TestEndpointHandsPodHandlersThePodDecodedWithTheReview(t *testing.T) {
 			wantPassed: true,
 		},
 		{
+			name:    "an endpoint not of pods -> no pod handed over: its handler decodes what it reviews",
+			req:     makeRequest().Pod(webPod().Obj()).Obj(),
+			notPods: true,
+		},
+		{
 			name: "a review whose object a pod cannot be decoded from in one pass -> no pod handed over: the handler decodes and refuses it",
 			req:  makeRequest().Pod(webPod().Obj()).Raw([]byte(`{"apiVersion":"v1","kind":"Pod","spec":{"containers":"many"}}`)).Obj(),
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var want *rawObject
+			var want runtime.Object
 			if tt.wantPassed {
-				want = &rawObject{}
-				if err := jsonv2.Unmarshal(tt.req.Object.Raw, want, podDecodeOptions); err != nil {
+				pod := &rawObject{}
+				if err := jsonv2.Unmarshal(tt.req.Object.Raw, pod, podDecodeOptions); err != nil {
 					t.Fatal(err)
 				}
+				want = pod
 			}
 			h := &recordingPodHandler{}
-			code, body := post(t, NewEndpoint(h, logr.Discard()), "application/json", bytes.NewReader(reviewBody(tt.req)))
+			var opts []EndpointOption
+			if !tt.notPods {
+				opts = append(opts, ForResource(podsResource, true))
+			}
+			e := NewEndpoint(h, logr.Discard(), opts...)
+			code, body := post(t, e, "application/json", bytes.NewReader(reviewBody(tt.req)))
 			if code != http.StatusOK {
 				t.Fatalf("status %d: %s", code, body)
 			}
@@ -445,9 +454,8 @@ func TestEndpointHandsPodHandlersThePodDecodedWithTheReview(t *testing.T) {
 			if err := json.Unmarshal([]byte(body), &out); err != nil || out.Response == nil || out.Response.UID != tt.req.UID {
 				t.Fatalf("answer %s (%v): want the request's uid %s", body, err, tt.req.UID)
 			}
-			if h.handled != 0 || h.handledPods != 1 || !h.logger {
-				t.Errorf("Handle called %d times, handlePod %d times, with a logger: %v; want handlePod once, with the request's logger",
-					h.handled, h.handledPods, h.logger)
+			if h.handled != 1 || !h.logger {
+				t.Errorf("Handle called %d times, with a logger: %v; want once, with the request's logger", h.handled, h.logger)
 			}
 			if diff := cmp.Diff(want, h.decoded); diff != "" {
 				t.Errorf("pod handed over (-want +got):\n%s", diff)

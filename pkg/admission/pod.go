@@ -15,6 +15,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -64,10 +65,10 @@ type PodWebhook struct {
 }
 
 // serve answers req with handle, through the failure policy.
-func (w *PodWebhook) serve(ctx context.Context, req podRequest, webhook, what string,
-	handle func(context.Context, podRequest, faults) (admission.Response, string)) admission.Response {
+func (w *PodWebhook) serve(ctx context.Context, req admission.Request, webhook, what string,
+	handle func(context.Context, admission.Request, faults) (admission.Response, string)) admission.Response {
 	f := faults{policy: w.FailurePolicy, webhook: webhook, what: what, metrics: w.Metrics}
-	return serveAs(ctx, f, req, handle)
+	return f.serve(ctx, req, handle)
 }
 
 // PodMutator injects the default topology spread constraints of a pod's
@@ -78,18 +79,12 @@ type PodMutator struct {
 
 // Handle answers one request to /mutate-v1-pod.
 func (h *PodMutator) Handle(ctx context.Context, req admission.Request) admission.Response {
-	return h.handlePod(ctx, podRequest{Request: req})
-}
-
-// handlePod answers one request to /mutate-v1-pod whose pod the Endpoint
-// may have decoded already.
-func (h *PodMutator) handlePod(ctx context.Context, req podRequest) admission.Response {
 	return h.serve(ctx, req, WebhookMutatePod, whatMutate, h.handle)
 }
 
-func (h *PodMutator) handle(ctx context.Context, req podRequest, f faults) (admission.Response, string) {
+func (h *PodMutator) handle(ctx context.Context, req admission.Request, f faults) (admission.Response, string) {
 	log := logf.FromContext(ctx)
-	if reason := notPodCreate(req.Request); reason != "" {
+	if reason := notPodCreate(req); reason != "" {
 		h.Metrics.notCreate(WebhookMutatePod)
 		return admission.Allowed(reason), ResultSkipped
 	}
@@ -204,12 +199,6 @@ type PodValidator struct {
 
 // Handle answers one request to /validate-v1-pod.
 func (h *PodValidator) Handle(ctx context.Context, req admission.Request) admission.Response {
-	return h.handlePod(ctx, podRequest{Request: req})
-}
-
-// handlePod answers one request to /validate-v1-pod whose pod the Endpoint
-// may have decoded already.
-func (h *PodValidator) handlePod(ctx context.Context, req podRequest) admission.Response {
 	return h.serve(ctx, req, WebhookValidatePod, whatValidate, h.handle)
 }
 
@@ -231,13 +220,13 @@ func (g syncGate) Check(pod *v1.Pod, opts spread.Options) (*spread.Result, error
 	return g.Checker.Check(pod, opts)
 }
 
-func (h *PodValidator) handle(ctx context.Context, req podRequest, f faults) (admission.Response, string) {
+func (h *PodValidator) handle(ctx context.Context, req admission.Request, f faults) (admission.Response, string) {
 	log := logf.FromContext(ctx)
-	lifted, err := gatesLifted(req.Request)
+	lifted, err := gatesLifted(req)
 	if err != nil {
 		return admission.Errored(http.StatusBadRequest, err), ResultInvalid
 	}
-	if reason := notPodCreate(req.Request); reason != "" && !lifted {
+	if reason := notPodCreate(req); reason != "" && !lifted {
 		h.Metrics.notCreate(WebhookValidatePod)
 		return admission.Allowed(reason), ResultSkipped
 	}
@@ -434,12 +423,22 @@ var podKind = metav1.GroupVersionKind{Version: "v1", Kind: "Pod"}
 
 // rawObject is the pod as the apiserver sends it, its parts behind pointers
 // so that a part the object lacks, or holds as null, stays nil. Its status
-// is not decoded: no decision reads it.
+// is not decoded: no decision reads it. It is a runtime.Object so that the
+// Endpoint can hand it to a pod handler in the request's Object.Object.
 type rawObject struct {
-	APIVersion string             `json:"apiVersion"`
-	Kind       string             `json:"kind"`
-	Metadata   *metav1.ObjectMeta `json:"metadata"`
-	Spec       *v1.PodSpec        `json:"spec"`
+	metav1.TypeMeta `json:",inline"`
+	Metadata        *metav1.ObjectMeta `json:"metadata"`
+	Spec            *v1.PodSpec        `json:"spec"`
+}
+
+var _ runtime.Object = (*rawObject)(nil)
+
+// DeepCopyObject copies the metadata and the spec.
+func (o *rawObject) DeepCopyObject() runtime.Object {
+	if o == nil {
+		return nil
+	}
+	return &rawObject{TypeMeta: o.TypeMeta, Metadata: o.Metadata.DeepCopy(), Spec: o.Spec.DeepCopy()}
 }
 
 // rawShape records which objects the raw pod holds (neither absent nor
@@ -456,8 +455,8 @@ type rawShape struct {
 // from the request when the object does not carry it.
 //
 // The Endpoint may have decoded the pod already, with its review
-// (decodeReviewWithPod): req then carries it.
-func decodePod(req podRequest) (*v1.Pod, rawShape, error) {
+// (decodeReviewWithPod): req's Object.Object then carries it.
+func decodePod(req admission.Request) (*v1.Pod, rawShape, error) {
 	if req.Kind != podKind {
 		return nil, rawShape{}, fmt.Errorf("expected a v1 Pod, got %s", gvkString(req.Kind))
 	}
@@ -465,7 +464,7 @@ func decodePod(req podRequest) (*v1.Pod, rawShape, error) {
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
 		return nil, rawShape{}, errors.New("decoding the pod: the request carries no object")
 	}
-	obj := req.decoded
+	obj, _ := req.Object.Object.(*rawObject)
 	if obj == nil {
 		obj = &rawObject{}
 		if err := jsonv2.Unmarshal(raw, obj, podDecodeOptions); err != nil {

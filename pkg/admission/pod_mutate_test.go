@@ -367,7 +367,7 @@ func TestMutationPatch(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			req := makeRequest().Pod(webPod().Obj()).Raw([]byte(tt.raw)).Obj()
-			decoded, shape, err := decodePod(podRequest{Request: req})
+			decoded, shape, err := decodePod(req)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -136,7 +136,7 @@ func TestDecodePod(t *testing.T) {
 				var shape rawShape
 				var err error
 				if way == "alone" {
-					pod, shape, err = decodePod(podRequest{Request: req})
+					pod, shape, err = decodePod(req)
 				} else {
 					pod, shape, err = decodeAsEndpoint(t, req, tt.wantErr == "")
 				}
@@ -160,7 +160,7 @@ func decodeAsEndpoint(t *testing.T, req admission.Request, wantOnePass bool) (*v
 	if wantOnePass && decoded == nil {
 		t.Fatalf("the pod was not decoded with its review")
 	}
-	return decodePod(podRequest{Request: admission.Request{AdmissionRequest: *review.Request}, decoded: decoded})
+	return decodePod(withDecodedPod(admission.Request{AdmissionRequest: *review.Request}, decoded))
 }
 
 // checkDecodedPod compares what decodePod returned for req with

@@ -11,6 +11,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -158,7 +159,11 @@ func (e lookupError) Unwrap() []error { return []error{ErrLookup, e.err} }
 
 // Mutation is the outcome of Mutate.
 type Mutation struct {
-	// Pod is the mutated deep copy, nil when nothing changes.
+	// Pod is the mutated pod, nil when nothing changes: a copy of the pod
+	// given to Mutate whose two members the mutation writes
+	// (spec.topologySpreadConstraints, metadata.annotations) are its own,
+	// and every other member is shared with that pod. Read it; never change
+	// it.
 	Pod *v1.Pod
 	// Policy is the policy that applies to the pod, if any.
 	Policy *policy.Applied
@@ -224,15 +229,16 @@ func defaults(pod *v1.Pod, src Sources) (*policy.Applied, []v1.TopologySpreadCon
 }
 
 // withDefaults is the mutation that writes injected and the policy
-// annotation into a copy of pod.
+// annotation into a copy of pod. The copy is shallow but for the two
+// members it writes: a deep copy would copy every container and volume to
+// write two members, and every caller only reads the result.
 func withDefaults(pod *v1.Pod, applied *policy.Applied, injected []v1.TopologySpreadConstraint) *Mutation {
-	out := pod.DeepCopy()
+	out := *pod
 	out.Spec.TopologySpreadConstraints = injected
-	if out.Annotations == nil {
-		out.Annotations = map[string]string{}
-	}
+	out.Annotations = make(map[string]string, len(pod.Annotations)+1)
+	maps.Copy(out.Annotations, pod.Annotations)
 	out.Annotations[v1alpha1.AnnotationPolicy] = applied.Name
-	return &Mutation{Pod: out, Policy: applied, Injected: injected}
+	return &Mutation{Pod: &out, Policy: applied, Injected: injected}
 }
 
 // reinvoked decides for a pod that carries spreadguard's policy annotation

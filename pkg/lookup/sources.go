@@ -38,7 +38,16 @@ var (
 // objects (cache.Options turns its deep copies off, InformerStores reads
 // its stores), so callers must not modify what they read.
 type Sources struct {
-	ctx      context.Context
+	// ctx is the request's (WithContext); the readers and indexes, the
+	// same for every request, are shared behind a pointer, so that binding
+	// a request's context copies two words, not the whole set.
+	ctx context.Context
+	*readers
+}
+
+// readers is where Sources reads from; the With* methods other than
+// WithContext return Sources over a changed copy.
+type readers struct {
 	reader   client.Reader
 	live     client.Reader
 	synced   func() bool
@@ -47,51 +56,48 @@ type Sources struct {
 	verdicts policy.Verdicts
 }
 
+// with returns Sources over a copy of s's readers changed by change.
+func (s *Sources) with(change func(*readers)) *Sources {
+	r := *s.readers
+	change(&r)
+	return &Sources{ctx: s.ctx, readers: &r}
+}
+
 // NewSources returns lookups over r.
 func NewSources(r client.Reader) *Sources {
-	return &Sources{ctx: context.Background(), reader: r}
+	return &Sources{ctx: context.Background(), readers: &readers{reader: r}}
 }
 
 // WithFallback returns a copy that reads from live what the reader does
 // not have, and everything until synced reports true (nil: at once).
 func (s *Sources) WithFallback(live client.Reader, synced func() bool) *Sources {
-	c := *s
-	c.live, c.synced = live, synced
-	return &c
+	return s.with(func(r *readers) { r.live, r.synced = live, synced })
 }
 
 // WithContext returns a copy whose reads are bound to ctx (the admission
 // request's), so a live read stops when the request is abandoned.
 func (s *Sources) WithContext(ctx context.Context) *Sources {
-	c := *s
-	c.ctx = ctx
-	return &c
+	return &Sources{ctx: ctx, readers: s.readers}
 }
 
 // WithServiceIndex returns a copy that answers ServicesSelecting from x
 // once synced; x must be fed by the same informers as the reader.
 func (s *Sources) WithServiceIndex(x spread.ServiceCandidates) *Sources {
-	c := *s
-	c.services = x
-	return &c
+	return s.with(func(r *readers) { r.services = x })
 }
 
 // WithInformerStores returns a copy that reads owners, namespaces and
 // policies from st once synced, in place of the reader; st must be the
 // stores of the informers behind the reader.
 func (s *Sources) WithInformerStores(st *InformerStores) *Sources {
-	c := *s
-	c.stores = st
-	return &c
+	return s.with(func(r *readers) { r.stores = st })
 }
 
 // WithPolicyVerdicts returns a copy whose policies policy.Resolve takes as
 // v judged them (see policy.Verdicts), so that a request does not validate
 // them again.
 func (s *Sources) WithPolicyVerdicts(v policy.Verdicts) *Sources {
-	c := *s
-	c.verdicts = v
-	return &c
+	return s.with(func(r *readers) { r.verdicts = v })
 }
 
 // PolicyVerdict is the verdict of the policy verdicts given to
@@ -170,7 +176,7 @@ func one[T any, PT interface {
 		return obj, nil
 	}
 	// The object may be younger than the cache.
-	return getOrNil[T, PT](&Sources{ctx: s.ctx, reader: s.live}, namespace, name)
+	return getOrNil[T, PT](&Sources{ctx: s.ctx, readers: &readers{reader: s.live}}, namespace, name)
 }
 
 // all lists namespace (every namespace for "") as list does, from the

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
+	"sync/atomic"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -162,36 +164,85 @@ func rank(a, b candidate) int {
 // matches reports whether the candidate selects the pod. selErr is non-nil
 // when a selector does not parse; err when the namespace lookup failed.
 func (c candidate) matches(pod labels.Set, ns *namespaceLabels) (matched bool, selErr error, err error) {
-	ok, selErr := selects(c.spec.PodSelector, pod)
-	if selErr != nil || !ok {
-		return false, selErr, nil
+	sel := c.selectors()
+	if sel.podErr != nil {
+		return false, sel.podErr, nil
+	}
+	if !sel.pod.Matches(pod) {
+		return false, nil, nil
 	}
 	if c.namespaced || c.nsSelector == nil {
 		return true, nil, nil
 	}
-	// Parse before the lookup, so a broken selector costs no read.
-	sel, selErr := metav1.LabelSelectorAsSelector(c.nsSelector)
-	if selErr != nil {
-		return false, selErr, nil
+	// Parsed before the lookup, so a broken selector costs no read, and an
+	// empty one, which selects every namespace, none either.
+	if sel.nsErr != nil {
+		return false, sel.nsErr, nil
+	}
+	if sel.namespace.Empty() {
+		return true, nil, nil
 	}
 	set, err := ns.get()
 	if err != nil {
 		return false, nil, err
 	}
-	return sel.Matches(set), nil, nil
+	return sel.namespace.Matches(set), nil, nil
 }
 
-// selects reports whether sel selects set. A nil selector selects
-// everything (metav1.LabelSelectorAsSelector would say nothing).
-func selects(sel *metav1.LabelSelector, set labels.Set) (bool, error) {
-	if sel == nil {
-		return true, nil
+// parsedSelectors are a policy's selectors parsed, at one generation. A nil
+// podSelector selects every pod (metav1.LabelSelectorAsSelector would say
+// none).
+type parsedSelectors struct {
+	generation     int64
+	pod, namespace labels.Selector
+	podErr, nsErr  error
+}
+
+// parse parses the candidate's selectors.
+func (c candidate) parse() *parsedSelectors {
+	p := &parsedSelectors{generation: c.generation, pod: labels.Everything(), namespace: labels.Everything()}
+	if c.spec.PodSelector != nil {
+		p.pod, p.podErr = metav1.LabelSelectorAsSelector(c.spec.PodSelector)
 	}
-	s, err := metav1.LabelSelectorAsSelector(sel)
-	if err != nil {
-		return false, err
+	if c.nsSelector != nil {
+		p.namespace, p.nsErr = metav1.LabelSelectorAsSelector(c.nsSelector)
 	}
-	return s.Matches(set), nil
+	return p
+}
+
+// selectorCache holds the parsed selectors of the stored policies by uid,
+// each for the generation it was parsed at: a policy's spec, and so its
+// selectors, change only with its generation, and parsing them (every key
+// and value checked against its pattern) was on the path of every pod
+// reviewed. A labels.Selector is never changed once built, so requests
+// share them. The cache is emptied when it holds maxCachedPolicies, so
+// that policies deleted over a long run do not pile up.
+var selectorCache struct {
+	m sync.Map // types.UID -> *parsedSelectors
+	n atomic.Int64
+}
+
+const maxCachedPolicies = 4096
+
+// selectors returns the candidate's selectors parsed: from selectorCache
+// when the candidate is a stored object (it has a uid and a generation), and
+// parsed again for an object without them (a file, a test), which may
+// change without a new generation.
+func (c candidate) selectors() *parsedSelectors {
+	if c.uid == "" || c.generation == 0 {
+		return c.parse()
+	}
+	if v, ok := selectorCache.m.Load(c.uid); ok {
+		if p := v.(*parsedSelectors); p.generation == c.generation {
+			return p
+		}
+	}
+	p := c.parse()
+	if _, loaded := selectorCache.m.Swap(c.uid, p); !loaded && selectorCache.n.Add(1) > maxCachedPolicies {
+		selectorCache.m.Clear()
+		selectorCache.n.Store(0)
+	}
+	return p
 }
 
 func (c candidate) applied() *Applied {

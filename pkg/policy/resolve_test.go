@@ -396,3 +396,78 @@ func TestResolveTakesTheVerdictOfTheGenerationItIsAsked(t *testing.T) {
 		})
 	}
 }
+
+// brokenNamespaces is a Lister whose namespace reads fail.
+type brokenNamespaces struct{ policy.SliceLister }
+
+func (brokenNamespaces) Namespace(string) (*v1.Namespace, error) {
+	return nil, errors.New("the namespace cannot be read")
+}
+
+func TestResolveParsesEachGenerationsSelectors(t *testing.T) {
+	web := spreadtest.MakePod().Namespace("shop").Name("web-1").Label("app", "web").Obj()
+	api := spreadtest.MakePod().Namespace("shop").Name("api-1").Label("app", "api").Obj()
+	stored := func(w *pt.SpreadPolicyWrapper, gen int64) *v1alpha1.SpreadPolicy {
+		p := w.Generation(gen).Obj()
+		p.UID = "uid-selecting"
+		return p
+	}
+	// The steps run in order, against the selectors kept of the steps
+	// before: the same policy (one uid) edited from one generation to the
+	// next.
+	steps := []struct {
+		name   string
+		policy *v1alpha1.SpreadPolicy
+		pod    *v1.Pod
+		want   string
+	}{
+		{name: "generation 1 selects app=web -> it applies to a web pod",
+			policy: stored(sp("shop", "selecting").PodLabel("app", "web"), 1), pod: web, want: "shop/selecting"},
+		{name: "generation 1 again -> not to an api pod",
+			policy: stored(sp("shop", "selecting").PodLabel("app", "web"), 1), pod: api, want: ""},
+		{name: "generation 2 selects app=api -> it applies to an api pod: the selector of generation 1 is not kept",
+			policy: stored(sp("shop", "selecting").PodLabel("app", "api"), 2), pod: api, want: "shop/selecting"},
+		{name: "generation 2 again -> no longer to a web pod",
+			policy: stored(sp("shop", "selecting").PodLabel("app", "api"), 2), pod: web, want: ""},
+	}
+	for _, st := range steps {
+		t.Run(st.name, func(t *testing.T) {
+			got, err := policy.Resolve(st.pod, policy.SliceLister{Policies: []*v1alpha1.SpreadPolicy{st.policy}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.String() != st.want {
+				t.Errorf("Resolve = %q, want %q", got.String(), st.want)
+			}
+		})
+	}
+}
+
+func TestResolveReadsTheNamespaceOnlyForASelectorOfNamespaces(t *testing.T) {
+	pod := spreadtest.MakePod().Namespace("shop").Name("web-1").Label("app", "web").Obj()
+	tests := []struct {
+		name    string
+		policy  *v1alpha1.ClusterSpreadPolicy
+		want    string
+		wantErr bool
+	}{
+		{name: "an empty namespaceSelector selects every namespace -> applies without reading the namespace",
+			policy: csp("everywhere").NamespaceSelector(&metav1.LabelSelector{}).Obj(), want: "everywhere"},
+		{name: "no namespaceSelector -> applies without reading the namespace",
+			policy: csp("unscoped").Obj(), want: "unscoped"},
+		{name: "a namespaceSelector with a label -> the namespace is read, and its failure returned",
+			policy: csp("prod").NamespaceLabel("env", "prod").Obj(), wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := brokenNamespaces{policy.SliceLister{ClusterPolicies: []*v1alpha1.ClusterSpreadPolicy{tt.policy}}}
+			got, err := policy.Resolve(pod, l)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("Resolve error = %v, want an error: %v", err, tt.wantErr)
+			}
+			if got.String() != tt.want {
+				t.Errorf("Resolve = %q, want %q", got.String(), tt.want)
+			}
+		})
+	}
+}

@@ -50,7 +50,7 @@ func hardConstraints(pod *v1.Pod) ([]constraint, error) {
 		if c.WhenUnsatisfiable != v1.DoNotSchedule {
 			continue
 		}
-		where := fmt.Sprintf("spec.topologySpreadConstraints[%d]", i)
+		where := constraintPath(i)
 		if c.MaxSkew < 1 {
 			return nil, fmt.Errorf("%w: %s: maxSkew %d is below 1", ErrInvalidConstraint, where, c.MaxSkew)
 		}
@@ -60,7 +60,7 @@ func hardConstraints(pod *v1.Pod) ([]constraint, error) {
 		if c.MinDomains != nil && *c.MinDomains < 1 {
 			return nil, fmt.Errorf("%w: %s: minDomains %d is below 1", ErrInvalidConstraint, where, *c.MinDomains)
 		}
-		sel, err := metav1.LabelSelectorAsSelector(c.LabelSelector)
+		sel, err := parseLabelSelector(c.LabelSelector)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s: labelSelector: %w", ErrInvalidConstraint, where, err)
 		}
@@ -156,6 +156,26 @@ func inclusionPolicy(p v1.NodeInclusionPolicy) (v1.NodeInclusionPolicy, error) {
 		return p, nil
 	}
 	return "", fmt.Errorf("%q is neither Honor nor Ignore", p)
+}
+
+// constraintPath names the i-th constraint in an error. It is a
+// fmt.Stringer, worded only when an error is.
+type constraintPath int
+
+func (i constraintPath) String() string {
+	return fmt.Sprintf("spec.topologySpreadConstraints[%d]", int(i))
+}
+
+// parseLabelSelector is metav1.LabelSelectorAsSelector, which checks every
+// key and value against its pattern, but for the selector of matchLabels
+// only whose keys and values labelSelectorValid takes: the selector
+// DefaultSelector derives, which every pod the webhook constrains carries.
+// That one is built from the validated set, the same sorted equalities.
+func parseLabelSelector(ls *metav1.LabelSelector) (labels.Selector, error) {
+	if ls != nil && len(ls.MatchExpressions) == 0 && len(ls.MatchLabels) > 0 && labelSelectorValid(ls) {
+		return labels.SelectorFromValidatedSet(ls.MatchLabels), nil
+	}
+	return metav1.LabelSelectorAsSelector(ls)
 }
 
 // mergeLabelSetWithSelector puts the matchLabelKeys equalities in front of

@@ -34,8 +34,8 @@ func FuzzLabelSyntax(f *testing.F) {
 }
 
 // checkLabelSyntax holds the regular-expression-free checks equal to
-// apimachinery's, and labelSelectorValid to LabelSelectorAsSelector's
-// verdict wherever it says yes.
+// apimachinery's, labelSelectorValid to LabelSelectorAsSelector's verdict
+// wherever it says yes, and parseLabelSelector to LabelSelectorAsSelector.
 func checkLabelSyntax(t *testing.T, s string) {
 	t.Helper()
 	if got, want := labelKeyValid(s), len(content.IsLabelKey(s)) == 0; got != want {
@@ -47,15 +47,20 @@ func checkLabelSyntax(t *testing.T, s string) {
 	for _, sel := range []*metav1.LabelSelector{
 		{MatchLabels: map[string]string{s: "v"}},
 		{MatchLabels: map[string]string{"app": s}},
+		{MatchLabels: map[string]string{"app": "web", "pod-template-hash": s, s: "v"}},
 		{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: s, Operator: metav1.LabelSelectorOpExists}}},
 		{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "app", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"a", s}}}},
 		{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "app", Operator: metav1.LabelSelectorOpIn}}},
 		{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "app", Operator: metav1.LabelSelectorOpDoesNotExist, Values: []string{s}}}},
 		{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "app", Operator: metav1.LabelSelectorOperator(s), Values: []string{"a"}}}},
 	} {
-		_, err := metav1.LabelSelectorAsSelector(sel)
+		want, err := metav1.LabelSelectorAsSelector(sel)
 		if got := labelSelectorValid(sel); got != (err == nil) {
 			t.Errorf("labelSelectorValid(%v) = %v, LabelSelectorAsSelector says %v", sel, got, err)
+		}
+		got, gotErr := parseLabelSelector(sel)
+		if (gotErr == nil) != (err == nil) || err == nil && got.String() != want.String() {
+			t.Errorf("parseLabelSelector(%v) = %v, %v; LabelSelectorAsSelector says %v, %v", sel, got, gotErr, want, err)
 		}
 	}
 }

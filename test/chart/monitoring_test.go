@@ -13,14 +13,14 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/spreadguard/spreadguard/cmd/webhook/app"
+	"github.com/spreadguard/spreadguard/pkg/server"
 )
 
 // exportedMetric reports whether name is a series of a metric the server
 // exports: the metric itself, or a histogram's _bucket, _sum or _count.
 func exportedMetric(t *testing.T) func(name string) bool {
 	t.Helper()
-	names, err := app.MetricNames()
+	names, err := server.MetricNames()
 	if err != nil {
 		t.Fatal(err)
 	}

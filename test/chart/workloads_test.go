@@ -21,7 +21,7 @@ import (
 	"k8s.io/apiserver/pkg/cel/environment"
 	"k8s.io/utils/ptr"
 
-	"github.com/spreadguard/spreadguard/cmd/webhook/app"
+	"github.com/spreadguard/spreadguard/pkg/server"
 	"github.com/spreadguard/spreadguard/pkg/workload"
 )
 
@@ -47,8 +47,8 @@ func TestTheWorkloadForecastWebhookNeverBlocks(t *testing.T) {
 				t.Errorf("sideEffects = %v, want None", ptr.Deref(got.SideEffects, ""))
 			}
 			if f.mode != externalURL {
-				if p := got.ClientConfig.Service; p == nil || ptr.Deref(p.Path, "") != app.PathForecastWorkload {
-					t.Errorf("clientConfig = %+v, want the service at %s", got.ClientConfig, app.PathForecastWorkload)
+				if p := got.ClientConfig.Service; p == nil || ptr.Deref(p.Path, "") != server.PathForecastWorkload {
+					t.Errorf("clientConfig = %+v, want the service at %s", got.ClientConfig, server.PathForecastWorkload)
 				}
 			}
 			pods := find[*validatingConfig](t, r.objects, fullname).Webhooks[0]

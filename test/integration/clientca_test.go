@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/spreadguard/spreadguard/cmd/webhook/app"
+	"github.com/spreadguard/spreadguard/pkg/server"
 	"github.com/spreadguard/spreadguard/pkg/spread/spreadtest"
 	"github.com/spreadguard/spreadguard/test/pki"
 )
@@ -40,7 +41,7 @@ func answers(t *testing.T, port int, certs ...tls.Certificate) error {
 		RootCAs: roots, Certificates: certs, MinVersion: tls.VersionTLS12,
 	}}}
 	defer c.CloseIdleConnections()
-	resp, err := c.Post(fmt.Sprintf("https://127.0.0.1:%d%s", port, app.PathValidatePod), "application/json",
+	resp, err := c.Post(fmt.Sprintf("https://127.0.0.1:%d%s", port, server.PathValidatePod), "application/json",
 		bytes.NewReader([]byte(`{}`)))
 	if err != nil {
 		return err

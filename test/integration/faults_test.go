@@ -26,6 +26,7 @@ import (
 	"github.com/spreadguard/spreadguard/cmd/webhook/app"
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
 	"github.com/spreadguard/spreadguard/pkg/engine"
+	"github.com/spreadguard/spreadguard/pkg/server"
 	"github.com/spreadguard/spreadguard/pkg/spread"
 	"github.com/spreadguard/spreadguard/pkg/spread/spreadtest"
 )
@@ -236,14 +237,14 @@ func startServer(t *testing.T, policy admissionregistrationv1.FailurePolicyType,
 	for i := range m.Webhooks {
 		m.Webhooks[i].FailurePolicy = &policy
 		m.Webhooks[i].NamespaceSelector = sel
-		m.Webhooks[i].ClientConfig = admissionregistrationv1.WebhookClientConfig{URL: new(url + app.PathMutatePod), CABundle: suite.caPEM}
+		m.Webhooks[i].ClientConfig = admissionregistrationv1.WebhookClientConfig{URL: new(url + server.PathMutatePod), CABundle: suite.caPEM}
 	}
 	v := validating[0]
 	v.Name = m.Name
 	v.Webhooks = v.Webhooks[:1] // the pod CREATE only
 	v.Webhooks[0].FailurePolicy = &policy
 	v.Webhooks[0].NamespaceSelector = sel
-	v.Webhooks[0].ClientConfig = admissionregistrationv1.WebhookClientConfig{URL: new(url + app.PathValidatePod), CABundle: suite.caPEM}
+	v.Webhooks[0].ClientConfig = admissionregistrationv1.WebhookClientConfig{URL: new(url + server.PathValidatePod), CABundle: suite.caPEM}
 	for _, obj := range []client.Object{m, v} {
 		create(t, obj)
 		t.Cleanup(func() {

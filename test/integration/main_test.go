@@ -44,6 +44,7 @@ import (
 	karpenterv1 "github.com/spreadguard/spreadguard/pkg/apis/karpenter/v1"
 	nodeclassv1 "github.com/spreadguard/spreadguard/pkg/apis/nodeclass/v1"
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
+	"github.com/spreadguard/spreadguard/pkg/server"
 	"github.com/spreadguard/spreadguard/test/pki"
 )
 
@@ -366,7 +367,7 @@ func webhookConfigurations(root string) ([]*admissionregistrationv1.MutatingWebh
 			Name: "pods.mutate.spreadguard.io", AdmissionReviewVersions: []string{"v1"},
 			SideEffects: &none, MatchPolicy: &equivalent, FailurePolicy: &fail, TimeoutSeconds: &timeout,
 			ReinvocationPolicy: &ifNeeded,
-			ClientConfig:       clientConfig(app.PathMutatePod),
+			ClientConfig:       clientConfig(server.PathMutatePod),
 			Rules:              rule("", "v1", "pods", namespaced, create),
 		}},
 	}
@@ -376,7 +377,7 @@ func webhookConfigurations(root string) ([]*admissionregistrationv1.MutatingWebh
 			{
 				Name: "pods.validate.spreadguard.io", AdmissionReviewVersions: []string{"v1"},
 				SideEffects: &noneOnDryRun, MatchPolicy: &equivalent, FailurePolicy: &fail, TimeoutSeconds: &timeout,
-				ClientConfig: clientConfig(app.PathValidatePod),
+				ClientConfig: clientConfig(server.PathValidatePod),
 				Rules:        rule("", "v1", "pods", namespaced, create),
 			},
 			{
@@ -384,7 +385,7 @@ func webhookConfigurations(root string) ([]*admissionregistrationv1.MutatingWebh
 				// scheduling gate has an entry of its own.
 				Name: "gated-pods.validate.spreadguard.io", AdmissionReviewVersions: []string{"v1"},
 				SideEffects: &noneOnDryRun, MatchPolicy: &equivalent, FailurePolicy: &fail, TimeoutSeconds: &timeout,
-				ClientConfig: clientConfig(app.PathValidatePod),
+				ClientConfig: clientConfig(server.PathValidatePod),
 				Rules:        rule("", "v1", "pods", namespaced, update),
 				MatchConditions: []admissionregistrationv1.MatchCondition{{
 					Name: "last-scheduling-gate-removed",
@@ -395,13 +396,13 @@ func webhookConfigurations(root string) ([]*admissionregistrationv1.MutatingWebh
 			{
 				Name: "spreadpolicies.validate.spreadguard.io", AdmissionReviewVersions: []string{"v1"},
 				SideEffects: &none, MatchPolicy: &equivalent, FailurePolicy: &fail, TimeoutSeconds: &timeout,
-				ClientConfig: clientConfig(app.PathValidateSpreadPolicy),
+				ClientConfig: clientConfig(server.PathValidateSpreadPolicy),
 				Rules:        rule(v1alpha1.GroupName, "v1alpha1", "spreadpolicies", namespaced, create, update),
 			},
 			{
 				Name: "clusterspreadpolicies.validate.spreadguard.io", AdmissionReviewVersions: []string{"v1"},
 				SideEffects: &none, MatchPolicy: &equivalent, FailurePolicy: &fail, TimeoutSeconds: &timeout,
-				ClientConfig: clientConfig(app.PathValidateClusterSpreadPolicy),
+				ClientConfig: clientConfig(server.PathValidateClusterSpreadPolicy),
 				Rules:        rule(v1alpha1.GroupName, "v1alpha1", "clusterspreadpolicies", cluster, create, update),
 			},
 		},
@@ -413,7 +414,7 @@ func webhookConfigurations(root string) ([]*admissionregistrationv1.MutatingWebh
 		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
 			Name: "workloads.forecast.spreadguard.io", AdmissionReviewVersions: []string{"v1"},
 			SideEffects: &none, MatchPolicy: &equivalent, FailurePolicy: &fail, TimeoutSeconds: &timeout,
-			ClientConfig: clientConfig(app.PathForecastWorkload),
+			ClientConfig: clientConfig(server.PathForecastWorkload),
 			Rules: append(rule("apps", "v1", "deployments", namespaced, create, update)[0:1:1],
 				append(rule("apps", "v1", "deployments/scale", namespaced, create, update),
 					rule("apps", "v1", "replicasets", namespaced, create, update)...)...),

@@ -14,13 +14,13 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/spreadguard/spreadguard/cmd/webhook/app"
+	"github.com/spreadguard/spreadguard/pkg/server"
 )
 
 // forecastReviews counts the suite's server's reviews at /forecast-workload.
 func forecastReviews(t *testing.T) float64 {
 	t.Helper()
-	return metricValue(t, suite.metricsURL, fmt.Sprintf(`controller_runtime_webhook_requests_total{code="200",webhook=%q} `, app.PathForecastWorkload))
+	return metricValue(t, suite.metricsURL, fmt.Sprintf(`controller_runtime_webhook_requests_total{code="200",webhook=%q} `, server.PathForecastWorkload))
 }
 
 // as returns a client acting as user. It is also in system:masters, so
@@ -113,7 +113,7 @@ func TestWorkloadForecastsSeeNoWriteOfKubeControllerManager(t *testing.T) {
 				want++
 			}
 			if got := forecastReviews(t); got != want {
-				t.Errorf("reviews at %s went from %v to %v, want %v", app.PathForecastWorkload, before, got, want)
+				t.Errorf("reviews at %s went from %v to %v, want %v", server.PathForecastWorkload, before, got, want)
 			}
 		})
 	}

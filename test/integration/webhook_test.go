@@ -21,9 +21,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/spreadguard/spreadguard/cmd/webhook/app"
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
 	"github.com/spreadguard/spreadguard/pkg/policy/policytest"
+	"github.com/spreadguard/spreadguard/pkg/server"
 	"github.com/spreadguard/spreadguard/pkg/spread/spreadtest"
 )
 
@@ -321,7 +321,7 @@ func webhookClient(t *testing.T) *http.Client {
 func TestServer(t *testing.T) {
 	t.Run("a malformed AdmissionReview POSTed straight to the server gets a 400 and the server keeps serving", func(t *testing.T) {
 		c := webhookClient(t)
-		for _, path := range []string{app.PathValidatePod, app.PathMutatePod, app.PathValidateSpreadPolicy} {
+		for _, path := range []string{server.PathValidatePod, server.PathMutatePod, server.PathValidateSpreadPolicy} {
 			for _, body := range []string{`{"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionRe`, `{"kind":"AdmissionReview","apiVersion":"admission.k8s.io/v1"}`} {
 				resp, err := c.Post(suite.webhookURL+path, "application/json", strings.NewReader(body))
 				if err != nil {
@@ -346,7 +346,7 @@ func TestServer(t *testing.T) {
 				Kind: podKind, Resource: pods, RequestKind: &podKind, RequestResource: &pods, Namespace: "default"},
 		}
 		body, _ := json.Marshal(review)
-		resp, err := c.Post(suite.webhookURL+app.PathValidatePod, "application/json", bytes.NewReader(body))
+		resp, err := c.Post(suite.webhookURL+server.PathValidatePod, "application/json", bytes.NewReader(body))
 		if err != nil {
 			t.Fatalf("POST a valid review after malformed ones: %v", err)
 		}

@@ -3,6 +3,7 @@ package perf
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -11,9 +12,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
+	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
+	ctrladmission "sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	"github.com/spreadguard/spreadguard/cmd/webhook/app"
+	"github.com/spreadguard/spreadguard/pkg/admission"
+	webhookserver "github.com/spreadguard/spreadguard/pkg/server"
 	"github.com/spreadguard/spreadguard/test/perf/fixture"
 )
 
@@ -28,9 +34,13 @@ const workers = 4
 // of new Deployment replicas (about 9.5 KiB each) sent by a client process.
 // The mutating webhook injects the cluster policy's zone and hostname
 // constraints; the validating one counts them over every node. Each op is
-// one review. The baseline is the same client against a server that
-// answers every review with a canned response: the cost of HTTPS and
-// HTTP alone on this machine.
+// one review. Two baselines, each the same client against controller-
+// runtime's webhook server with the production TLS settings: one answers
+// every review with a canned response without reading it, the cost of
+// HTTPS and HTTP alone on this machine; the other (decode-and-answer)
+// serves the mutating endpoint's admission.Endpoint, which decodes the
+// review with its pod, and answers a fixed patch: the floor of any webhook
+// that reads the pod it patches.
 func BenchmarkAdmissionHTTPS(b *testing.B) {
 	for _, nodes := range benchSizes {
 		c := fixture.New(nodes)
@@ -39,8 +49,8 @@ func BenchmarkAdmissionHTTPS(b *testing.B) {
 			expect     expectation
 			bodies     func(*prepared) string
 		}{
-			{"mutate", app.PathMutatePod, expectPatched, func(p *prepared) string { return p.mutateBodies }},
-			{"validate", app.PathValidatePod, expectChecked, func(p *prepared) string { return p.validateBodies }},
+			{"mutate", webhookserver.PathMutatePod, expectPatched, func(p *prepared) string { return p.mutateBodies }},
+			{"validate", webhookserver.PathValidatePod, expectChecked, func(p *prepared) string { return p.validateBodies }},
 		} {
 			b.Run(fmt.Sprintf("%s/webhook=%s/workers=%d", c, hook.name, workers), func(b *testing.B) {
 				p := prepare(b, nodes)
@@ -51,29 +61,64 @@ func BenchmarkAdmissionHTTPS(b *testing.B) {
 	}
 	b.Run(fmt.Sprintf("baseline=canned-response/workers=%d", workers), func(b *testing.B) {
 		p := prepare(b, benchSizes[0])
-		url := cannedServer(b, p.dir)
+		url := baselineServer(b, p.dir) + pathCanned
 		runLoad(b, loadConfig{URL: url, CAFile: p.srv.caFile, Bodies: p.mutateBodies, Workers: workers, Expect: expectAllowed})
 	})
+	b.Run(fmt.Sprintf("baseline=decode-and-answer/workers=%d", workers), func(b *testing.B) {
+		p := prepare(b, benchSizes[0])
+		url := baselineServer(b, p.dir) + pathDecodeAndAnswer
+		runLoad(b, loadConfig{URL: url, CAFile: p.srv.caFile, Bodies: p.mutateBodies, Workers: workers, Expect: expectPatched})
+	})
 }
+
+// The baseline server's paths.
+const (
+	pathCanned          = "/canned"
+	pathDecodeAndAnswer = "/decode-and-answer"
+)
 
 // cannedResponse allows everything, without reading what it allows.
 const cannedResponse = `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","response":{"uid":"canned","allowed":true}}` + "\n"
 
-var canned struct {
+// fixedPatch is the decode-and-answer baseline's answer: the policy
+// annotation and two constraints like the fixture policy's, the size of the
+// mutating webhook's patch of a fixture pod.
+var fixedPatch = []byte(`[{"op":"add","path":"/metadata/annotations/spreadguard.io~1policy","value":"default"},` +
+	`{"op":"add","path":"/spec/topologySpreadConstraints","value":[` +
+	`{"maxSkew":1,"topologyKey":"topology.kubernetes.io/zone","whenUnsatisfiable":"DoNotSchedule",` +
+	`"labelSelector":{"matchLabels":{"app":"web"}},"matchLabelKeys":["pod-template-hash"]},` +
+	`{"maxSkew":1,"topologyKey":"kubernetes.io/hostname","whenUnsatisfiable":"DoNotSchedule",` +
+	`"labelSelector":{"matchLabels":{"app":"web"}},"matchLabelKeys":["pod-template-hash"]}]}]`)
+
+// decodeAndAnswer is the handler of the decode-and-answer baseline: behind
+// the pod endpoints' admission.Endpoint, which has decoded the review with
+// its pod, it answers fixedPatch.
+type decodeAndAnswer struct{}
+
+func (decodeAndAnswer) Handle(_ context.Context, req ctrladmission.Request) ctrladmission.Response {
+	if req.Object.Object == nil {
+		return ctrladmission.Errored(http.StatusBadRequest, errors.New("the pod was not decoded with the review"))
+	}
+	patchType := admissionv1.PatchTypeJSONPatch
+	return ctrladmission.Response{AdmissionResponse: admissionv1.AdmissionResponse{
+		Allowed: true, Patch: fixedPatch, PatchType: &patchType}}
+}
+
+var baseline struct {
 	sync.Once
 	url string
 	err error
 }
 
-// cannedServer starts, once, controller-runtime's webhook server with the
-// production TLS settings and the certificates in dir, serving only the
-// canned response.
-func cannedServer(b *testing.B, dir string) string {
+// baselineServer starts, once, controller-runtime's webhook server with the
+// production TLS settings and the certificates in dir, serving the canned
+// response and the decode-and-answer endpoint; it returns its URL.
+func baselineServer(b *testing.B, dir string) string {
 	b.Helper()
-	canned.Do(func() {
+	baseline.Do(func() {
 		port, err := freePort()
 		if err != nil {
-			canned.err = err
+			baseline.err = err
 			return
 		}
 		srv := webhook.NewServer(webhook.Options{
@@ -83,29 +128,33 @@ func cannedServer(b *testing.B, dir string) string {
 				c.NextProtos = []string{"http/1.1"}
 			}},
 		})
-		srv.Register("/canned", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		srv.Register(pathCanned, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			_, _ = io.Copy(io.Discard, r.Body)
 			w.Header().Set("Content-Type", "application/json")
 			_, _ = io.WriteString(w, cannedResponse)
 		}))
+		// As the server's mutating endpoint is served (server.Endpoints).
+		srv.Register(pathDecodeAndAnswer, admission.NewEndpoint(decodeAndAnswer{}, logr.Discard(),
+			admission.ForResource(metav1.GroupVersionResource{Version: "v1", Resource: "pods"}, true),
+			admission.WithMaxBodyBytes(admission.MaxCreateReviewBytes)))
 		// It serves until the process ends.
 		go func() {
 			if err := srv.Start(context.Background()); err != nil {
-				fmt.Fprintln(os.Stderr, "canned server:", err)
+				fmt.Fprintln(os.Stderr, "baseline server:", err)
 			}
 		}()
 		deadline := time.Now().Add(time.Minute)
 		for srv.StartedChecker()(nil) != nil {
 			if time.Now().After(deadline) {
-				canned.err = fmt.Errorf("the canned server did not start on port %d", port)
+				baseline.err = fmt.Errorf("the baseline server did not start on port %d", port)
 				return
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
-		canned.url = fmt.Sprintf("https://127.0.0.1:%d/canned", port)
+		baseline.url = fmt.Sprintf("https://127.0.0.1:%d", port)
 	})
-	if canned.err != nil {
-		b.Fatal(canned.err)
+	if baseline.err != nil {
+		b.Fatal(baseline.err)
 	}
-	return canned.url
+	return baseline.url
 }

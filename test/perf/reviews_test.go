@@ -15,8 +15,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/spreadguard/spreadguard/cmd/webhook/app"
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
+	webhookserver "github.com/spreadguard/spreadguard/pkg/server"
 	"github.com/spreadguard/spreadguard/test/perf/fixture"
 )
 
@@ -160,7 +160,7 @@ func buildReviews(s *server) (*reviews, error) {
 			return nil, err
 		}
 		uid, _ := uidOf(body)
-		status, answer, err := post(client, s.url+app.PathMutatePod, body)
+		status, answer, err := post(client, s.url+webhookserver.PathMutatePod, body)
 		if err != nil {
 			return nil, fmt.Errorf("mutating %s: %w", pod.GenerateName, err)
 		}
@@ -189,7 +189,7 @@ func buildReviews(s *server) (*reviews, error) {
 			return nil, err
 		}
 		vuid, _ := uidOf(vbody)
-		status, answer, err = post(client, s.url+app.PathValidatePod, vbody)
+		status, answer, err = post(client, s.url+webhookserver.PathValidatePod, vbody)
 		if err != nil {
 			return nil, fmt.Errorf("validating %s: %w", pod.GenerateName, err)
 		}
@@ -213,7 +213,7 @@ func checkCounted(client *http.Client, s *server) error {
 	if err != nil {
 		return err
 	}
-	status, answer, err := post(client, s.url+app.PathValidatePod, body)
+	status, answer, err := post(client, s.url+webhookserver.PathValidatePod, body)
 	if err != nil {
 		return fmt.Errorf("validating the pod that must be refused: %w", err)
 	}

@@ -3,11 +3,7 @@ package app
 import (
 	"cmp"
 	"context"
-	"crypto/tls"
-	"errors"
 	"fmt"
-	"net/http"
-	"path/filepath"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -18,7 +14,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -29,16 +24,10 @@ import (
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
-	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	"sigs.k8s.io/controller-runtime/pkg/webhook"
-	ctrladmission "sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/spreadguard/spreadguard/pkg/admission"
 	karpenterv1 "github.com/spreadguard/spreadguard/pkg/apis/karpenter/v1"
@@ -52,19 +41,8 @@ import (
 	"github.com/spreadguard/spreadguard/pkg/engine"
 	"github.com/spreadguard/spreadguard/pkg/lookup"
 	"github.com/spreadguard/spreadguard/pkg/policy"
+	"github.com/spreadguard/spreadguard/pkg/server"
 	"github.com/spreadguard/spreadguard/pkg/spread"
-)
-
-// The HTTP paths of the admission endpoints, as the chart's webhook
-// configurations name them.
-const (
-	PathMutatePod                   = "/mutate-v1-pod"
-	PathValidatePod                 = "/validate-v1-pod"
-	PathValidateSpreadPolicy        = "/validate-spreadguard-io-v1alpha1-spreadpolicy"
-	PathValidateClusterSpreadPolicy = "/validate-spreadguard-io-v1alpha1-clusterspreadpolicy"
-	// PathForecastWorkload answers Deployments, StatefulSets, ReplicaSets
-	// and ReplicationControllers (and their scale) with forecast warnings.
-	PathForecastWorkload = "/forecast-workload"
 )
 
 // Option changes how Run builds the server. Production passes none; tests
@@ -137,20 +115,21 @@ func Run(ctx context.Context, cfg *Config, opts ...Option) error {
 	if err != nil {
 		return err
 	}
-	// Everything below runs until the end of the shutdown delay, not until
-	// the signal (shutdown.go).
-	stop := newShutdown(cfg.ShutdownDelay.Duration)
-	ctx, cancel := stop.serving(ctx, log)
-	defer cancel()
 	restConfig, err := o.restConfigFor(cfg)
 	if err != nil {
 		return err
 	}
-	tlsOpts, err := serverTLS(cfg, log, o.registry)
+	srv, err := server.New(server.Config{Host: cmp.Or(o.host, cfg.Host), Port: cfg.Port, CertDir: cfg.CertDir,
+		ClientCAFile: cfg.ClientCAFile, MetricsBindAddress: cfg.MetricsBindAddress, MetricsSecure: cfg.MetricsSecure,
+		HealthProbeBindAddress: cfg.HealthProbeBindAddress, ShutdownDelay: cfg.ShutdownDelay.Duration}, log, o.registry)
 	if err != nil {
 		return err
 	}
-	mgr, mapper, err := newManager(cfg, &o, log, restConfig, tlsOpts)
+	// Everything below runs until the end of the shutdown delay, not until
+	// the signal.
+	ctx, cancel := srv.Serving(ctx)
+	defer cancel()
+	mgr, mapper, err := newManager(cfg, &o, log, restConfig, srv)
 	if err != nil {
 		return err
 	}
@@ -181,9 +160,10 @@ func Run(ctx context.Context, cfg *Config, opts ...Option) error {
 			return err
 		}
 	}
-	addEndpoints(mgr, cfg, log, stop, endpointInputs{sources: o.sourcesFunc(sources), engine: engineCfg, index: ix,
-		synced: caches.synced, recorder: recorder, metrics: metrics})
-	if err := addHealthChecks(mgr, caches.synced, stop); err != nil {
+	endpoints := server.Endpoints(server.Deciders{Sources: o.sourcesFunc(sources), Engine: engineCfg, Cluster: ix,
+		Synced: caches.synced, RefuseUntilSynced: cfg.RefuseUntilSynced, FailurePolicy: cfg.FailurePolicy,
+		Recorder: recorder, Metrics: metrics, Workloads: mgr.GetCache(), Scheme: mgr.GetScheme()}, log)
+	if err := srv.Register(mgr, endpoints, caches.synced); err != nil {
 		return err
 	}
 	log.Info("starting spreadguard-webhook", "port", cfg.Port, "certDir", cfg.CertDir,
@@ -198,47 +178,11 @@ func Run(ctx context.Context, cfg *Config, opts ...Option) error {
 	return nil
 }
 
-// tlsOptions are the TLS settings of the servers: the admission endpoints
-// and the secure metrics present the same certificate, reloaded from disk
-// by certs; the admission endpoints also count handshakes and, with
-// --client-ca-file, require the API server's client certificate.
-type tlsOptions struct {
-	certs      *certwatcher.CertWatcher
-	serving    []func(*tls.Config)
-	webhookTLS []func(*tls.Config)
-}
-
-// serverTLS reads the serving certificate now, so that a missing or broken
-// one is a clear error at start rather than a failed TLS handshake later,
-// and the client CAs of --client-ca-file.
-func serverTLS(cfg *Config, log logr.Logger, reg prometheus.Registerer) (tlsOptions, error) {
-	certs, err := certwatcher.New(filepath.Join(cfg.CertDir, "tls.crt"), filepath.Join(cfg.CertDir, "tls.key"))
-	if err != nil {
-		return tlsOptions{}, fmt.Errorf("loading the serving certificate from --cert-dir %s: %w", cfg.CertDir, err)
-	}
-	servingTLS := []func(*tls.Config){secureTLS, func(c *tls.Config) { c.GetCertificate = certs.GetCertificate }}
-	handshakes, err := countHandshakes(reg)
-	if err != nil {
-		return tlsOptions{}, err
-	}
-	webhookTLS := append(slices.Clone(servingTLS), handshakes)
-	if cfg.ClientCAFile != "" {
-		// Reloaded when the file changes, as the serving certificate is.
-		cas, err := newClientCAs(cfg.ClientCAFile, log.WithName("client-ca"), reg)
-		if err != nil {
-			return tlsOptions{}, err
-		}
-		webhookTLS = append(webhookTLS, cas.tlsOption)
-	}
-	return tlsOptions{certs: certs, serving: servingTLS, webhookTLS: webhookTLS}, nil
-}
-
 // newManager builds the manager: its scheme, its cache with only what
-// spreadguard reads, the metrics and probe servers and the webhook server,
-// with the certificate watcher added. mapper answers which optional kinds
+// spreadguard reads, and srv's servers. mapper answers which optional kinds
 // the API server serves: the cache's own, where its options bring one (a
 // test's cluster without an API server).
-func newManager(cfg *Config, o *options, log logr.Logger, restConfig *rest.Config, t tlsOptions) (_ manager.Manager, mapper meta.RESTMapper, _ error) {
+func newManager(cfg *Config, o *options, log logr.Logger, restConfig *rest.Config, srv *server.Server) (_ manager.Manager, mapper meta.RESTMapper, _ error) {
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return nil, nil, fmt.Errorf("building the scheme: %w", err)
@@ -258,24 +202,11 @@ func newManager(cfg *Config, o *options, log logr.Logger, restConfig *rest.Confi
 	for _, fn := range o.cacheOptions {
 		fn(&cacheOpts)
 	}
-	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
-		Scheme:                 scheme,
-		Logger:                 log,
-		Cache:                  cacheOpts,
-		Metrics:                metricsOptions(cfg, t.serving),
-		HealthProbeBindAddress: cfg.HealthProbeBindAddress,
-		WebhookServer: webhook.NewServer(webhook.Options{
-			Host:    cmp.Or(o.host, cfg.Host),
-			Port:    cfg.Port,
-			CertDir: cfg.CertDir,
-			TLSOpts: t.webhookTLS,
-		}),
-	})
+	opts := ctrl.Options{Scheme: scheme, Logger: log, Cache: cacheOpts}
+	srv.ManagerOptions(&opts)
+	mgr, err := ctrl.NewManager(restConfig, opts)
 	if err != nil {
 		return nil, nil, fmt.Errorf("creating the manager: %w", err)
-	}
-	if err := mgr.Add(t.certs); err != nil {
-		return nil, nil, fmt.Errorf("adding the certificate watcher: %w", err)
 	}
 	mapper = cacheOpts.Mapper
 	if mapper == nil {
@@ -397,81 +328,6 @@ func (o *options) sourcesFunc(sources *lookup.Sources) admission.SourcesFunc {
 	return func(ctx context.Context) engine.Sources { return sources.WithContext(ctx) }
 }
 
-// endpointInputs is what the pod and workload handlers read.
-type endpointInputs struct {
-	sources  admission.SourcesFunc
-	engine   engine.Config
-	index    *spread.Index
-	synced   func() bool
-	recorder events.EventRecorder
-	metrics  *admission.Metrics
-}
-
-// addEndpoints registers every admission endpoint with the webhook server;
-// each closes its connections once stop says the replica is stopping.
-func addEndpoints(mgr manager.Manager, cfg *Config, log logr.Logger, stop *shutdown, h endpointInputs) {
-	decoder := ctrladmission.NewDecoder(mgr.GetScheme())
-	pods := metav1.GroupVersionResource{Version: "v1", Resource: "pods"}
-	spreadPolicies := v1alpha1.GroupVersion.WithResource("spreadpolicies")
-	clusterPolicies := v1alpha1.GroupVersion.WithResource("clusterspreadpolicies")
-	// The mutating endpoint reviews CREATEs only, whose reviews carry one
-	// object; the others also review UPDATEs, which carry two.
-	endpointOptions := map[string][]admission.EndpointOption{
-		PathMutatePod: {admission.ForResource(pods, true), admission.WithMaxBodyBytes(admission.MaxCreateReviewBytes)},
-		// Also the UPDATE that removes a gated pod's last scheduling gate.
-		PathValidatePod:                 {admission.ForResource(pods, true)},
-		PathValidateSpreadPolicy:        {admission.ForResource(metav1.GroupVersionResource(spreadPolicies), true)},
-		PathValidateClusterSpreadPolicy: {admission.ForResource(metav1.GroupVersionResource(clusterPolicies), false)},
-		// A workload's UPDATE carries two objects, each up to the API
-		// server's 3 MiB request limit: the default cap, as for pod UPDATEs.
-		PathForecastWorkload: {admission.ForWorkloads(), admission.WithMaxBodyBytes(admission.MaxRequestBytes)},
-	}
-	podWebhook := admission.PodWebhook{Sources: h.sources, Config: h.engine, FailurePolicy: cfg.FailurePolicy, Metrics: h.metrics}
-	handlers := map[string]ctrladmission.Handler{
-		PathMutatePod: &admission.PodMutator{PodWebhook: podWebhook},
-		PathValidatePod: &admission.PodValidator{
-			PodWebhook:        podWebhook,
-			Checker:           h.index,
-			Synced:            h.synced,
-			RefuseUntilSynced: cfg.RefuseUntilSynced,
-			Recorder:          h.recorder,
-		},
-		PathValidateSpreadPolicy:        admission.NewSpreadPolicyValidator(decoder, h.metrics),
-		PathValidateClusterSpreadPolicy: admission.NewClusterSpreadPolicyValidator(decoder, h.metrics),
-		// A scale carries no template: the workload is read from the cache.
-		PathForecastWorkload: &admission.WorkloadForecaster{Sources: h.sources, Config: h.engine, Cluster: h.index,
-			Synced: h.synced, Workloads: mgr.GetCache(), Metrics: h.metrics},
-	}
-	server := mgr.GetWebhookServer()
-	for path, handler := range handlers {
-		server.Register(path, stop.closeWhenStopping(
-			admission.NewEndpoint(handler, log.WithName("admission").WithValues("webhook", path), endpointOptions[path]...)))
-	}
-}
-
-// addHealthChecks serves /healthz, and /readyz once the caches have synced
-// and the webhook server has started, until the replica is told to stop.
-func addHealthChecks(mgr manager.Manager, synced func() bool, stop *shutdown) error {
-	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
-		return fmt.Errorf("adding the health check: %w", err)
-	}
-	if err := mgr.AddReadyzCheck("caches", func(*http.Request) error {
-		if !synced() {
-			return errors.New("the informer caches have not synced yet")
-		}
-		return nil
-	}); err != nil {
-		return fmt.Errorf("adding the readiness check: %w", err)
-	}
-	if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
-		return fmt.Errorf("adding the readiness check: %w", err)
-	}
-	if err := mgr.AddReadyzCheck("shutdown", stop.readyz); err != nil {
-		return fmt.Errorf("adding the readiness check: %w", err)
-	}
-	return nil
-}
-
 // watchedKinds returns the kinds to watch: every kind that is not optional,
 // and each optional one that the API server serves, Karpenter's NodePools
 // only when cfg asks for them (config.Engine.Templates); and where the
@@ -500,30 +356,6 @@ func watchedKinds(cfg *Config, mapper meta.RESTMapper) ([]client.Object, lookup.
 		return served[k.GVK] && (k.GVK != nodePools || templateSources.Karpenter)
 	})
 	return watched, templateSources, nil
-}
-
-// metricsOptions serves /metrics as cfg says: with MetricsSecure over HTTPS
-// with the serving certificate, reloaded as the webhook's is, behind
-// controller-runtime's authentication and authorization filter (as
-// kubebuilder's scaffold does), so that the counts of denials per namespace
-// are not for anyone who can reach the pod.
-func metricsOptions(cfg *Config, servingTLS []func(*tls.Config)) metricsserver.Options {
-	o := metricsserver.Options{BindAddress: cfg.MetricsBindAddress}
-	if cfg.MetricsSecure {
-		o.SecureServing = true
-		o.FilterProvider = filters.WithAuthenticationAndAuthorization
-		o.TLSOpts = servingTLS
-	}
-	return o
-}
-
-// secureTLS sets TLS 1.2 as the minimum and turns HTTP/2 off: HTTP/2's
-// stream handling has been the subject of denial-of-service advisories
-// (CVE-2023-44487, CVE-2023-39325), and the apiserver speaks HTTP/1.1 to
-// webhooks just as well.
-func secureTLS(c *tls.Config) {
-	c.MinVersion = tls.VersionTLS12
-	c.NextProtos = []string{"http/1.1"}
 }
 
 func (o *options) buildLogger(cfg *Config) (logr.Logger, error) {

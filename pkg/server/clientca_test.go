@@ -1,4 +1,4 @@
-package app
+package server
 
 import (
 	"crypto/tls"
@@ -96,7 +96,7 @@ func TestClientCAsFollowTheFileAcrossARotation(t *testing.T) {
 	cas.read = func(p string) ([]byte, error) { reads++; return os.ReadFile(p) }
 	serving := pki.NewCA("serving").ServerCert()
 	cfg := &tls.Config{Certificates: []tls.Certificate{serving}}
-	// As Run applies them: the handshake counter, then the client CAs.
+	// As New applies them: the handshake counter, then the client CAs.
 	handshakes(cfg)
 	cas.tlsOption(cfg)
 	srv := startTLSServer(t, cfg)
