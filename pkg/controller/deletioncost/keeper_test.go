@@ -460,10 +460,18 @@ func TestKeeperEvents(t *testing.T) {
 			wantResults: map[string]float64{resultApplied: 12, resultError: 2},
 		},
 		{
-			name:       "a pod of revision h0 created in zone a, the constraint (no matchLabelKeys) counting it -> zone a's 4 pods each move up one: 4 patches",
+			name:       "a pod of revision h0 (a rollout) created in zone a, the constraint (no matchLabelKeys) counting it -> another revision of the workload, gone at the rollout's end: no patch",
 			constraint: &everyRevision,
 			event: func(h *harness) {
 				h.pods.set(st.MakePod().Name("web-old").Label("app", "web").Label("pod-template-hash", "h0").Node("a-1").Phase(v1.PodRunning).Obj())
+			},
+			wantResults: map[string]float64{resultApplied: 12},
+		},
+		{
+			name:       "a pod of another workload (app=web, track=canary) created in zone a, the constraint counting it -> zone a's 4 pods each move up one: 4 patches",
+			constraint: &everyRevision,
+			event: func(h *harness) {
+				h.pods.set(st.MakePod().Name("canary-0").Label("app", "web").Label("track", "canary").Node("a-1").Phase(v1.PodRunning).Obj())
 			},
 			wantApplied: []string{"web-0=-4", "web-1=-6", "web-2=-8", "web-3=-10"},
 			wantResults: map[string]float64{resultApplied: 16},

@@ -384,7 +384,13 @@ func (k *Keeper) build(w *workload) {
 		w.state, w.order = stateDisabled, nil
 		return
 	}
-	w.order, err = spread.NewDeletionOrder(w.pod)
+	var opts []spread.OrderOption
+	if w.key.kind == KindReplicaSet {
+		// A Deployment's other ReplicaSets: their pods carry the same
+		// labels but for the hash, and are gone once a rollout ends.
+		opts = append(opts, spread.WithRevisionLabel(appsv1.DefaultDeploymentUniqueLabelKey))
+	}
+	w.order, err = spread.NewDeletionOrder(w.pod, opts...)
 	switch {
 	case errors.Is(err, spread.ErrNoConstraints):
 		w.state = stateUnconstrained
