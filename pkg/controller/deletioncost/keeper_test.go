@@ -86,6 +86,28 @@ type fakePods struct {
 	full     map[string]*v1.Pod
 	compact  map[string]*cache.Pod
 	listener cache.Listener
+	// holding holds the listener's calls in late until the test delivers
+	// them: events arriving after the index counted them.
+	holding bool
+	late    []lateCall
+}
+
+// lateCall is a listener call held back, for the pod key.
+type lateCall struct {
+	key  string
+	call func()
+}
+
+// tell calls the listener about pod key now, or holds the call.
+func (f *fakePods) tell(key string, call func()) {
+	f.mu.Lock()
+	if f.holding {
+		f.late = append(f.late, lateCall{key, call})
+		f.mu.Unlock()
+		return
+	}
+	f.mu.Unlock()
+	call()
 }
 
 func (f *fakePods) Listen(l cache.Listener) { f.listener = l }
@@ -119,7 +141,7 @@ func (f *fakePods) set(p *v1.Pod) {
 	} else {
 		f.ix.UpdatePod(old, p)
 	}
-	f.listener.PodChanged(oldCompact, c)
+	f.tell(key, func() { f.listener.PodChanged(oldCompact, c) })
 }
 
 func (f *fakePods) delete(namespace, name string) {
@@ -130,7 +152,7 @@ func (f *fakePods) delete(namespace, name string) {
 	delete(f.compact, key)
 	f.mu.Unlock()
 	f.ix.DeletePod(old)
-	f.listener.PodChanged(oldCompact, nil)
+	f.tell(key, func() { f.listener.PodChanged(oldCompact, nil) })
 }
 
 // annotate is what the API server does with an apply: the pod carries
@@ -194,7 +216,7 @@ type failure struct {
 	times int
 }
 
-func newHarness(t *testing.T, w world) *harness {
+func newHarness(t testing.TB, w world) *harness {
 	t.Helper()
 	ix := spread.NewIndex()
 	for _, n := range zones() {
@@ -229,7 +251,7 @@ func newHarness(t *testing.T, w world) *harness {
 
 // settle runs the syncer and the writers until nothing is left to do, and
 // returns the applies they made.
-func (h *harness) settle(t *testing.T) []string {
+func (h *harness) settle(t testing.TB) []string {
 	t.Helper()
 	h.patcher.mu.Lock()
 	h.patcher.applied = nil
