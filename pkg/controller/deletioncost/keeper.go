@@ -76,8 +76,9 @@ type Config struct {
 	// Policies resolves the policy that governs a workload's pods, as
 	// admission does (policy.Resolve).
 	Policies policy.Lister
-	// ExcludedNamespaces are left alone, as admission leaves them.
-	ExcludedNamespaces []string
+	// Namespaces are those the keeper serves, as admission serves them
+	// (engine.Config.Scope): a workload in another is left alone.
+	Namespaces policy.Scope
 	Patcher            Patcher
 	// QPS and Burst cap the patches of the whole cluster.
 	QPS   float64

@@ -18,6 +18,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -207,6 +208,10 @@ type world struct {
 	pods     []*v1.Pod
 	policies []*v1alpha1.SpreadPolicy
 	excluded []string
+	// namespaces are the cached namespaces; selector the configured
+	// namespaceSelector.
+	namespaces []*v1.Namespace
+	selector   labels.Selector
 	// failing: a pod's applies fail with err, times times (-1: always).
 	failing map[string]failure
 }
@@ -232,7 +237,8 @@ func newHarness(t testing.TB, w world) *harness {
 	}
 	k, err := New(Config{
 		Log: logr.Discard(), Index: ix, Pods: pods, Reader: c,
-		Policies: policy.SliceLister{Policies: w.policies}, ExcludedNamespaces: w.excluded,
+		Policies:   policy.SliceLister{Policies: w.policies, Namespaces: w.namespaces},
+		Namespaces: policy.Scope{Excluded: w.excluded, Selector: w.selector},
 		Patcher: patcher, QPS: 1000, Burst: 1000, Synced: func() bool { return true },
 		Registry: prometheus.NewRegistry(),
 	})
@@ -376,6 +382,24 @@ func TestKeeperStart(t *testing.T) {
 			wantPatches: 0, wantCosts: map[string][]int32{}, wantStates: map[string]float64{"excluded": 1},
 		},
 		{
+			name: "the namespace is labelled spreadguard.io/ignore=true, which admission's namespaceSelector leaves out -> nothing written",
+			world: world{owners: []client.Object{replicaSet(zoneConstraint())}, pods: constrained,
+				namespaces: []*v1.Namespace{namespace("default", map[string]string{"spreadguard.io/ignore": "true"})}},
+			wantPatches: 0, wantCosts: map[string][]int32{}, wantStates: map[string]float64{"excluded": 1},
+		},
+		{
+			name: "the configured namespaceSelector (env=prod) does not select the namespace (env=dev) -> nothing written",
+			world: world{owners: []client.Object{replicaSet(zoneConstraint())}, pods: constrained, selector: mustSelector("env=prod"),
+				namespaces: []*v1.Namespace{namespace("default", map[string]string{"env": "dev"})}},
+			wantPatches: 0, wantCosts: map[string][]int32{}, wantStates: map[string]float64{"excluded": 1},
+		},
+		{
+			name: "the configured namespaceSelector (env=prod) selects the namespace (env=prod) -> the costs",
+			world: world{owners: []client.Object{replicaSet(zoneConstraint())}, pods: constrained, selector: mustSelector("env=prod"),
+				namespaces: []*v1.Namespace{namespace("default", map[string]string{"env": "prod"})}},
+			wantPatches: 12, wantCosts: fourPerZone, wantStates: map[string]float64{"kept": 1},
+		},
+		{
 			name: "a second ReplicaSet whose selector (app=web) selects the first's pods -> both left alone",
 			world: world{owners: []client.Object{replicaSet(zoneConstraint()), func() client.Object {
 				rs := st.MakeReplicaSet().Name("web-all").MatchLabel("app", "web").Obj()
@@ -414,6 +438,18 @@ func TestKeeperStart(t *testing.T) {
 			}
 		})
 	}
+}
+
+func namespace(name string, ls map[string]string) *v1.Namespace {
+	return &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: ls}}
+}
+
+func mustSelector(s string) labels.Selector {
+	sel, err := labels.Parse(s)
+	if err != nil {
+		panic(err)
+	}
+	return sel
 }
 
 // withCosts returns copies of pods carrying the costs given by name.
@@ -582,6 +618,33 @@ func TestKeeperFollowsThePolicy(t *testing.T) {
 			h.pods.set(webPod("web-12", "a-0", zoneConstraint()))
 			if got := h.settle(t); len(got) != tt.wantApplied {
 				t.Errorf("%d patches after the policy changed, want %d: %v", len(got), tt.wantApplied, got)
+			}
+		})
+	}
+}
+
+func TestKeeperFollowsTheNamespaceScope(t *testing.T) {
+	ignored := namespace("default", map[string]string{"spreadguard.io/ignore": "true"})
+	plain := namespace("default", nil)
+	tests := []struct {
+		name string
+		// before and after are the namespace at the start and after it.
+		before, after *v1.Namespace
+		wantApplied   int
+	}{
+		{name: "labelled spreadguard.io/ignore=true after the start -> a pod created since gets no cost", before: plain, after: ignored, wantApplied: 0},
+		{name: "the ignore label removed after the start -> the 12 pods and the one created since get their costs", before: ignored, after: plain, wantApplied: 13},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, world{owners: []client.Object{replicaSet(zoneConstraint())}, pods: spreadOver(zones(), 2, zoneConstraint()),
+				namespaces: []*v1.Namespace{tt.before}})
+			h.settle(t)
+			h.k.cfg.Policies = policy.SliceLister{Namespaces: []*v1.Namespace{tt.after}}
+			h.k.inbox.policiesChanged = true
+			h.pods.set(webPod("web-12", "a-0", zoneConstraint()))
+			if got := h.settle(t); len(got) != tt.wantApplied {
+				t.Errorf("%d patches after the namespace changed, want %d: %v", len(got), tt.wantApplied, got)
 			}
 		})
 	}
