@@ -79,7 +79,7 @@ type Config struct {
 	// Namespaces are those the keeper serves, as admission serves them
 	// (engine.Config.Scope): a workload in another is left alone.
 	Namespaces policy.Scope
-	Patcher            Patcher
+	Patcher    Patcher
 	// QPS and Burst cap the patches of the whole cluster.
 	QPS   float64
 	Burst int

@@ -239,7 +239,7 @@ func newHarness(t testing.TB, w world) *harness {
 		Log: logr.Discard(), Index: ix, Pods: pods, Reader: c,
 		Policies:   policy.SliceLister{Policies: w.policies, Namespaces: w.namespaces},
 		Namespaces: policy.Scope{Excluded: w.excluded, Selector: w.selector},
-		Patcher: patcher, QPS: 1000, Burst: 1000, Synced: func() bool { return true },
+		Patcher:    patcher, QPS: 1000, Burst: 1000, Synced: func() bool { return true },
 		Registry: prometheus.NewRegistry(),
 	})
 	if err != nil {
