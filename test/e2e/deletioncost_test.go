@@ -158,53 +158,68 @@ func scaleDownKeepsSpread(t *testing.T) {
 		formatCounts(rolling.placed), formatCounts(rolling.oldWorst), rolling.samples, formatCounts(rolling.final))
 	t.Logf("control: %d of %d trials ended skewed", skewedControls, controls)
 
-	if controls == scaleDownTrials && skewedControls == 0 {
-		t.Errorf("none of the %d control trials ended skewed: the ReplicaSet controller's own ranking kept the spread every time, "+
-			"so the keeper's trials show nothing it does", controls)
+	if controls == scaleDownTrials && skewedControls < scaleDownTrials/2 {
+		t.Errorf("%d of the %d control trials ended skewed, fewer than half: the ReplicaSet controller's own ranking kept the spread "+
+			"so often that the keeper's trials show little it does", skewedControls, controls)
 	}
 }
 
 // scaleDownTrial places a Deployment of 12 replicas 4/4/4, scales it to 6
 // and then to 3 with method, and records the zones after each step in res.
-// With the keeper, every step must leave the zones even; the control, whose
-// policy turns the keeper off, is judged over all its trials.
+// It runs as a person does: each scale right after `kubectl rollout status`
+// returns, without waiting for the deletion costs. With the keeper, every
+// step must leave the zones even; the control, whose policy turns the
+// keeper off, is judged over all its trials.
 func scaleDownTrial(t *testing.T, keeper bool, method scaleMethod, res *trialResult) {
 	f := newFramework(t)
 	f.createScaleDownPolicy(keeper)
 	f.create(makeDeployment("web").Replicas(12).Obj())
-	res.placed = f.settle("web", 12)
+	res.placed = f.rolledOut("web")
 	if diff := cmp.Diff(evenly(4), res.placed); diff != "" {
 		t.Fatalf("the 12 replicas were placed %s, not 4/4/4, before any scale-down (-want +got):\n%s", formatCounts(res.placed), diff)
 	}
-
-	// Without costs on every pod, the keeper is not there (or too slow for
-	// the timeout): the second step does not wait for it again, and the
-	// counts show what happened without it.
-	waitForCosts := keeper
 	from := int32(12)
 	for _, step := range []struct {
 		replicas int32
 		got      *map[string]int
 	}{{6, &res.after6}, {3, &res.after3}} {
-		costs := f.deletionCosts("web", from, waitForCosts)
-		if waitForCosts && len(costs.missing) > 0 {
-			t.Errorf("before the scale to %d: %d of %d pods carry no %s after %v (%s): the keeper must set the costs before a scale-down, "+
-				"as the ReplicaSet controller reads them only when it deletes", step.replicas, len(costs.missing), from, spread.DeletionCostAnnotation, costTimeout, costs)
-			waitForCosts = false
-		}
+		// Read, not waited for: what the ReplicaSet controller finds.
+		costs := f.deletionCosts("web", from, false)
 		if !keeper && len(costs.set) > 0 {
 			t.Errorf("before the scale to %d: the control's policy has deletionCost Disabled, yet %d pods carry a deletion cost (%s)", step.replicas, len(costs.set), costs)
 		}
 		method.scale(t, f.ns, "web", step.replicas)
-		*step.got = f.settle("web", step.replicas)
+		*step.got = f.rolledOut("web")
 		if keeper {
 			if diff := cmp.Diff(evenly(int(step.replicas)/3), *step.got); diff != "" {
-				t.Errorf("%s from %d to %d left %s (%s), not even; the costs before the scale: %s (-want +got):\n%s",
+				t.Errorf("%s from %d to %d left %s (%s), not even; the costs at the scale: %s (-want +got):\n%s",
 					method.name, from, step.replicas, formatCounts(*step.got), strings.Join(cluster.zones, "/"), costs, diff)
 			}
 		}
 		from = step.replicas
 	}
+	f.settle("web", 3)
+}
+
+// rolledOut runs `kubectl rollout status` on Deployment name, as a person
+// waits before the next scale, and returns the zones of its pods that are
+// bound and not terminating then.
+func (f *framework) rolledOut(name string) map[string]int {
+	f.t.Helper()
+	ctx, cancel := context.WithTimeout(f.t.Context(), settleTimeout)
+	defer cancel()
+	if _, stderr, err := kubectl(ctx, nil, "rollout", "status", "deployment/"+name, "-n", f.ns, "--timeout="+settleTimeout.String()); err != nil {
+		f.t.Fatalf("kubectl rollout status deployment/%s: %v\n%s", name, err, stderr)
+	}
+	pods, err := f.boundPods(f.t.Context(), labels.SelectorFromSet(labels.Set{"app": name}))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	counts, err := countByZone(zoneOfNode(), pods)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return counts
 }
 
 // rolloutResult is the rolling update's line in the log.
@@ -225,7 +240,7 @@ func rollingUpdateTrial(t *testing.T, res *rolloutResult) {
 	f.createScaleDownPolicy(true)
 	deploy := makeDeployment("web").Replicas(9).RollingUpdate(3, 0).Obj()
 	f.create(deploy)
-	res.placed = f.settle("web", 9)
+	res.placed = f.rolledOut("web")
 	if diff := cmp.Diff(evenly(3), res.placed); diff != "" {
 		t.Fatalf("the 9 replicas were placed %s, not 3/3/3, before the rollout (-want +got):\n%s", formatCounts(res.placed), diff)
 	}
@@ -235,9 +250,6 @@ func rollingUpdateTrial(t *testing.T, res *rolloutResult) {
 		t.Fatalf("list the first revision's pods: %v (%d pods)", err, len(before))
 	}
 	oldHash := before[0].Labels[appsv1.DefaultDeploymentUniqueLabelKey]
-	if costs := f.deletionCosts("web", 9, true); len(costs.missing) > 0 {
-		t.Errorf("before the rollout: %d of 9 pods carry no %s after %v (%s)", len(costs.missing), spread.DeletionCostAnnotation, costTimeout, costs)
-	}
 
 	patch := `{"spec":{"template":{"metadata":{"annotations":{"e2e.spreadguard.io/revision":"2"}}}}}`
 	if err := k8s.Patch(t.Context(), deploy, client.RawPatch(types.StrategicMergePatchType, []byte(patch))); err != nil {

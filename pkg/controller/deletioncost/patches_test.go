@@ -272,6 +272,8 @@ func (s *sim) finish() {
 // patchCase is one of the cases the keeper's writes are bounded in.
 type patchCase struct {
 	name string
+	// bench names the case in BenchmarkKeeperPatchesPerPod.
+	bench string
 	run  func(s *sim, c v1.TopologySpreadConstraint)
 	// constraint is the Deployment's; perZone the pods of h1 in each zone
 	// at the start.
@@ -283,7 +285,7 @@ func patchCases() []patchCase {
 	everyRevision := st.Constraint(1, v1.LabelTopologyZone).MatchLabel("app", "web").Obj()
 	return []patchCase{
 		{
-			name: "steady creation: 12 pods, each settled before the next", constraint: zoneConstraint(), perZone: 4,
+			name: "steady creation: 12 pods, each settled before the next", bench: "steady", constraint: zoneConstraint(), perZone: 4,
 			run: func(s *sim, c v1.TopologySpreadConstraint) {
 				for range 12 {
 					s.create("h1", c)
@@ -292,7 +294,7 @@ func patchCases() []patchCase {
 			},
 		},
 		{
-			name: "a burst of 12 pods round-robin over 3 zones", constraint: zoneConstraint(), perZone: 4,
+			name: "a burst of 12 pods round-robin over 3 zones", bench: "burst", constraint: zoneConstraint(), perZone: 4,
 			run: func(s *sim, c v1.TopologySpreadConstraint) {
 				for range 12 {
 					s.create("h1", c)
@@ -303,7 +305,7 @@ func patchCases() []patchCase {
 			// The Deployment controller at maxSurge 25% (8) and
 			// maxUnavailable 25% (7), every pod Ready at once: h2 to 8,
 			// h1 to 15, h2 to 23, h1 to 0, h2 to 30.
-			name: "a rolling update of 30 (10 per zone, maxSurge 25%) whose zone constraint counts every revision", constraint: everyRevision, perZone: 10,
+			name: "a rolling update of 30 (10 per zone, maxSurge 25%) whose zone constraint counts every revision", bench: "rolling-update", constraint: everyRevision, perZone: 10,
 			run: func(s *sim, c v1.TopologySpreadConstraint) {
 				const desired, surge, unavailable = 30, 8, 7
 				old, cur := desired, 0
@@ -320,7 +322,7 @@ func patchCases() []patchCase {
 			},
 		},
 		{
-			name: "a scale-up from 12 to 24, then a scale-down to 12", constraint: zoneConstraint(), perZone: 4,
+			name: "a scale-up from 12 to 24, then a scale-down to 12", bench: "scale-up-down", constraint: zoneConstraint(), perZone: 4,
 			run: func(s *sim, c v1.TopologySpreadConstraint) {
 				for range 12 {
 					s.create("h1", c)
@@ -335,7 +337,7 @@ func patchCases() []patchCase {
 	}
 }
 
-// run plays tc under sched and returns the patches per pod created.
+// play plays tc under sched and returns the patches per pod created.
 func (tc patchCase) play(t testing.TB, sched schedule) (*sim, float64) {
 	s := newSim(t, sched, tc.constraint, tc.perZone)
 	tc.run(s, tc.constraint)
@@ -376,7 +378,7 @@ func TestKeeperPatchesPerPodCreated(t *testing.T) {
 // 1.05 (TestKeeperPatchesPerPodCreated bounds every schedule).
 func BenchmarkKeeperPatchesPerPod(b *testing.B) {
 	for _, tc := range patchCases() {
-		b.Run(tc.name[:min(len(tc.name), 24)], func(b *testing.B) {
+		b.Run(tc.bench, func(b *testing.B) {
 			var got float64
 			for b.Loop() {
 				_, got = tc.play(b, schedule{name: "late", pick: oneBehind})
