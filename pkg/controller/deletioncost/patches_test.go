@@ -274,7 +274,7 @@ type patchCase struct {
 	name string
 	// bench names the case in BenchmarkKeeperPatchesPerPod.
 	bench string
-	run  func(s *sim, c v1.TopologySpreadConstraint)
+	run   func(s *sim, c v1.TopologySpreadConstraint)
 	// constraint is the Deployment's; perZone the pods of h1 in each zone
 	// at the start.
 	constraint v1.TopologySpreadConstraint
