@@ -1,7 +1,9 @@
 package deletioncost
 
 import (
+	"container/heap"
 	"context"
+	"math"
 	"strconv"
 	"sync"
 	"time"
@@ -49,9 +51,11 @@ type podKey struct{ namespace, name string }
 
 // writes is the queue of the costs to write. A pod is queued once however
 // many times its cost changes before it is written: the latest cost is
-// written, and the queue keeps the order pods were first queued in, so
-// that the pods that already exist at start are written in turn, at the
-// pace of the cluster-wide limiter.
+// written. The lowest cost goes first (then the pod queued first): what is
+// written of a queue at any moment is, of each workload, the pods a
+// scale-down deletes first, so that a scale-down by no more pods than that
+// takes the ones the order puts first, even while the rest of the queue
+// waits for the cluster-wide limiter.
 type writes struct {
 	limiter *rate.Limiter
 	queue   workqueue.TypedRateLimitingInterface[podKey]
@@ -65,13 +69,98 @@ type writes struct {
 }
 
 func newWrites(qps float64, burst int) *writes {
-	return &writes{
+	w := &writes{
 		limiter: rate.NewLimiter(rate.Limit(qps), burst),
-		queue: workqueue.NewTypedRateLimitingQueue(
-			workqueue.NewTypedItemExponentialFailureRateLimiter[podKey](backoffBase, backoffMax)),
 		wanted:  map[podKey]int32{},
 		foreign: map[podKey]struct{}{},
 	}
+	order := newCheapestFirst(w.cost)
+	w.queue = workqueue.NewTypedRateLimitingQueueWithConfig(
+		workqueue.NewTypedItemExponentialFailureRateLimiter[podKey](backoffBase, backoffMax),
+		workqueue.TypedRateLimitingQueueConfig[podKey]{DelayingQueue: workqueue.NewTypedDelayingQueueWithConfig(
+			workqueue.TypedDelayingQueueConfig[podKey]{Queue: workqueue.NewTypedWithConfig(
+				workqueue.TypedQueueConfig[podKey]{Queue: order})})})
+	return w
+}
+
+// cost is the cost wanted for key, the highest when none is.
+func (w *writes) cost(key podKey) int32 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if c, ok := w.wanted[key]; ok {
+		return c
+	}
+	return math.MaxInt32
+}
+
+// cheapestFirst is the storage of the write queue (workqueue.Queue): a
+// heap of the pods by the cost wanted, the lowest first, then by when they
+// were queued. The workqueue calls it under its own lock. A new cost for a
+// queued pod pushes it again and leaves the old entry to be dropped when
+// it comes up, so that the heap's moves touch no map.
+type cheapestFirst struct {
+	cost  func(podKey) int32
+	items []queued
+	// live holds the sequence number of each queued pod's current entry.
+	live map[podKey]uint64
+	seq  uint64
+}
+
+type queued struct {
+	key  podKey
+	cost int32
+	seq  uint64
+}
+
+var _ workqueue.Queue[podKey] = (*cheapestFirst)(nil)
+
+func newCheapestFirst(cost func(podKey) int32) *cheapestFirst {
+	return &cheapestFirst{cost: cost, live: map[podKey]uint64{}}
+}
+
+// Push queues key at the cost wanted for it now.
+func (q *cheapestFirst) Push(key podKey) {
+	q.seq++
+	q.live[key] = q.seq
+	heap.Push((*entries)(q), queued{key: key, cost: q.cost(key), seq: q.seq})
+}
+
+// Touch follows a new cost wanted for a pod already queued.
+func (q *cheapestFirst) Touch(key podKey) {
+	if _, ok := q.live[key]; ok {
+		q.Push(key)
+	}
+}
+
+// Len is the number of pods queued.
+func (q *cheapestFirst) Len() int { return len(q.live) }
+
+// Pop takes the pod of the lowest cost.
+func (q *cheapestFirst) Pop() podKey {
+	for {
+		x := heap.Pop((*entries)(q)).(queued)
+		if q.live[x.key] == x.seq {
+			delete(q.live, x.key)
+			return x.key
+		}
+	}
+}
+
+// entries is cheapestFirst's heap.Interface.
+type entries cheapestFirst
+
+func (h *entries) Len() int { return len(h.items) }
+func (h *entries) Less(i, j int) bool {
+	a, b := &h.items[i], &h.items[j]
+	return a.cost < b.cost || (a.cost == b.cost && a.seq < b.seq)
+}
+func (h *entries) Swap(i, j int) { h.items[i], h.items[j] = h.items[j], h.items[i] }
+func (h *entries) Push(x any)    { h.items = append(h.items, x.(queued)) }
+func (h *entries) Pop() any {
+	n := len(h.items) - 1
+	x := h.items[n]
+	h.items = h.items[:n]
+	return x
 }
 
 // want queues cost for the pod key, unless another manager owns its cost.
