@@ -94,6 +94,9 @@ type trialResult struct {
 	placed map[string]int
 	after6 map[string]int
 	after3 map[string]int
+	// costsAtRollout is how many of the 12 pods carried a cost when
+	// `kubectl rollout status` returned.
+	costsAtRollout int
 }
 
 // skewed says whether the trial ended a step with a zone skew above the
@@ -140,11 +143,11 @@ func scaleDownKeepsSpread(t *testing.T) {
 
 	var b strings.Builder
 	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(w, "TRIAL\tKEEPER\tMETHOD\tPLACED\tAFTER 6\tAFTER 3\tSKEWED\n")
+	fmt.Fprintf(w, "TRIAL\tKEEPER\tMETHOD\tPLACED\tCOSTS AT ROLLOUT\tAFTER 6\tAFTER 3\tSKEWED\n")
 	controls, skewedControls := 0, 0
 	for _, r := range results {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%v\n", r.name, map[bool]string{true: "on", false: "off"}[r.keeper], r.method,
-			formatCounts(r.placed), formatCounts(r.after6), formatCounts(r.after3), r.skewed())
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d/12\t%s\t%s\t%v\n", r.name, map[bool]string{true: "on", false: "off"}[r.keeper], r.method,
+			formatCounts(r.placed), r.costsAtRollout, formatCounts(r.after6), formatCounts(r.after3), r.skewed())
 		if !r.keeper && r.after3 != nil {
 			controls++
 			if r.skewed() {
@@ -178,6 +181,12 @@ func scaleDownTrial(t *testing.T, keeper bool, method scaleMethod, res *trialRes
 	if diff := cmp.Diff(evenly(4), res.placed); diff != "" {
 		t.Fatalf("the 12 replicas were placed %s, not 4/4/4, before any scale-down (-want +got):\n%s", formatCounts(res.placed), diff)
 	}
+	if keeper {
+		// What a person reads right after the rollout, then the signal
+		// deletion-cost.md tells them to wait on.
+		res.costsAtRollout = len(f.deletionCosts("web", 12, false).set)
+		f.waitForCosts("web")
+	}
 	from := int32(12)
 	for _, step := range []struct {
 		replicas int32
@@ -199,6 +208,19 @@ func scaleDownTrial(t *testing.T, keeper bool, method scaleMethod, res *trialRes
 		from = step.replicas
 	}
 	f.settle("web", 3)
+}
+
+// waitForCosts waits, as deletion-cost.md tells a person to, until every
+// pod of Deployment name carries a deletion cost: `kubectl wait` on the
+// annotation.
+func (f *framework) waitForCosts(name string) {
+	f.t.Helper()
+	ctx, cancel := context.WithTimeout(f.t.Context(), costTimeout)
+	defer cancel()
+	if _, stderr, err := kubectl(ctx, nil, "wait", "pods", "-l", "app="+name, "-n", f.ns,
+		`--for=jsonpath={.metadata.annotations.controller\.kubernetes\.io/pod-deletion-cost}`, "--timeout="+costTimeout.String()); err != nil {
+		f.t.Fatalf("kubectl wait for the pods' %s: %v\n%s", spread.DeletionCostAnnotation, err, stderr)
+	}
 }
 
 // rolledOut runs `kubectl rollout status` on Deployment name, as a person
@@ -250,6 +272,7 @@ func rollingUpdateTrial(t *testing.T, res *rolloutResult) {
 		t.Fatalf("list the first revision's pods: %v (%d pods)", err, len(before))
 	}
 	oldHash := before[0].Labels[appsv1.DefaultDeploymentUniqueLabelKey]
+	f.waitForCosts("web")
 
 	patch := `{"spec":{"template":{"metadata":{"annotations":{"e2e.spreadguard.io/revision":"2"}}}}}`
 	if err := k8s.Patch(t.Context(), deploy, client.RawPatch(types.StrategicMergePatchType, []byte(patch))); err != nil {
