@@ -1,7 +1,6 @@
 package deletioncost
 
 import (
-	"container/heap"
 	"context"
 	"math"
 	"strconv"
@@ -94,16 +93,15 @@ func (w *writes) cost(key podKey) int32 {
 }
 
 // cheapestFirst is the storage of the write queue (workqueue.Queue): a
-// heap of the pods by the cost wanted, the lowest first, then by when they
-// were queued. The workqueue calls it under its own lock. A new cost for a
-// queued pod pushes it again and leaves the old entry to be dropped when
-// it comes up, so that the heap's moves touch no map.
+// heap of the pods by the cost wanted when they were queued, the lowest
+// first, then by when they were queued. A pod's place does not follow a
+// cost changed while it waits (rare: a pod's cost is written once, see
+// docs/deletion-cost.md); its latest cost is written. The workqueue calls
+// it under its own lock.
 type cheapestFirst struct {
 	cost  func(podKey) int32
 	items []queued
-	// live holds the sequence number of each queued pod's current entry.
-	live map[podKey]uint64
-	seq  uint64
+	seq   uint64
 }
 
 type queued struct {
@@ -115,52 +113,54 @@ type queued struct {
 var _ workqueue.Queue[podKey] = (*cheapestFirst)(nil)
 
 func newCheapestFirst(cost func(podKey) int32) *cheapestFirst {
-	return &cheapestFirst{cost: cost, live: map[podKey]uint64{}}
+	return &cheapestFirst{cost: cost}
+}
+
+func (q *cheapestFirst) less(i, j int) bool {
+	a, b := &q.items[i], &q.items[j]
+	return a.cost < b.cost || (a.cost == b.cost && a.seq < b.seq)
 }
 
 // Push queues key at the cost wanted for it now.
 func (q *cheapestFirst) Push(key podKey) {
 	q.seq++
-	q.live[key] = q.seq
-	heap.Push((*entries)(q), queued{key: key, cost: q.cost(key), seq: q.seq})
-}
-
-// Touch follows a new cost wanted for a pod already queued.
-func (q *cheapestFirst) Touch(key podKey) {
-	if _, ok := q.live[key]; ok {
-		q.Push(key)
+	q.items = append(q.items, queued{key: key, cost: q.cost(key), seq: q.seq})
+	for i := len(q.items) - 1; i > 0; {
+		parent := (i - 1) / 2
+		if !q.less(i, parent) {
+			break
+		}
+		q.items[i], q.items[parent] = q.items[parent], q.items[i]
+		i = parent
 	}
 }
 
+// Touch leaves a queued pod where it is.
+func (q *cheapestFirst) Touch(podKey) {}
+
 // Len is the number of pods queued.
-func (q *cheapestFirst) Len() int { return len(q.live) }
+func (q *cheapestFirst) Len() int { return len(q.items) }
 
 // Pop takes the pod of the lowest cost.
 func (q *cheapestFirst) Pop() podKey {
-	for {
-		x := heap.Pop((*entries)(q)).(queued)
-		if q.live[x.key] == x.seq {
-			delete(q.live, x.key)
-			return x.key
+	top := q.items[0].key
+	n := len(q.items) - 1
+	q.items[0] = q.items[n]
+	q.items = q.items[:n]
+	for i := 0; ; {
+		least := i
+		for _, c := range []int{2*i + 1, 2*i + 2} {
+			if c < n && q.less(c, least) {
+				least = c
+			}
 		}
+		if least == i {
+			break
+		}
+		q.items[i], q.items[least] = q.items[least], q.items[i]
+		i = least
 	}
-}
-
-// entries is cheapestFirst's heap.Interface.
-type entries cheapestFirst
-
-func (h *entries) Len() int { return len(h.items) }
-func (h *entries) Less(i, j int) bool {
-	a, b := &h.items[i], &h.items[j]
-	return a.cost < b.cost || (a.cost == b.cost && a.seq < b.seq)
-}
-func (h *entries) Swap(i, j int) { h.items[i], h.items[j] = h.items[j], h.items[i] }
-func (h *entries) Push(x any)    { h.items = append(h.items, x.(queued)) }
-func (h *entries) Pop() any {
-	n := len(h.items) - 1
-	x := h.items[n]
-	h.items = h.items[:n]
-	return x
+	return top
 }
 
 // want queues cost for the pod key, unless another manager owns its cost.

@@ -27,9 +27,14 @@ func TestWritesTakeTheLowestCostFirst(t *testing.T) {
 			order: []string{"b4", "a4", "a3", "b3"},
 		},
 		{
-			name:  "a queued pod's cost moving below the others' -> it moves ahead",
+			name:  "a queued pod's cost changed while it waits -> it keeps its place",
 			wants: []want{{"a1", -2}, {"a2", -4}, {"a1", -10}},
-			order: []string{"a1", "a2"},
+			order: []string{"a2", "a1"},
+		},
+		{
+			name:  "ten pods queued in no order -> written by cost",
+			wants: []want{{"p5", -5}, {"p1", -1}, {"p9", -9}, {"p3", -3}, {"p7", -7}, {"p2", -2}, {"p8", -8}, {"p4", -4}, {"p6", -6}, {"p10", -10}},
+			order: []string{"p10", "p9", "p8", "p7", "p6", "p5", "p4", "p3", "p2", "p1"},
 		},
 	}
 	for _, tt := range tests {
