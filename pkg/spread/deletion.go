@@ -198,7 +198,11 @@ func (o *DeletionOrder) sameWorkload(ls map[string]string) bool {
 		if k == o.revisionKey {
 			continue
 		}
-		if w, ok := o.labels[k]; !ok || w != v {
+		w, ok := o.labels[k]
+		if !ok && nodeTopologyLabel(k) {
+			continue // copied from its node at binding
+		}
+		if !ok || w != v {
 			return false
 		}
 		n++
@@ -208,6 +212,15 @@ func (o *DeletionOrder) sameWorkload(ls map[string]string) bool {
 		want--
 	}
 	return n == want
+}
+
+// nodeTopologyLabel reports whether the API server copies label key from a
+// pod's node onto the pod when it binds it (the PodTopologyLabels admission
+// plugin: topology.k8s.io/* and the zone and region labels,
+// https://github.com/kubernetes/kubernetes/blob/v1.37.1/plugin/pkg/admission/podtopologylabels/admission.go):
+// a pod of the workload may carry it, its template never does.
+func nodeTopologyLabel(key string) bool {
+	return key == v1.LabelTopologyZone || key == v1.LabelTopologyRegion || strings.HasPrefix(key, "topology.k8s.io/")
 }
 
 // CostChange is a pod whose deletion cost is to be written.

@@ -358,6 +358,20 @@ func TestKeeperStart(t *testing.T) {
 			wantPatches: 0, wantCosts: map[string][]int32{}, wantStates: map[string]float64{"unconstrained": 1},
 		},
 		{
+			name: "pods carrying the zone and region labels the API server copies from their nodes at binding -> still the workload's: the same costs",
+			world: world{owners: []client.Object{replicaSet(zoneConstraint())}, pods: func() []*v1.Pod {
+				var out []*v1.Pod
+				for _, p := range constrained {
+					p = p.DeepCopy()
+					p.Labels = maps.Clone(p.Labels)
+					p.Labels[v1.LabelTopologyZone], p.Labels[v1.LabelTopologyRegion] = p.Spec.NodeName[:1], "r"
+					out = append(out, p)
+				}
+				return out
+			}()},
+			wantPatches: 12, wantCosts: fourPerZone, wantStates: map[string]float64{"kept": 1},
+		},
+		{
 			name:        "neither template nor pods carry a constraint -> nothing written",
 			world:       world{owners: []client.Object{replicaSet()}, pods: plain},
 			wantPatches: 0, wantCosts: map[string][]int32{}, wantStates: map[string]float64{"unconstrained": 1},
