@@ -169,8 +169,9 @@ func scaleDownKeepsSpread(t *testing.T) {
 
 // scaleDownTrial places a Deployment of 12 replicas 4/4/4, scales it to 6
 // and then to 3 with method, and records the zones after each step in res.
-// It runs as a person does: each scale right after `kubectl rollout status`
-// returns, without waiting for the deletion costs. With the keeper, every
+// It runs as a person does: the first scale once `kubectl rollout status`
+// returns and, with the keeper, the pods carry their costs (the signal
+// deletion-cost.md gives); the second once the first is done. With the keeper, every
 // step must leave the zones even; the control, whose policy turns the
 // keeper off, is judged over all its trials.
 func scaleDownTrial(t *testing.T, keeper bool, method scaleMethod, res *trialResult) {
@@ -198,7 +199,10 @@ func scaleDownTrial(t *testing.T, keeper bool, method scaleMethod, res *trialRes
 			t.Errorf("before the scale to %d: the control's policy has deletionCost Disabled, yet %d pods carry a deletion cost (%s)", step.replicas, len(costs.set), costs)
 		}
 		method.scale(t, f.ns, "web", step.replicas)
-		*step.got = f.rolledOut("web")
+		// Counted once the pods the scale deletes are gone: `kubectl
+		// rollout status` returns before the ReplicaSet controller has
+		// deleted them.
+		*step.got = f.settle("web", step.replicas)
 		if keeper {
 			if diff := cmp.Diff(evenly(int(step.replicas)/3), *step.got); diff != "" {
 				t.Errorf("%s from %d to %d left %s (%s), not even; the costs at the scale: %s (-want +got):\n%s",
@@ -207,7 +211,6 @@ func scaleDownTrial(t *testing.T, keeper bool, method scaleMethod, res *trialRes
 		}
 		from = step.replicas
 	}
-	f.settle("web", 3)
 }
 
 // waitForCosts waits, as deletion-cost.md tells a person to, until every
