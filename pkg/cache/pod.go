@@ -36,6 +36,9 @@ type Pod struct {
 	labels          spread.LabelSet
 	constraints     spread.ConstraintSet
 	deleting        bool
+	// unready: see spread.PodRecord.Unready; the keeper orders such a pod
+	// apart. It fits in the padding after deleting too.
+	unready bool
 	// hasCost: the pod's controller.kubernetes.io/pod-deletion-cost is an
 	// int32, cost. It fits in the padding after deleting.
 	hasCost bool
@@ -61,6 +64,7 @@ func CompactPod(p *v1.Pod) *Pod {
 		labels:          labels,
 		constraints:     constraintSetOf(labels, p.Spec.TopologySpreadConstraints),
 		deleting:        p.DeletionTimestamp != nil,
+		unready:         spread.Unready(p),
 	}
 	if _, ok := p.Annotations[spread.DeletionCostAnnotation]; ok {
 		// A cost the ReplicaSet controller does not read ("+5", "007") is
@@ -126,6 +130,7 @@ func (p *Pod) Record() spread.PodRecord {
 		Phase:       p.phase,
 		Terminating: p.deleting,
 		Constraints: p.constraints,
+		Unready:     p.unready,
 	}
 	if p.nodeName != (unique.Handle[string]{}) {
 		r.NodeName = p.nodeName.Value()

@@ -46,14 +46,25 @@ func TestCompactPodKeepsWhatCountingReads(t *testing.T) {
 			},
 		},
 		{
-			name: "pod carrying the zone constraint the webhook injected -> its constraints, interned",
+			name: "pod carrying the zone constraint the webhook injected, no phase yet -> its constraints, interned, and unready",
 			in: spreadtest.MakePod().Namespace("shop").Name("web-3").Label("app", "web").Node("n1").
 				SpreadConstraint(spreadtest.Constraint(1, v1.LabelTopologyZone).MatchLabel("app", "web").Obj()).Obj(),
 			want: spread.PodRecord{
 				Namespace: "shop", Name: "web-3", NodeName: "n1", Labels: spread.LabelSetOf(map[string]string{"app": "web"}),
 				Constraints: spread.ConstraintSetOf([]v1.TopologySpreadConstraint{
 					spreadtest.Constraint(1, v1.LabelTopologyZone).MatchLabel("app", "web").Obj()}),
+				Unready: true,
 			},
+		},
+		{
+			name: "running pod whose Ready condition is False -> unready, as the ReplicaSet controller ranks it",
+			in:   spreadtest.MakePod().Namespace("shop").Name("web-4").Node("n1").NotReady().Obj(),
+			want: spread.PodRecord{Namespace: "shop", Name: "web-4", NodeName: "n1", Phase: v1.PodRunning, Unready: true},
+		},
+		{
+			name: "running pod whose Ready condition is True -> ready",
+			in:   spreadtest.MakePod().Namespace("shop").Name("web-5").Node("n1").Ready(now.Time).Obj(),
+			want: spread.PodRecord{Namespace: "shop", Name: "web-5", NodeName: "n1", Phase: v1.PodRunning},
 		},
 		{
 			name: "terminating pod -> terminating",
@@ -62,12 +73,12 @@ func TestCompactPodKeepsWhatCountingReads(t *testing.T) {
 				p.DeletionTimestamp = &now
 				return p
 			}(),
-			want: spread.PodRecord{Namespace: "shop", Name: "web-2", NodeName: "n1", Terminating: true},
+			want: spread.PodRecord{Namespace: "shop", Name: "web-2", NodeName: "n1", Terminating: true, Unready: true},
 		},
 		{
 			name: "unbound pod without labels, phase unknown to this version -> kept as it is",
 			in:   spreadtest.MakePod().Namespace("shop").Name("new").Phase("Hibernating").Obj(),
-			want: spread.PodRecord{Namespace: "shop", Name: "new", Phase: "Hibernating"},
+			want: spread.PodRecord{Namespace: "shop", Name: "new", Phase: "Hibernating", Unready: true},
 		},
 	}
 	for _, tt := range tests {

@@ -70,7 +70,7 @@ func TestStripKeepsOnlyWhatTheAlgorithmReads(t *testing.T) {
 		want      any
 	}{
 		{
-			name:      "pod -> the compact Pod: namespace, name, resourceVersion, labels, node, phase, terminating",
+			name:      "pod -> the compact Pod: namespace, name, resourceVersion, labels, node, phase, terminating, readiness (a Ready condition not True: unready)",
 			transform: StripPod,
 			in: &v1.Pod{
 				ObjectMeta: podMeta,
@@ -85,7 +85,7 @@ func TestStripKeepsOnlyWhatTheAlgorithmReads(t *testing.T) {
 			},
 			want: &Pod{
 				namespace: "shop", name: "web-1", resourceVersion: "42", phase: v1.PodRunning,
-				nodeName: unique.Make("n1"), labels: spread.LabelSetOf(map[string]string{"app": "web"}), deleting: true,
+				nodeName: unique.Make("n1"), labels: spread.LabelSetOf(map[string]string{"app": "web"}), deleting: true, unready: true,
 			},
 		},
 		{

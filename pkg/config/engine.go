@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/pflag"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -45,6 +46,12 @@ type Engine struct {
 	// ExcludedNamespaces are never mutated nor validated; kube-system is
 	// always among them (ExcludedNamespaceSet).
 	ExcludedNamespaces []string `json:"excludedNamespaces"`
+	// NamespaceSelector is the webhook configurations' extra condition on
+	// the namespaces they send (the chart's webhook.namespaceSelector), in
+	// the syntax of kubectl's --selector: the keeper and spread health act
+	// only where admission does (engine.Config.Scope). Empty: every
+	// namespace.
+	NamespaceSelector string `json:"namespaceSelector,omitempty"`
 	// MessageDetail is what a denial shown to the pod's creator may name:
 	// "domains" (per-domain counts and reasons, no node names, labels or
 	// taints) or "nodes" (everything, for single-tenant clusters).
@@ -98,6 +105,8 @@ var engineFlags = []Flag[Engine]{
 		func(e *Engine) any { return &e.DefaultAction }},
 	{"excluded-namespaces", "Comma-separated namespaces whose pods are never mutated nor validated; kube-system is always added.",
 		func(e *Engine) any { return &e.ExcludedNamespaces }},
+	{"namespace-selector", "Label selector (kubectl's syntax) the namespaces served must match, as the webhook configurations' namespaceSelector: the deletion cost keeper and spread health act only there. Empty: every namespace.",
+		func(e *Engine) any { return &e.NamespaceSelector }},
 	{"message-detail", "What a denial may name: domains (counts and reasons per domain, no node names, labels or taints) or nodes.",
 		func(e *Engine) any { return &e.MessageDetail }},
 	{"autoscaler-karpenter", "Read Karpenter's NodePools as nodes an autoscaler can add: auto (when the karpenter.sh/v1 NodePool API is served), true or false.",
@@ -141,6 +150,9 @@ func (e *Engine) Validate() field.ErrorList {
 		for _, msg := range validation.IsDNS1123Label(ns) {
 			errs = append(errs, field.Invalid(field.NewPath("excludedNamespaces").Index(i), ns, msg))
 		}
+	}
+	if _, err := labels.Parse(e.NamespaceSelector); err != nil {
+		errs = append(errs, field.Invalid(field.NewPath("namespaceSelector"), e.NamespaceSelector, err.Error()))
 	}
 	details := []string{string(spread.DetailDomains), string(spread.DetailNodes)}
 	if !slices.Contains(details, string(e.MessageDetail)) {
@@ -220,7 +232,11 @@ func (e *Engine) ExcludedNamespaceSet() []string {
 
 // Config is the engine's configuration of a valid e.
 func (e *Engine) Config() engine.Config {
-	return engine.Config{DefaultAction: e.DefaultAction, ExcludedNamespaces: e.ExcludedNamespaceSet(), MessageDetail: e.MessageDetail}
+	cfg := engine.Config{DefaultAction: e.DefaultAction, ExcludedNamespaces: e.ExcludedNamespaceSet(), MessageDetail: e.MessageDetail}
+	if sel, err := labels.Parse(e.NamespaceSelector); err == nil && !sel.Empty() {
+		cfg.NamespaceSelector = sel
+	}
+	return cfg
 }
 
 // Templates says where the templates of the nodes an autoscaler can add

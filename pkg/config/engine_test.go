@@ -6,6 +6,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/spf13/pflag"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -281,4 +283,37 @@ func errString(err error) string {
 		return ""
 	}
 	return err.Error()
+}
+
+func TestEngineNamespaceSelector(t *testing.T) {
+	tests := []struct {
+		name     string
+		selector string
+		wantErr  bool
+		// serves is whether the engine's scope serves a namespace
+		// labelled env=prod.
+		serves bool
+	}{
+		{name: "none -> every namespace served", serves: true},
+		{name: "env=prod -> a namespace labelled env=prod served", selector: "env=prod", serves: true},
+		{name: "env in (dev) -> a namespace labelled env=prod not served", selector: "env in (dev)"},
+		{name: "a selector that does not parse -> an error naming namespaceSelector", selector: "env in (", wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := NewEngine()
+			e.NamespaceSelector = tt.selector
+			errs := e.Validate()
+			if (len(errs) > 0) != tt.wantErr || (tt.wantErr && errs[0].Field != "namespaceSelector") {
+				t.Fatalf("Validate() = %v, want an error: %v", errs, tt.wantErr)
+			}
+			if tt.wantErr {
+				return
+			}
+			ns := &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop", Labels: map[string]string{"env": "prod"}}}
+			if got := e.Config().Scope().Serves("shop", ns); got != tt.serves {
+				t.Errorf("Serves(shop, env=prod) = %v, want %v", got, tt.serves)
+			}
+		})
+	}
 }

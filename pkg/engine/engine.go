@@ -12,12 +12,12 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"slices"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
 	"github.com/spreadguard/spreadguard/pkg/policy"
@@ -37,6 +37,10 @@ type Config struct {
 	DefaultAction v1alpha1.ValidationAction
 	// ExcludedNamespaces are never mutated nor validated.
 	ExcludedNamespaces []string
+	// NamespaceSelector is the webhook configurations' extra condition on
+	// the namespaces they send (the chart's webhook.namespaceSelector);
+	// nil selects every namespace.
+	NamespaceSelector labels.Selector
 	// MessageDetail is what a denial may name: nodes (the zero value) or
 	// domains only (see spread.DetailDomains).
 	MessageDetail spread.MessageDetail
@@ -176,7 +180,7 @@ type Mutation struct {
 // Mutate computes the default constraints for pod (whose Namespace must be
 // set). It never changes pod itself.
 func Mutate(pod *v1.Pod, src Sources, cfg Config) (*Mutation, error) {
-	if reason := skipReason(pod, cfg); reason != NotSkipped {
+	if reason := skipReason(pod, src, cfg); reason != NotSkipped {
 		return &Mutation{Skipped: reason}, nil
 	}
 	if reason := pinnedReason(pod); reason != NotSkipped {
@@ -309,7 +313,7 @@ type Validation struct {
 // result carries counts, the verdict and, for an unsatisfiable pod, the
 // message.
 func Validate(pod *v1.Pod, src Sources, checker spread.Checker, cfg Config, explain bool) (*Validation, error) {
-	if reason := skipReason(pod, cfg); reason != NotSkipped {
+	if reason := skipReason(pod, src, cfg); reason != NotSkipped {
 		return &Validation{Allowed: true, Skipped: reason}, nil
 	}
 	if pod.Spec.NodeName != "" {
@@ -446,12 +450,28 @@ func pinnedByName(a *v1.Affinity) bool {
 	return node != ""
 }
 
-func skipReason(pod *v1.Pod, cfg Config) SkipReason {
-	if slices.Contains(cfg.ExcludedNamespaces, pod.Namespace) {
+// Scope is the namespaces cfg serves: those the webhook configurations
+// send, and the only ones the keeper and spread health act in.
+func (c Config) Scope() policy.Scope {
+	return policy.Scope{Excluded: c.ExcludedNamespaces, Selector: c.NamespaceSelector}
+}
+
+func skipReason(pod *v1.Pod, src policy.Lister, cfg Config) SkipReason {
+	if !cfg.Scope().Serves(pod.Namespace, namespaceOf(src, pod.Namespace)) {
 		return SkipExcludedNamespace
 	}
 	if pod.Annotations[v1alpha1.AnnotationSkip] == "true" {
 		return SkipAnnotation
 	}
 	return NotSkipped
+}
+
+// namespaceOf returns the namespace called name, nil when src cannot tell:
+// it is then judged by its name alone.
+func namespaceOf(src policy.Lister, name string) *v1.Namespace {
+	ns, err := src.Namespace(name)
+	if err != nil {
+		return nil
+	}
+	return ns
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/ptr"
 
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
@@ -430,6 +431,46 @@ func TestNoCandidateWarningNamesTheZonesNoNodeComesUpIn(t *testing.T) {
 			}
 			if diff := cmp.Diff([]string{tt.want}, v.Warnings); diff != "" {
 				t.Errorf("warnings (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestMutateLeavesTheNamespacesItDoesNotServe(t *testing.T) {
+	ns := func(name string, ls map[string]string) *v1.Namespace {
+		return &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: ls}}
+	}
+	store, err := lookup.NewStore(
+		ns("ignored", map[string]string{v1alpha1.LabelIgnoreNamespace: "true", "env": "prod"}),
+		ns("dev", map[string]string{"env": "dev"}),
+		ns("prod", map[string]string{"env": "prod"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	prod, err := labels.Parse("env=prod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := engine.Config{DefaultAction: v1alpha1.ActionDeny, ExcludedNamespaces: []string{"kube-system"}, NamespaceSelector: prod}
+	tests := []struct {
+		name      string
+		namespace string
+		want      engine.SkipReason
+	}{
+		{name: "a pod of a namespace labelled spreadguard.io/ignore=true -> excluded", namespace: "ignored", want: engine.SkipExcludedNamespace},
+		{name: "a pod of a namespace the namespaceSelector env=prod does not select -> excluded", namespace: "dev", want: engine.SkipExcludedNamespace},
+		{name: "a pod of kube-system, excluded by name -> excluded", namespace: "kube-system", want: engine.SkipExcludedNamespace},
+		{name: "a pod of a namespace the namespaceSelector selects -> served (no policy there)", namespace: "prod", want: engine.SkipNoPolicy},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pod := spreadtest.MakePod().Name("p").Namespace(tt.namespace).Label("app", "web").Obj()
+			m, err := engine.Mutate(pod, lookup.NewSources(store), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.Skipped != tt.want {
+				t.Errorf("Mutate skipped %v, want %v", m.Skipped, tt.want)
 			}
 		})
 	}

@@ -83,16 +83,23 @@ func Skewed(s spread.Spread) bool {
 
 // Run audits ws. A workload no policy selects is left out; so is one whose
 // policy would inject nothing (no selector can be derived for its pods).
-// cfg's excluded namespaces are left out as the webhook leaves them. A
-// workload that cannot be audited is in StateError, with the error, and
-// the others are audited all the same: one object the engine cannot read
-// degrades its own result only. Results are sorted by namespace, kind and
+// The namespaces cfg does not serve (engine.Config.Scope) are left out, as
+// the webhook leaves them. A workload that cannot be audited is in
+// StateError, with the error, and the others are audited all the same: one
+// object the engine cannot read degrades its own result only. Results are sorted by namespace, kind and
 // name.
 func Run(c Counter, src engine.Sources, cfg engine.Config, ws []Workload) []Result {
 	out := make([]Result, 0, len(ws))
+	serves := map[string]bool{}
 	for i := range ws {
 		w := &ws[i]
-		if slices.Contains(cfg.ExcludedNamespaces, w.Namespace) {
+		served, ok := serves[w.Namespace]
+		if !ok {
+			ns, _ := src.Namespace(w.Namespace)
+			served = cfg.Scope().Serves(w.Namespace, ns)
+			serves[w.Namespace] = served
+		}
+		if !served {
 			continue
 		}
 		r, ok, err := auditOne(c, src, cfg, w)

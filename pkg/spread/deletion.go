@@ -92,7 +92,12 @@ const minLevelWidth = 4
 // DeletionOrder is not safe for concurrent use.
 type DeletionOrder struct {
 	namespace string
-	kinds     []orderKind
+	// labels are the template's: a pod carrying them (but for
+	// revisionKey) is the workload's, or another revision's of it; the
+	// matching pods that are not are the floors of the stacks.
+	labels      map[string]string
+	revisionKey string
+	kinds       []orderKind
 	// priority holds the positions in spec.topologySpreadConstraints of
 	// the constraints, the most important first; cons follows it.
 	priority []int
@@ -135,9 +140,10 @@ type orderDomain struct {
 	value string
 	con   int
 	// count is the domain's matching pods, the workload's included, at
-	// the read of epoch read (none read: 0).
-	count int
-	read  uint64
+	// the read of epoch read (none read: 0); family, those of them that
+	// carry the template's labels (sameWorkload).
+	count, family int
+	read          uint64
 	// others is the number of matching pods of the domain that are not
 	// the workload's: the floor of its stack.
 	others int
@@ -165,6 +171,58 @@ type orderPod struct {
 	epoch   uint64
 }
 
+// OrderOption sets an optional part of a DeletionOrder.
+type OrderOption func(*DeletionOrder)
+
+// WithRevisionLabel says that the pods carrying the template's labels but
+// for key (pod-template-hash: a Deployment's other ReplicaSets) are the
+// workload's other revisions: they take no part in the stacks, as the
+// workload's own pods the order does not hold yet take none. Another
+// revision's pods come and go through a rollout and are gone at its end;
+// were they floors, each would move the cost of every pod of the workload
+// in its domain. Without it, only the pods carrying exactly the template's
+// labels are the workload's.
+func WithRevisionLabel(key string) OrderOption {
+	return func(o *DeletionOrder) { o.revisionKey = key }
+}
+
+// sameWorkload reports whether a pod labelled ls is the workload's, or
+// another revision's of it: ls are the template's labels, but for the
+// revision label. The matching pods of a domain that are not are the floor
+// of its stack, counted as the index counts them at each Update: so a pod
+// of the workload the index counts before the order is told of it (its
+// event comes later) moves no other pod's cost.
+func (o *DeletionOrder) sameWorkload(ls map[string]string) bool {
+	n := 0
+	for k, v := range ls {
+		if k == o.revisionKey {
+			continue
+		}
+		w, ok := o.labels[k]
+		if !ok && nodeTopologyLabel(k) {
+			continue // copied from its node at binding
+		}
+		if !ok || w != v {
+			return false
+		}
+		n++
+	}
+	want := len(o.labels)
+	if _, ok := o.labels[o.revisionKey]; ok && o.revisionKey != "" {
+		want--
+	}
+	return n == want
+}
+
+// nodeTopologyLabel reports whether the API server copies label key from a
+// pod's node onto the pod when it binds it (the PodTopologyLabels admission
+// plugin: topology.k8s.io/* and the zone and region labels,
+// https://github.com/kubernetes/kubernetes/blob/v1.37.1/plugin/pkg/admission/podtopologylabels/admission.go):
+// a pod of the workload may carry it, its template never does.
+func nodeTopologyLabel(key string) bool {
+	return key == v1.LabelTopologyZone || key == v1.LabelTopologyRegion || strings.HasPrefix(key, "topology.k8s.io/")
+}
+
 // CostChange is a pod whose deletion cost is to be written.
 type CostChange struct {
 	Name string
@@ -178,7 +236,7 @@ type CostChange struct {
 // not into templates: template is one of the workload's pods. A template
 // whose constraints the apiserver would not accept is an error wrapping
 // ErrInvalidConstraint; one without constraints, ErrNoConstraints.
-func NewDeletionOrder(template *v1.Pod) (*DeletionOrder, error) {
+func NewDeletionOrder(template *v1.Pod, opts ...OrderOption) (*DeletionOrder, error) {
 	if template == nil {
 		return nil, errors.New("deletion order: nil template")
 	}
@@ -189,7 +247,10 @@ func NewDeletionOrder(template *v1.Pod) (*DeletionOrder, error) {
 	if len(kinds) == 0 {
 		return nil, fmt.Errorf("deletion order of %s/%s: %w", template.Namespace, template.Name, ErrNoConstraints)
 	}
-	o := &DeletionOrder{namespace: template.Namespace, pods: map[string]*orderPod{}}
+	o := &DeletionOrder{namespace: template.Namespace, labels: template.Labels, pods: map[string]*orderPod{}}
+	for _, opt := range opts {
+		opt(o)
+	}
 	type ranked struct{ kind, j, breadth, position int }
 	var all []ranked
 	for k := range kinds {
@@ -278,7 +339,10 @@ func (o *DeletionOrder) Update(ix *Index, names ...string) []CostChange {
 	m := len(o.cons)
 	for p, pl := range o.read.placed {
 		op := o.pods[pl.name]
-		if !pl.present {
+		// A pod the controller deletes before any cost is compared
+		// leaves the stacks: its cost does not order it, and the pods
+		// above it are deleted after it.
+		if !pl.present || pl.unready {
 			if op != nil {
 				o.remove(op)
 			}
@@ -309,13 +373,11 @@ func (o *DeletionOrder) Update(ix *Index, names ...string) []CostChange {
 				delete(c.domains, v)
 				continue
 			}
-			count := 0
+			others := 0
 			if d.read == o.epoch {
-				count = d.count
+				others = d.count - d.family
 			}
-			// Never below 0, even if the index and the order disagree
-			// for a moment (a pod's event not yet passed to Update).
-			if others := max(0, count-len(d.pods)); others != d.others {
+			if others != d.others {
 				d.others = others
 				for _, p := range d.pods {
 					o.touch(p)

@@ -111,6 +111,8 @@ type counted struct {
 	group       *group
 	node        *nodeEntry
 	constraints ConstraintSet
+	// unready: see PodRecord.Unready.
+	unready bool
 }
 
 // groupKey names a group: a namespace and a label set.

@@ -28,6 +28,9 @@ type orderRead struct {
 	// matches caches, per kind, whether a group's labels match each
 	// constraint: a workload's pods share one or two label sets.
 	matches []groupMatch
+	// family caches whether a group's pods are the workload's or another
+	// revision's of it.
+	family []groupMatch
 }
 
 // placement is one pod as the index counts it.
@@ -36,6 +39,9 @@ type placement struct {
 	// present is whether the index counts the pod at all: bound, not
 	// terminating, not Succeeded or Failed.
 	present bool
+	// unready: the ReplicaSet controller deletes it before it compares
+	// any cost (PodRecord.Unready).
+	unready bool
 	rec     counted
 }
 
@@ -70,7 +76,7 @@ func (ix *Index) readOrder(o *DeletionOrder, names []string) {
 	r.placed = r.placed[:0]
 	add := func(name string) {
 		rec, ok := ix.pods[podKey{o.namespace, name}]
-		r.placed = append(r.placed, placement{name: name, present: ok, rec: rec})
+		r.placed = append(r.placed, placement{name: name, present: ok, unready: rec.unready, rec: rec})
 	}
 	if all {
 		for name := range o.pods {
@@ -85,6 +91,7 @@ func (ix *Index) readOrder(o *DeletionOrder, names []string) {
 	m := len(o.cons)
 	r.domains = grow(r.domains, len(r.placed)*m)
 	r.counted = grow(r.counted, len(r.placed)*m)
+	r.family = r.family[:0]
 	for ki := range o.kinds {
 		k := &o.kinds[ki]
 		ix.withQueryLocked(k.pod, k.cs, func(q *query) {
@@ -110,7 +117,27 @@ func (ix *Index) readOrder(o *DeletionOrder, names []string) {
 				domains := o.cons[i].domains
 				for _, vc := range q.counts[j] {
 					if d := domains[vc.value.value]; d != nil {
-						d.count, d.read = vc.n, o.epoch
+						d.count, d.family, d.read = vc.n, 0, o.epoch
+					}
+				}
+				// Of those, the workload's own and its other revisions',
+				// as the index counts them now: the order may not have
+				// heard of all of them yet.
+				if ns == nil || !c.countsPods() || keyIndex == nil {
+					continue
+				}
+				span := q.matchedGroups[c.selector.String()]
+				for _, g := range q.groupBuf[span[0]:span[1]] {
+					if !r.inFamily(o, g) {
+						continue
+					}
+					for e, n := range g.nodes {
+						if e.id < 0 || !q.eligible[j].has(e.id) {
+							continue
+						}
+						if d := domains[keyIndex.valueOf[e.id].value]; d != nil && d.read == o.epoch {
+							d.family += int(n)
+						}
 					}
 				}
 			}
@@ -120,6 +147,24 @@ func (ix *Index) readOrder(o *DeletionOrder, names []string) {
 	for p := range r.placed {
 		r.placed[p].rec = counted{}
 	}
+	clear(r.family)
+	r.family = r.family[:0]
+}
+
+// inFamily reports whether the pods of group g are the order's workload's
+// or another revision's of it (DeletionOrder.sameWorkload).
+func (r *orderRead) inFamily(o *DeletionOrder, g *group) bool {
+	for _, gm := range r.family {
+		if gm.g == g {
+			return gm.mask != 0
+		}
+	}
+	var mask uint64
+	if o.sameWorkload(g.labels) {
+		mask = 1
+	}
+	r.family = append(r.family, groupMatch{g, mask})
+	return mask != 0
 }
 
 // match reports whether constraint j of kind k counts the pods of group g.

@@ -23,6 +23,30 @@ type PodRecord struct {
 	// Constraints are the topology spread constraints the pod carries;
 	// they are not counted, only tallied for Carried.
 	Constraints ConstraintSet
+	// Unready is whether the ReplicaSet controller ranks the pod before
+	// it compares any deletion cost: its phase is not Running, or its
+	// Ready condition is not True (see Unready). It changes no count; the
+	// deletion order reads it.
+	Unready bool
+}
+
+// Unready reports whether the ReplicaSet controller deletes p before it
+// compares any deletion cost: ActivePodsWithRanks ranks a Pending or
+// Unknown pod before a Running one, and a pod that is not Ready before a
+// Ready one, ahead of the cost
+// (https://github.com/kubernetes/kubernetes/blob/v1.37.1/pkg/controller/controller_utils.go,
+// podPhaseToOrdinal and IsPodReady). A Running pod without a Ready
+// condition, which no kubelet reports, is taken as Ready.
+func Unready(p *v1.Pod) bool {
+	if p.Status.Phase != v1.PodRunning {
+		return true
+	}
+	for i := range p.Status.Conditions {
+		if c := &p.Status.Conditions[i]; c.Type == v1.PodReady {
+			return c.Status != v1.ConditionTrue
+		}
+	}
+	return false
 }
 
 // PodRecordOf returns the record of p. Once p's label set and constraints
@@ -36,6 +60,7 @@ func PodRecordOf(p *v1.Pod) PodRecord {
 		Phase:       p.Status.Phase,
 		Terminating: p.DeletionTimestamp != nil,
 		Constraints: ConstraintSetOf(p.Spec.TopologySpreadConstraints),
+		Unready:     Unready(p),
 	}
 }
 
@@ -118,6 +143,10 @@ func (ix *Index) setPod(p *PodRecord) {
 	if known {
 		if rec.group.key.labels == p.Labels {
 			if rec.node.name == p.NodeName && rec.constraints == p.Constraints {
+				if rec.unready != p.Unready {
+					rec.unready = p.Unready
+					ix.pods[k] = rec
+				}
 				return
 			}
 			// A move: the pod stays in its group, which must not be
@@ -141,7 +170,7 @@ func (ix *Index) setPod(p *PodRecord) {
 	g.nodes[e]++
 	e.pods++
 	g.carry(p.Constraints)
-	ix.pods[k] = counted{group: g, node: e, constraints: p.Constraints}
+	ix.pods[k] = counted{group: g, node: e, constraints: p.Constraints, unready: p.Unready}
 }
 
 func (ix *Index) dropPod(k podKey) {

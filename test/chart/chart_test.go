@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/pem"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -32,6 +33,7 @@ import (
 	"github.com/spreadguard/spreadguard/cmd/webhook/app"
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
 	"github.com/spreadguard/spreadguard/pkg/cache"
+	"github.com/spreadguard/spreadguard/pkg/policy"
 )
 
 func TestRenderedObjects(t *testing.T) {
@@ -216,8 +218,41 @@ func TestNamespaceSelectorsLeaveOutTheSystemTheReleaseAndIgnoredNamespaces(t *te
 					t.Errorf("%s: namespaces whose pods reach the webhook (-want +got):\n%s", name, diff)
 				}
 			}
+			// The server serves the same namespaces (policy.Scope, which
+			// the keeper and spread health ask too), from its config file.
+			scope := serverScope(t, render(t, vals))
+			var served []string
+			for _, ns := range namespaces {
+				l := map[string]string{"kubernetes.io/metadata.name": ns.name}
+				maps.Copy(l, ns.labels)
+				if scope.Serves(ns.name, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns.name, Labels: l}}) {
+					served = append(served, ns.name)
+				}
+			}
+			if diff := cmp.Diff(tc.wantSent, served); diff != "" {
+				t.Errorf("namespaces the server's configuration serves (-want +got):\n%s", diff)
+			}
 		})
 	}
+}
+
+// serverScope is the namespaces the server serves, from the excluded
+// namespaces and the namespaceSelector of its config file.
+func serverScope(t *testing.T, r release) policy.Scope {
+	t.Helper()
+	cfg := serverConfig(t, r)
+	var scope policy.Scope
+	for _, ns := range cfg["excludedNamespaces"].([]any) {
+		scope.Excluded = append(scope.Excluded, ns.(string))
+	}
+	if s, ok := cfg["namespaceSelector"].(string); ok {
+		sel, err := labels.Parse(s)
+		if err != nil {
+			t.Fatalf("config.yaml namespaceSelector %q: %v", s, err)
+		}
+		scope.Selector = sel
+	}
+	return scope
 }
 
 func sortedKeys[V any](m map[string]V) []string {
@@ -918,9 +953,13 @@ func TestServerConfigFile(t *testing.T) {
 	}{
 		{name: "defaults -> Deny, info", vals: ciValues(t, "default-values.yaml"), want: cfg("Deny", system, false, "info")},
 		{
-			name: "strict settings -> Warn, debug, refuse until synced, more exclusions",
+			name: "strict settings -> Warn, debug, refuse until synced, more exclusions, the webhook's namespaceSelector as a selector",
 			vals: ciValues(t, "self-signed-values.yaml"),
-			want: failing(cfg("Warn", []any{"kube-system", releaseNamespace, "monitoring", "cert-manager"}, true, "debug")),
+			want: func() map[string]any {
+				c := failing(cfg("Warn", []any{"kube-system", releaseNamespace, "monitoring", "cert-manager"}, true, "debug"))
+				c["namespaceSelector"] = "environment in (production,staging)"
+				return c
+			}(),
 		},
 		{
 			name: "a client CA ConfigMap -> the server requires the API server's certificate",

@@ -94,6 +94,9 @@ type trialResult struct {
 	placed map[string]int
 	after6 map[string]int
 	after3 map[string]int
+	// costsAtRollout is how many of the 12 pods carried a cost when
+	// `kubectl rollout status` returned.
+	costsAtRollout int
 }
 
 // skewed says whether the trial ended a step with a zone skew above the
@@ -140,11 +143,11 @@ func scaleDownKeepsSpread(t *testing.T) {
 
 	var b strings.Builder
 	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(w, "TRIAL\tKEEPER\tMETHOD\tPLACED\tAFTER 6\tAFTER 3\tSKEWED\n")
+	fmt.Fprintf(w, "TRIAL\tKEEPER\tMETHOD\tPLACED\tCOSTS AT ROLLOUT\tAFTER 6\tAFTER 3\tSKEWED\n")
 	controls, skewedControls := 0, 0
 	for _, r := range results {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%v\n", r.name, map[bool]string{true: "on", false: "off"}[r.keeper], r.method,
-			formatCounts(r.placed), formatCounts(r.after6), formatCounts(r.after3), r.skewed())
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d/12\t%s\t%s\t%v\n", r.name, map[bool]string{true: "on", false: "off"}[r.keeper], r.method,
+			formatCounts(r.placed), r.costsAtRollout, formatCounts(r.after6), formatCounts(r.after3), r.skewed())
 		if !r.keeper && r.after3 != nil {
 			controls++
 			if r.skewed() {
@@ -158,53 +161,90 @@ func scaleDownKeepsSpread(t *testing.T) {
 		formatCounts(rolling.placed), formatCounts(rolling.oldWorst), rolling.samples, formatCounts(rolling.final))
 	t.Logf("control: %d of %d trials ended skewed", skewedControls, controls)
 
-	if controls == scaleDownTrials && skewedControls == 0 {
-		t.Errorf("none of the %d control trials ended skewed: the ReplicaSet controller's own ranking kept the spread every time, "+
-			"so the keeper's trials show nothing it does", controls)
+	if controls == scaleDownTrials && skewedControls < scaleDownTrials/2 {
+		t.Errorf("%d of the %d control trials ended skewed, fewer than half: the ReplicaSet controller's own ranking kept the spread "+
+			"so often that the keeper's trials show little it does", skewedControls, controls)
 	}
 }
 
 // scaleDownTrial places a Deployment of 12 replicas 4/4/4, scales it to 6
 // and then to 3 with method, and records the zones after each step in res.
-// With the keeper, every step must leave the zones even; the control, whose
-// policy turns the keeper off, is judged over all its trials.
+// It runs as a person does: the first scale once `kubectl rollout status`
+// returns and, with the keeper, the pods carry their costs (the signal
+// deletion-cost.md gives); the second once the first is done. With the keeper, every
+// step must leave the zones even; the control, whose policy turns the
+// keeper off, is judged over all its trials.
 func scaleDownTrial(t *testing.T, keeper bool, method scaleMethod, res *trialResult) {
 	f := newFramework(t)
 	f.createScaleDownPolicy(keeper)
 	f.create(makeDeployment("web").Replicas(12).Obj())
-	res.placed = f.settle("web", 12)
+	res.placed = f.rolledOut("web")
 	if diff := cmp.Diff(evenly(4), res.placed); diff != "" {
 		t.Fatalf("the 12 replicas were placed %s, not 4/4/4, before any scale-down (-want +got):\n%s", formatCounts(res.placed), diff)
 	}
-
-	// Without costs on every pod, the keeper is not there (or too slow for
-	// the timeout): the second step does not wait for it again, and the
-	// counts show what happened without it.
-	waitForCosts := keeper
+	if keeper {
+		// What a person reads right after the rollout, then the signal
+		// deletion-cost.md tells them to wait on.
+		res.costsAtRollout = len(f.deletionCosts("web", 12, false).set)
+		f.waitForCosts("web")
+	}
 	from := int32(12)
 	for _, step := range []struct {
 		replicas int32
 		got      *map[string]int
 	}{{6, &res.after6}, {3, &res.after3}} {
-		costs := f.deletionCosts("web", from, waitForCosts)
-		if waitForCosts && len(costs.missing) > 0 {
-			t.Errorf("before the scale to %d: %d of %d pods carry no %s after %v (%s): the keeper must set the costs before a scale-down, "+
-				"as the ReplicaSet controller reads them only when it deletes", step.replicas, len(costs.missing), from, spread.DeletionCostAnnotation, costTimeout, costs)
-			waitForCosts = false
-		}
+		// Read, not waited for: what the ReplicaSet controller finds.
+		costs := f.deletionCosts("web", from, false)
 		if !keeper && len(costs.set) > 0 {
 			t.Errorf("before the scale to %d: the control's policy has deletionCost Disabled, yet %d pods carry a deletion cost (%s)", step.replicas, len(costs.set), costs)
 		}
 		method.scale(t, f.ns, "web", step.replicas)
+		// Counted once the pods the scale deletes are gone: `kubectl
+		// rollout status` returns before the ReplicaSet controller has
+		// deleted them.
 		*step.got = f.settle("web", step.replicas)
 		if keeper {
 			if diff := cmp.Diff(evenly(int(step.replicas)/3), *step.got); diff != "" {
-				t.Errorf("%s from %d to %d left %s (%s), not even; the costs before the scale: %s (-want +got):\n%s",
+				t.Errorf("%s from %d to %d left %s (%s), not even; the costs at the scale: %s (-want +got):\n%s",
 					method.name, from, step.replicas, formatCounts(*step.got), strings.Join(cluster.zones, "/"), costs, diff)
 			}
 		}
 		from = step.replicas
 	}
+}
+
+// waitForCosts waits, as deletion-cost.md tells a person to, until every
+// pod of Deployment name carries a deletion cost: `kubectl wait` on the
+// annotation.
+func (f *framework) waitForCosts(name string) {
+	f.t.Helper()
+	ctx, cancel := context.WithTimeout(f.t.Context(), costTimeout)
+	defer cancel()
+	if _, stderr, err := kubectl(ctx, nil, "wait", "pods", "-l", "app="+name, "-n", f.ns,
+		`--for=jsonpath={.metadata.annotations.controller\.kubernetes\.io/pod-deletion-cost}`, "--timeout="+costTimeout.String()); err != nil {
+		f.t.Fatalf("kubectl wait for the pods' %s: %v\n%s", spread.DeletionCostAnnotation, err, stderr)
+	}
+}
+
+// rolledOut runs `kubectl rollout status` on Deployment name, as a person
+// waits before the next scale, and returns the zones of its pods that are
+// bound and not terminating then.
+func (f *framework) rolledOut(name string) map[string]int {
+	f.t.Helper()
+	ctx, cancel := context.WithTimeout(f.t.Context(), settleTimeout)
+	defer cancel()
+	if _, stderr, err := kubectl(ctx, nil, "rollout", "status", "deployment/"+name, "-n", f.ns, "--timeout="+settleTimeout.String()); err != nil {
+		f.t.Fatalf("kubectl rollout status deployment/%s: %v\n%s", name, err, stderr)
+	}
+	pods, err := f.boundPods(f.t.Context(), labels.SelectorFromSet(labels.Set{"app": name}))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	counts, err := countByZone(zoneOfNode(), pods)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return counts
 }
 
 // rolloutResult is the rolling update's line in the log.
@@ -225,7 +265,7 @@ func rollingUpdateTrial(t *testing.T, res *rolloutResult) {
 	f.createScaleDownPolicy(true)
 	deploy := makeDeployment("web").Replicas(9).RollingUpdate(3, 0).Obj()
 	f.create(deploy)
-	res.placed = f.settle("web", 9)
+	res.placed = f.rolledOut("web")
 	if diff := cmp.Diff(evenly(3), res.placed); diff != "" {
 		t.Fatalf("the 9 replicas were placed %s, not 3/3/3, before the rollout (-want +got):\n%s", formatCounts(res.placed), diff)
 	}
@@ -235,9 +275,7 @@ func rollingUpdateTrial(t *testing.T, res *rolloutResult) {
 		t.Fatalf("list the first revision's pods: %v (%d pods)", err, len(before))
 	}
 	oldHash := before[0].Labels[appsv1.DefaultDeploymentUniqueLabelKey]
-	if costs := f.deletionCosts("web", 9, true); len(costs.missing) > 0 {
-		t.Errorf("before the rollout: %d of 9 pods carry no %s after %v (%s)", len(costs.missing), spread.DeletionCostAnnotation, costTimeout, costs)
-	}
+	f.waitForCosts("web")
 
 	patch := `{"spec":{"template":{"metadata":{"annotations":{"e2e.spreadguard.io/revision":"2"}}}}}`
 	if err := k8s.Patch(t.Context(), deploy, client.RawPatch(types.StrategicMergePatchType, []byte(patch))); err != nil {

@@ -149,6 +149,28 @@ matchExpressions:
 {{- end }}
 
 {{/*
+spreadguard.namespaceSelectorString is webhook.namespaceSelector in the syntax of
+kubectl's --selector, for the server's configuration (namespaceSelector): the
+keeper of deletion costs and spread health act only in the namespaces the
+webhook configurations send.
+*/}}
+{{- define "spreadguard.namespaceSelectorString" -}}
+{{- $parts := list }}
+{{- range $k, $v := .Values.webhook.namespaceSelector.matchLabels }}
+{{- $parts = append $parts (printf "%s=%s" $k $v) }}
+{{- end }}
+{{- range .Values.webhook.namespaceSelector.matchExpressions }}
+{{- $op := lower .operator }}
+{{- if eq $op "in" }}{{ $parts = append $parts (printf "%s in (%s)" .key (join "," .values)) }}
+{{- else if eq $op "notin" }}{{ $parts = append $parts (printf "%s notin (%s)" .key (join "," .values)) }}
+{{- else if eq $op "exists" }}{{ $parts = append $parts .key }}
+{{- else if eq $op "doesnotexist" }}{{ $parts = append $parts (printf "!%s" .key) }}
+{{- end }}
+{{- end }}
+{{- join "," $parts }}
+{{- end -}}
+
+{{/*
 spreadguard.clientConfig is a webhook's clientConfig for the path given as
 "path" in the dict: the external URL in URL mode, the Service otherwise. The
 caBundle is written here only when no cainjector writes it.

@@ -27,7 +27,7 @@ func addKeeper(mgr manager.Manager, o *options, cfg *Config, ix *spread.Index, t
 	k, err := deletioncost.New(deletioncost.Config{
 		Log: log, Index: ix, Pods: tracker,
 		Informers: mgr.GetCache(), Reader: mgr.GetCache(),
-		Policies: policies, ExcludedNamespaces: engineCfg.ExcludedNamespaces,
+		Policies: policies, Namespaces: engineCfg.Scope(),
 		Patcher: deletioncost.SSAPatcher{Client: mgr.GetClient()},
 		QPS:     cfg.DeletionCostQPS, Burst: cfg.DeletionCostBurst,
 		Synced: tracker.Synced, Registry: o.registry,

@@ -76,9 +76,10 @@ type Config struct {
 	// Policies resolves the policy that governs a workload's pods, as
 	// admission does (policy.Resolve).
 	Policies policy.Lister
-	// ExcludedNamespaces are left alone, as admission leaves them.
-	ExcludedNamespaces []string
-	Patcher            Patcher
+	// Namespaces are those the keeper serves, as admission serves them
+	// (engine.Config.Scope): a workload in another is left alone.
+	Namespaces policy.Scope
+	Patcher    Patcher
 	// QPS and Burst cap the patches of the whole cluster.
 	QPS   float64
 	Burst int
@@ -117,6 +118,10 @@ type Keeper struct {
 	rescan bool
 
 	writes *writes
+
+	// elect runs the elections of the Lease: client-go's on
+	// cfg.RESTConfig when nil (tests set their own).
+	elect leader.Elect
 }
 
 // inbox is what the informers' goroutines hand the syncer.
@@ -187,6 +192,9 @@ func (k *Keeper) NeedLeaderElection() bool { return false }
 // Start competes for the Lease until ctx is done, and keeps the costs
 // while it holds it.
 func (k *Keeper) Start(ctx context.Context) error {
+	if k.elect != nil {
+		return leader.RunElections(ctx, k.elect, LeaseName, k.log, k.lead)
+	}
 	return leader.Run(ctx, k.cfg.RESTConfig, leader.Lease{Namespace: k.cfg.LeaseNamespace, Name: LeaseName}, k.log, k.lead)
 }
 
@@ -263,7 +271,9 @@ func (k *Keeper) watchOwners(ctx context.Context) (func() error, error) {
 
 // PodChanged hands a pod event to the syncer when this replica leads and
 // the event changes what the keeper reads: how the index counts the pod,
-// or its cost. Status updates (readiness, conditions) change neither.
+// or its cost. Status updates change neither, but for readiness, which
+// the record carries (spread.PodRecord.Unready): the ReplicaSet controller
+// deletes a pod that is not Ready before it compares any cost.
 func (k *Keeper) PodChanged(old, new *cache.Pod) {
 	if !k.leading.Load() {
 		return

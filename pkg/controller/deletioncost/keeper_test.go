@@ -18,6 +18,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -86,6 +87,28 @@ type fakePods struct {
 	full     map[string]*v1.Pod
 	compact  map[string]*cache.Pod
 	listener cache.Listener
+	// holding holds the listener's calls in late until the test delivers
+	// them: events arriving after the index counted them.
+	holding bool
+	late    []lateCall
+}
+
+// lateCall is a listener call held back, for the pod key.
+type lateCall struct {
+	key  string
+	call func()
+}
+
+// tell calls the listener about pod key now, or holds the call.
+func (f *fakePods) tell(key string, call func()) {
+	f.mu.Lock()
+	if f.holding {
+		f.late = append(f.late, lateCall{key, call})
+		f.mu.Unlock()
+		return
+	}
+	f.mu.Unlock()
+	call()
 }
 
 func (f *fakePods) Listen(l cache.Listener) { f.listener = l }
@@ -119,7 +142,7 @@ func (f *fakePods) set(p *v1.Pod) {
 	} else {
 		f.ix.UpdatePod(old, p)
 	}
-	f.listener.PodChanged(oldCompact, c)
+	f.tell(key, func() { f.listener.PodChanged(oldCompact, c) })
 }
 
 func (f *fakePods) delete(namespace, name string) {
@@ -130,7 +153,7 @@ func (f *fakePods) delete(namespace, name string) {
 	delete(f.compact, key)
 	f.mu.Unlock()
 	f.ix.DeletePod(old)
-	f.listener.PodChanged(oldCompact, nil)
+	f.tell(key, func() { f.listener.PodChanged(oldCompact, nil) })
 }
 
 // annotate is what the API server does with an apply: the pod carries
@@ -185,6 +208,10 @@ type world struct {
 	pods     []*v1.Pod
 	policies []*v1alpha1.SpreadPolicy
 	excluded []string
+	// namespaces are the cached namespaces; selector the configured
+	// namespaceSelector.
+	namespaces []*v1.Namespace
+	selector   labels.Selector
 	// failing: a pod's applies fail with err, times times (-1: always).
 	failing map[string]failure
 }
@@ -194,7 +221,7 @@ type failure struct {
 	times int
 }
 
-func newHarness(t *testing.T, w world) *harness {
+func newHarness(t testing.TB, w world) *harness {
 	t.Helper()
 	ix := spread.NewIndex()
 	for _, n := range zones() {
@@ -210,8 +237,9 @@ func newHarness(t *testing.T, w world) *harness {
 	}
 	k, err := New(Config{
 		Log: logr.Discard(), Index: ix, Pods: pods, Reader: c,
-		Policies: policy.SliceLister{Policies: w.policies}, ExcludedNamespaces: w.excluded,
-		Patcher: patcher, QPS: 1000, Burst: 1000, Synced: func() bool { return true },
+		Policies:   policy.SliceLister{Policies: w.policies, Namespaces: w.namespaces},
+		Namespaces: policy.Scope{Excluded: w.excluded, Selector: w.selector},
+		Patcher:    patcher, QPS: 1000, Burst: 1000, Synced: func() bool { return true },
 		Registry: prometheus.NewRegistry(),
 	})
 	if err != nil {
@@ -229,7 +257,7 @@ func newHarness(t *testing.T, w world) *harness {
 
 // settle runs the syncer and the writers until nothing is left to do, and
 // returns the applies they made.
-func (h *harness) settle(t *testing.T) []string {
+func (h *harness) settle(t testing.TB) []string {
 	t.Helper()
 	h.patcher.mu.Lock()
 	h.patcher.applied = nil
@@ -330,6 +358,20 @@ func TestKeeperStart(t *testing.T) {
 			wantPatches: 0, wantCosts: map[string][]int32{}, wantStates: map[string]float64{"unconstrained": 1},
 		},
 		{
+			name: "pods carrying the zone and region labels the API server copies from their nodes at binding -> still the workload's: the same costs",
+			world: world{owners: []client.Object{replicaSet(zoneConstraint())}, pods: func() []*v1.Pod {
+				var out []*v1.Pod
+				for _, p := range constrained {
+					p = p.DeepCopy()
+					p.Labels = maps.Clone(p.Labels)
+					p.Labels[v1.LabelTopologyZone], p.Labels[v1.LabelTopologyRegion] = p.Spec.NodeName[:1], "r"
+					out = append(out, p)
+				}
+				return out
+			}()},
+			wantPatches: 12, wantCosts: fourPerZone, wantStates: map[string]float64{"kept": 1},
+		},
+		{
 			name:        "neither template nor pods carry a constraint -> nothing written",
 			world:       world{owners: []client.Object{replicaSet()}, pods: plain},
 			wantPatches: 0, wantCosts: map[string][]int32{}, wantStates: map[string]float64{"unconstrained": 1},
@@ -352,6 +394,24 @@ func TestKeeperStart(t *testing.T) {
 			name:        "the namespace is excluded -> nothing written",
 			world:       world{owners: []client.Object{replicaSet(zoneConstraint())}, pods: constrained, excluded: []string{"default"}},
 			wantPatches: 0, wantCosts: map[string][]int32{}, wantStates: map[string]float64{"excluded": 1},
+		},
+		{
+			name: "the namespace is labelled spreadguard.io/ignore=true, which admission's namespaceSelector leaves out -> nothing written",
+			world: world{owners: []client.Object{replicaSet(zoneConstraint())}, pods: constrained,
+				namespaces: []*v1.Namespace{namespace("default", map[string]string{"spreadguard.io/ignore": "true"})}},
+			wantPatches: 0, wantCosts: map[string][]int32{}, wantStates: map[string]float64{"excluded": 1},
+		},
+		{
+			name: "the configured namespaceSelector (env=prod) does not select the namespace (env=dev) -> nothing written",
+			world: world{owners: []client.Object{replicaSet(zoneConstraint())}, pods: constrained, selector: mustSelector("env=prod"),
+				namespaces: []*v1.Namespace{namespace("default", map[string]string{"env": "dev"})}},
+			wantPatches: 0, wantCosts: map[string][]int32{}, wantStates: map[string]float64{"excluded": 1},
+		},
+		{
+			name: "the configured namespaceSelector (env=prod) selects the namespace (env=prod) -> the costs",
+			world: world{owners: []client.Object{replicaSet(zoneConstraint())}, pods: constrained, selector: mustSelector("env=prod"),
+				namespaces: []*v1.Namespace{namespace("default", map[string]string{"env": "prod"})}},
+			wantPatches: 12, wantCosts: fourPerZone, wantStates: map[string]float64{"kept": 1},
 		},
 		{
 			name: "a second ReplicaSet whose selector (app=web) selects the first's pods -> both left alone",
@@ -392,6 +452,18 @@ func TestKeeperStart(t *testing.T) {
 			}
 		})
 	}
+}
+
+func namespace(name string, ls map[string]string) *v1.Namespace {
+	return &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: ls}}
+}
+
+func mustSelector(s string) labels.Selector {
+	sel, err := labels.Parse(s)
+	if err != nil {
+		panic(err)
+	}
+	return sel
 }
 
 // withCosts returns copies of pods carrying the costs given by name.
@@ -460,10 +532,18 @@ func TestKeeperEvents(t *testing.T) {
 			wantResults: map[string]float64{resultApplied: 12, resultError: 2},
 		},
 		{
-			name:       "a pod of revision h0 created in zone a, the constraint (no matchLabelKeys) counting it -> zone a's 4 pods each move up one: 4 patches",
+			name:       "a pod of revision h0 (a rollout) created in zone a, the constraint (no matchLabelKeys) counting it -> another revision of the workload, gone at the rollout's end: no patch",
 			constraint: &everyRevision,
 			event: func(h *harness) {
 				h.pods.set(st.MakePod().Name("web-old").Label("app", "web").Label("pod-template-hash", "h0").Node("a-1").Phase(v1.PodRunning).Obj())
+			},
+			wantResults: map[string]float64{resultApplied: 12},
+		},
+		{
+			name:       "a pod of another workload (app=web, track=canary) created in zone a, the constraint counting it -> zone a's 4 pods each move up one: 4 patches",
+			constraint: &everyRevision,
+			event: func(h *harness) {
+				h.pods.set(st.MakePod().Name("canary-0").Label("app", "web").Label("track", "canary").Node("a-1").Phase(v1.PodRunning).Obj())
 			},
 			wantApplied: []string{"web-0=-4", "web-1=-6", "web-2=-8", "web-3=-10"},
 			wantResults: map[string]float64{resultApplied: 16},
@@ -552,6 +632,33 @@ func TestKeeperFollowsThePolicy(t *testing.T) {
 			h.pods.set(webPod("web-12", "a-0", zoneConstraint()))
 			if got := h.settle(t); len(got) != tt.wantApplied {
 				t.Errorf("%d patches after the policy changed, want %d: %v", len(got), tt.wantApplied, got)
+			}
+		})
+	}
+}
+
+func TestKeeperFollowsTheNamespaceScope(t *testing.T) {
+	ignored := namespace("default", map[string]string{"spreadguard.io/ignore": "true"})
+	plain := namespace("default", nil)
+	tests := []struct {
+		name string
+		// before and after are the namespace at the start and after it.
+		before, after *v1.Namespace
+		wantApplied   int
+	}{
+		{name: "labelled spreadguard.io/ignore=true after the start -> a pod created since gets no cost", before: plain, after: ignored, wantApplied: 0},
+		{name: "the ignore label removed after the start -> the 12 pods and the one created since get their costs", before: ignored, after: plain, wantApplied: 13},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, world{owners: []client.Object{replicaSet(zoneConstraint())}, pods: spreadOver(zones(), 2, zoneConstraint()),
+				namespaces: []*v1.Namespace{tt.before}})
+			h.settle(t)
+			h.k.cfg.Policies = policy.SliceLister{Namespaces: []*v1.Namespace{tt.after}}
+			h.k.inbox.policiesChanged = true
+			h.pods.set(webPod("web-12", "a-0", zoneConstraint()))
+			if got := h.settle(t); len(got) != tt.wantApplied {
+				t.Errorf("%d patches after the namespace changed, want %d: %v", len(got), tt.wantApplied, got)
 			}
 		})
 	}

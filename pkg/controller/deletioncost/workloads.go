@@ -360,7 +360,7 @@ func (k *Keeper) removeWorkload(key workloadKey) {
 func (k *Keeper) classify(w *workload) {
 	w.order, w.names, w.seen = nil, nil, false
 	switch {
-	case slices.Contains(k.cfg.ExcludedNamespaces, w.key.namespace):
+	case !k.serves(w.key.namespace):
 		w.state = stateExcluded
 		return
 	case w.template != nil && len(w.template.Spec.TopologySpreadConstraints) > 0:
@@ -370,6 +370,16 @@ func (k *Keeper) classify(w *workload) {
 		return
 	}
 	k.build(w)
+}
+
+// serves reports whether admission serves namespace, as policy.Scope
+// judges it from the cached namespace.
+func (k *Keeper) serves(namespace string) bool {
+	ns, err := k.cfg.Policies.Namespace(namespace)
+	if err != nil {
+		ns = nil
+	}
+	return k.cfg.Namespaces.Serves(namespace, ns)
 }
 
 // build makes w's order from w.pod, unless its policy turns the costs off.
@@ -384,7 +394,13 @@ func (k *Keeper) build(w *workload) {
 		w.state, w.order = stateDisabled, nil
 		return
 	}
-	w.order, err = spread.NewDeletionOrder(w.pod)
+	var opts []spread.OrderOption
+	if w.key.kind == KindReplicaSet {
+		// A Deployment's other ReplicaSets: their pods carry the same
+		// labels but for the hash, and are gone once a rollout ends.
+		opts = append(opts, spread.WithRevisionLabel(appsv1.DefaultDeploymentUniqueLabelKey))
+	}
+	w.order, err = spread.NewDeletionOrder(w.pod, opts...)
 	switch {
 	case errors.Is(err, spread.ErrNoConstraints):
 		w.state = stateUnconstrained
@@ -404,6 +420,9 @@ func (k *Keeper) build(w *workload) {
 // its template changes, or by the next leader.
 func (k *Keeper) applyPolicies() {
 	for _, w := range k.workloads {
+		if k.applyScope(w) {
+			continue
+		}
 		if w.state != stateKept && w.state != stateDisabled {
 			continue
 		}
@@ -426,6 +445,33 @@ func (k *Keeper) applyPolicies() {
 			k.rescan = true
 		}
 	}
+}
+
+// applyScope follows a namespace's labels: a workload whose namespace
+// admission no longer serves is left alone from now on, its queued writes
+// dropped; one whose namespace it serves again is classified again. It
+// reports whether w's state changed.
+func (k *Keeper) applyScope(w *workload) bool {
+	if w.state == stateInvalid {
+		return false
+	}
+	served := k.serves(w.key.namespace)
+	switch {
+	case w.state == stateExcluded && served:
+		k.classify(w)
+		if w.state == stateKept || w.state == stateWaiting {
+			k.rescan = true // its pods' names are to be read again
+		}
+	case w.state != stateExcluded && !served:
+		for _, name := range orderPods(w) {
+			k.writes.forget(podKey{w.key.namespace, name})
+		}
+		w.state, w.order, w.names, w.seen = stateExcluded, nil, nil, false
+	default:
+		return false
+	}
+	k.namespaces[w.key.namespace].routes = nil
+	return true
 }
 
 // resolveWaiting builds the order of each waiting workload with a pod

@@ -2,6 +2,7 @@ package deletioncost
 
 import (
 	"context"
+	"math"
 	"strconv"
 	"sync"
 	"time"
@@ -49,9 +50,11 @@ type podKey struct{ namespace, name string }
 
 // writes is the queue of the costs to write. A pod is queued once however
 // many times its cost changes before it is written: the latest cost is
-// written, and the queue keeps the order pods were first queued in, so
-// that the pods that already exist at start are written in turn, at the
-// pace of the cluster-wide limiter.
+// written. The lowest cost goes first (then the pod queued first): what is
+// written of a queue at any moment is, of each workload, the pods a
+// scale-down deletes first, so that a scale-down by no more pods than that
+// takes the ones the order puts first, even while the rest of the queue
+// waits for the cluster-wide limiter.
 type writes struct {
 	limiter *rate.Limiter
 	queue   workqueue.TypedRateLimitingInterface[podKey]
@@ -65,13 +68,99 @@ type writes struct {
 }
 
 func newWrites(qps float64, burst int) *writes {
-	return &writes{
+	w := &writes{
 		limiter: rate.NewLimiter(rate.Limit(qps), burst),
-		queue: workqueue.NewTypedRateLimitingQueue(
-			workqueue.NewTypedItemExponentialFailureRateLimiter[podKey](backoffBase, backoffMax)),
 		wanted:  map[podKey]int32{},
 		foreign: map[podKey]struct{}{},
 	}
+	order := newCheapestFirst(w.cost)
+	w.queue = workqueue.NewTypedRateLimitingQueueWithConfig(
+		workqueue.NewTypedItemExponentialFailureRateLimiter[podKey](backoffBase, backoffMax),
+		workqueue.TypedRateLimitingQueueConfig[podKey]{DelayingQueue: workqueue.NewTypedDelayingQueueWithConfig(
+			workqueue.TypedDelayingQueueConfig[podKey]{Queue: workqueue.NewTypedWithConfig(
+				workqueue.TypedQueueConfig[podKey]{Queue: order})})})
+	return w
+}
+
+// cost is the cost wanted for key, the highest when none is.
+func (w *writes) cost(key podKey) int32 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if c, ok := w.wanted[key]; ok {
+		return c
+	}
+	return math.MaxInt32
+}
+
+// cheapestFirst is the storage of the write queue (workqueue.Queue): a
+// heap of the pods by the cost wanted when they were queued, the lowest
+// first, then by when they were queued. A pod's place does not follow a
+// cost changed while it waits (rare: a pod's cost is written once, see
+// docs/deletion-cost.md); its latest cost is written. The workqueue calls
+// it under its own lock.
+type cheapestFirst struct {
+	cost  func(podKey) int32
+	items []queued
+	seq   uint64
+}
+
+type queued struct {
+	key  podKey
+	cost int32
+	seq  uint64
+}
+
+var _ workqueue.Queue[podKey] = (*cheapestFirst)(nil)
+
+func newCheapestFirst(cost func(podKey) int32) *cheapestFirst {
+	return &cheapestFirst{cost: cost}
+}
+
+func (q *cheapestFirst) less(i, j int) bool {
+	a, b := &q.items[i], &q.items[j]
+	return a.cost < b.cost || (a.cost == b.cost && a.seq < b.seq)
+}
+
+// Push queues key at the cost wanted for it now.
+func (q *cheapestFirst) Push(key podKey) {
+	q.seq++
+	q.items = append(q.items, queued{key: key, cost: q.cost(key), seq: q.seq})
+	for i := len(q.items) - 1; i > 0; {
+		parent := (i - 1) / 2
+		if !q.less(i, parent) {
+			break
+		}
+		q.items[i], q.items[parent] = q.items[parent], q.items[i]
+		i = parent
+	}
+}
+
+// Touch leaves a queued pod where it is.
+func (q *cheapestFirst) Touch(podKey) {}
+
+// Len is the number of pods queued.
+func (q *cheapestFirst) Len() int { return len(q.items) }
+
+// Pop takes the pod of the lowest cost.
+func (q *cheapestFirst) Pop() podKey {
+	top := q.items[0].key
+	n := len(q.items) - 1
+	q.items[0] = q.items[n]
+	q.items = q.items[:n]
+	for i := 0; ; {
+		least := i
+		for _, c := range []int{2*i + 1, 2*i + 2} {
+			if c < n && q.less(c, least) {
+				least = c
+			}
+		}
+		if least == i {
+			break
+		}
+		q.items[i], q.items[least] = q.items[least], q.items[i]
+		i = least
+	}
+	return top
 }
 
 // want queues cost for the pod key, unless another manager owns its cost.

@@ -82,19 +82,55 @@ func Run(ctx context.Context, cfg *rest.Config, lease Lease, log logr.Logger, le
 	if err != nil {
 		return fmt.Errorf("creating the lock of the Lease %s/%s: %w", lease.Namespace, lease.Name, err)
 	}
-	for ctx.Err() == nil {
+	elect := func(ctx context.Context, callbacks leaderelection.LeaderCallbacks) error {
 		elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 			Lock: lock, Name: lease.Name, ReleaseOnCancel: true,
 			LeaseDuration: leaseDuration, RenewDeadline: renewDeadline, RetryPeriod: retryPeriod,
-			Callbacks: leaderelection.LeaderCallbacks{
-				OnStartedLeading: func(ctx context.Context) { keepLeading(ctx, log, lead) },
-				OnStoppedLeading: func() { log.Info("not leading: waiting for the Lease", "lease", lease.Name) },
-			},
+			Callbacks: callbacks,
 		})
 		if err != nil {
 			return fmt.Errorf("creating the election of the Lease %s/%s: %w", lease.Namespace, lease.Name, err)
 		}
-		elector.Run(ctx) // returns once the Lease is lost, or ctx is done
+		elector.Run(ctx)
+		return nil
+	}
+	return RunElections(ctx, elect, lease.Name, log, lead)
+}
+
+// Elect runs one election: it calls callbacks.OnStartedLeading on a
+// goroutine of its own once it holds the Lease, and returns once the Lease
+// is lost or ctx is done, as client-go's LeaderElector.Run does: without
+// waiting for that goroutine, whose context it ends.
+type Elect func(ctx context.Context, callbacks leaderelection.LeaderCallbacks) error
+
+// RunElections is Run over elect, one election after another until ctx is
+// done. Leads never overlap: client-go returns on losing the Lease while
+// the lead it started may still be inside its work (a sync, its deferred
+// shutdown), so the lead of the next election waits until the last one
+// has returned, and RunElections returns only once every lead has.
+func RunElections(ctx context.Context, elect Elect, name string, log logr.Logger, lead func(ctx context.Context) error) error {
+	// turn is held by the lead that runs: one at a time.
+	turn := make(chan struct{}, 1)
+	callbacks := leaderelection.LeaderCallbacks{
+		OnStartedLeading: func(ctx context.Context) {
+			select {
+			case turn <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
+			defer func() { <-turn }()
+			if ctx.Err() != nil {
+				return
+			}
+			keepLeading(ctx, log, lead)
+		},
+		OnStoppedLeading: func() { log.Info("not leading: waiting for the Lease", "lease", name) },
+	}
+	defer func() { turn <- struct{}{} }() // the last lead has returned
+	for ctx.Err() == nil {
+		if err := elect(ctx, callbacks); err != nil {
+			return err
+		}
 	}
 	return nil
 }

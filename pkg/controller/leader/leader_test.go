@@ -3,12 +3,16 @@ package leader
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/client-go/tools/leaderelection"
 )
 
 func TestNamespace(t *testing.T) {
@@ -77,5 +81,81 @@ func TestKeepLeadingTriesAgainWhileItLeads(t *testing.T) {
 				t.Errorf("lead called %d times, want %d", calls, tt.want)
 			}
 		})
+	}
+}
+
+// lostWhileLeading is an election as client-go runs one: it starts the
+// lead on a goroutine of its own, and on losing the Lease (lose closed)
+// ends the lead's context and returns at once, without waiting for it.
+func lostWhileLeading(lose <-chan struct{}) Elect {
+	return func(ctx context.Context, cb leaderelection.LeaderCallbacks) error {
+		lctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		go cb.OnStartedLeading(lctx)
+		select {
+		case <-lose:
+		case <-ctx.Done():
+		}
+		return nil
+	}
+}
+
+func TestRunElectionsNeverOverlapsLeads(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	lose := make(chan struct{})
+	inside := make(chan struct{})
+	release := make(chan struct{})
+	var mu sync.Mutex
+	var events []string
+	record := func(e string) {
+		mu.Lock()
+		events = append(events, e)
+		mu.Unlock()
+	}
+	elections := 0
+	elect := func(ctx context.Context, cb leaderelection.LeaderCallbacks) error {
+		elections++
+		if elections == 1 {
+			return lostWhileLeading(lose)(ctx, cb)
+		}
+		return lostWhileLeading(nil)(ctx, cb) // holds the Lease until ctx is done
+	}
+	leads := 0
+	second := make(chan struct{})
+	lead := func(ctx context.Context) error {
+		mu.Lock()
+		leads++
+		n := leads
+		mu.Unlock()
+		record(fmt.Sprintf("lead %d starts", n))
+		defer record(fmt.Sprintf("lead %d returns", n))
+		if n == 1 {
+			close(inside)
+			<-release // inside its work, past the loss of the Lease
+			return nil
+		}
+		close(second)
+		<-ctx.Done()
+		return nil
+	}
+	done := make(chan error)
+	go func() { done <- RunElections(ctx, elect, "test", logr.Discard(), lead) }()
+	<-inside
+	close(lose) // the Lease is lost and retaken while lead 1 works
+	time.Sleep(50 * time.Millisecond)
+	close(release)
+	select {
+	case <-second:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the lead of the second election never started")
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("RunElections() = %v", err)
+	}
+	want := []string{"lead 1 starts", "lead 1 returns", "lead 2 starts", "lead 2 returns"}
+	if diff := cmp.Diff(want, events); diff != "" {
+		t.Errorf("leads (-want +got):\n%s", diff)
 	}
 }
