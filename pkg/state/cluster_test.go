@@ -1,0 +1,226 @@
+package state
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache/informertest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
+	"github.com/spreadguard/spreadguard/pkg/autoscale"
+	"github.com/spreadguard/spreadguard/pkg/cache"
+	"github.com/spreadguard/spreadguard/pkg/spread"
+	"github.com/spreadguard/spreadguard/pkg/spread/spreadtest"
+)
+
+// seen records each change a subscriber hears of with what the Cluster
+// held then: the pods of shop labelled app=web it counts, and its node
+// generation.
+type seen struct {
+	c     *Cluster
+	calls []string
+}
+
+func (s *seen) Changed(ch Change) {
+	web := labels.SelectorFromSet(labels.Set{"app": "web"})
+	s.calls = append(s.calls, fmt.Sprintf("%s %s pods=%d nodeGen=%d", ch.Kind, opNames[ch.Op],
+		s.c.Index().PodsMatching("shop", web), s.c.Index().NodeGeneration()))
+}
+
+var opNames = map[Op]string{Added: "added", Updated: "updated", Deleted: "deleted"}
+
+// listening records the calls of a cache.Listener.
+type listening struct{ calls *[]string }
+
+func (l listening) PodChanged(old, new *cache.Pod) {
+	name := func(p *cache.Pod) string {
+		if p == nil {
+			return "nil"
+		}
+		return p.Record().Name
+	}
+	*l.calls = append(*l.calls, "PodChanged "+name(old)+" "+name(new))
+}
+func (l listening) NodesChanged() { *l.calls = append(*l.calls, "NodesChanged") }
+
+func TestClusterTellsItsSubscribersAfterItHoldsTheChange(t *testing.T) {
+	pod := spreadtest.MakePod().Namespace("shop").Name("web-1").Label("app", "web").Node("n").Phase(v1.PodRunning).Obj()
+	done := spreadtest.MakePod().Namespace("shop").Name("web-1").Label("app", "web").Node("n").Phase(v1.PodSucceeded).Obj()
+	node := spreadtest.MakeNode().Name("n").Zone("a").Obj()
+	tests := []struct {
+		name   string
+		events func(c *Cluster)
+		want   []string
+	}{
+		{
+			name: "a compact pod added, succeeded, deleted through a tombstone -> each told with the index already counting it",
+			events: func(c *Cluster) {
+				c.Add(cache.CompactPod(pod))
+				c.Update(cache.CompactPod(pod), cache.CompactPod(done))
+				c.Update(cache.CompactPod(done), cache.CompactPod(pod))
+				c.Delete(toolscache.DeletedFinalStateUnknown{Key: "shop/web-1", Obj: cache.CompactPod(pod)})
+			},
+			want: []string{"Pod added pods=1 nodeGen=0", "Pod updated pods=0 nodeGen=0", "Pod updated pods=1 nodeGen=0",
+				"Pod deleted pods=0 nodeGen=0"},
+		},
+		{
+			name:   "a full pod added -> compacted, told after the index counts it",
+			events: func(c *Cluster) { c.Add(pod) },
+			want:   []string{"Pod added pods=1 nodeGen=0"},
+		},
+		{
+			name: "a node added and deleted -> each told with the node generation moved on",
+			events: func(c *Cluster) {
+				c.Add(node)
+				c.Delete(node)
+			},
+			want: []string{"Node added pods=0 nodeGen=1", "Node deleted pods=0 nodeGen=2"},
+		},
+		{
+			name: "a ReplicaSet and a policy added -> told, the counts unchanged",
+			events: func(c *Cluster) {
+				c.Add(spreadtest.MakeReplicaSet().Namespace("shop").Name("web").Obj())
+				c.Add(&v1alpha1.SpreadPolicy{})
+			},
+			want: []string{"ReplicaSet added pods=0 nodeGen=0", "SpreadPolicy added pods=0 nodeGen=0"},
+		},
+		{
+			name: "objects of kinds the state does not follow, an update across kinds, an empty tombstone -> ignored",
+			events: func(c *Cluster) {
+				c.Add(&v1.Secret{})
+				c.Update(pod, node)
+				c.Update(node, pod)
+				c.Delete(toolscache.DeletedFinalStateUnknown{Key: "shop/web-1"})
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := NewCluster(spread.NewIndex(), cache.NewServiceIndex())
+			s := &seen{c: c}
+			c.Subscribe(s)
+			tt.events(c)
+			if diff := cmp.Diff(tt.want, s.calls); diff != "" {
+				t.Errorf("changes told (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestListenTellsPodsAndNodesInOrder(t *testing.T) {
+	pod := spreadtest.MakePod().Namespace("shop").Name("p").Obj()
+	pod2 := spreadtest.MakePod().Namespace("shop").Name("p2").Obj()
+	node := spreadtest.MakeNode().Name("n").Obj()
+	var calls []string
+	c := NewCluster(spread.NewIndex(), nil)
+	c.Listen(listening{&calls})
+	c.Listen(listening{&calls})
+	c.Add(pod)
+	c.Update(pod, pod2)
+	c.Add(spreadtest.MakeService().Namespace("shop").Name("web").Obj())
+	c.Add(node)
+	c.Delete(pod2)
+	want := []string{"PodChanged nil p", "PodChanged nil p", "PodChanged p p2", "PodChanged p p2",
+		"NodesChanged", "NodesChanged", "PodChanged p2 nil", "PodChanged p2 nil"}
+	if diff := cmp.Diff(want, calls); diff != "" {
+		t.Errorf("listener calls (-want +got):\n%s", diff)
+	}
+}
+
+// handled records what a ResourceEventHandler is told.
+func handled(calls *[]string) toolscache.ResourceEventHandler {
+	name := func(obj any) string { return obj.(client.Object).GetName() }
+	return toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { *calls = append(*calls, "add "+name(obj)) },
+		UpdateFunc: func(old, obj any) { *calls = append(*calls, "update "+name(old)+" "+name(obj)) },
+		DeleteFunc: func(obj any) { *calls = append(*calls, "delete "+name(obj)) },
+	}
+}
+
+func TestHandleTellsTheKindsAskedUntilRemoved(t *testing.T) {
+	c := NewCluster(spread.NewIndex(), nil)
+	var calls []string
+	remove, err := c.Handle(handled(&calls), &appsv1.ReplicaSet{}, &v1.ReplicationController{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := spreadtest.MakeReplicaSet().Namespace("shop").Name("web").Obj()
+	rs2 := spreadtest.MakeReplicaSet().Namespace("shop").Name("web").MatchLabel("app", "web").Obj()
+	c.Add(rs)
+	c.Add(spreadtest.MakeStatefulSet().Namespace("shop").Name("db").Obj())
+	c.Update(rs, rs2)
+	c.Delete(toolscache.DeletedFinalStateUnknown{Key: "shop/web", Obj: rs2})
+	if err := remove(); err != nil {
+		t.Fatal(err)
+	}
+	c.Add(rs)
+	if diff := cmp.Diff([]string{"add web", "update web web", "delete web"}, calls); diff != "" {
+		t.Errorf("handler calls (-want +got):\n%s", diff)
+	}
+	if _, err := c.Handle(handled(&calls), &v1.Secret{}); err == nil {
+		t.Error("Handle() of Secrets, a kind the state does not follow: no error")
+	}
+}
+
+func TestSetDerivedHoldsTheFactsThenTellsThem(t *testing.T) {
+	c := NewCluster(spread.NewIndex(), nil)
+	var got []string
+	c.Subscribe(SubscriberFunc(func(ch Change) {
+		got = append(got, fmt.Sprintf("%s what=%d templates=%d unserved=%d", ch.Kind, ch.What, len(c.Templates()), len(c.UnservedZones())))
+	}))
+	c.SetDerived(autoscale.Derived{Templates: []spread.Template{{Name: "b"}, {Name: "a"}},
+		UnservedZones: []autoscale.UnservedZones{{NodePool: "default", Zones: []string{"c"}}}})
+	if diff := cmp.Diff([]string{fmt.Sprintf("Derived what=%d templates=2 unserved=1", Spec)}, got); diff != "" {
+		t.Errorf("changes told (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]spread.Template{{Name: "a"}, {Name: "b"}}, c.Templates()); diff != "" {
+		t.Errorf("Templates() (-want +got):\n%s", diff)
+	}
+}
+
+func TestInformFollowsEveryKindTheWebhookWatches(t *testing.T) {
+	scheme, err := cache.NewScheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	informers := &informertest.FakeInformers{Scheme: scheme}
+	watched := append(cache.Watched(func(cache.Kind) bool { return true }), &v1.ConfigMap{})
+	for _, k := range cache.Kinds {
+		if _, ok := KindOf(k.New()); !ok {
+			t.Errorf("cache.Kinds has %s, which the cluster state does not follow", k.GVK.Kind)
+		}
+	}
+	c := NewCluster(spread.NewIndex(), nil)
+	var kinds []string
+	c.Subscribe(SubscriberFunc(func(ch Change) { kinds = append(kinds, ch.Kind.String()) }))
+	if _, err := c.Inform(t.Context(), informers, watched, nil); err != nil {
+		t.Fatal(err)
+	}
+	pods, err := informers.FakeInformerFor(t.Context(), &v1.Pod{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes, err := informers.FakeInformerFor(t.Context(), &v1.Node{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	policies, err := informers.FakeInformerFor(t.Context(), &v1alpha1.ClusterSpreadPolicy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pods.Add(spreadtest.MakePod().Namespace("shop").Name("web-1").Label("app", "web").Node("n").Phase(v1.PodRunning).Obj())
+	nodes.Add(spreadtest.MakeNode().Name("n").Obj())
+	policies.Add(&v1alpha1.ClusterSpreadPolicy{})
+	if diff := cmp.Diff([]string{"Pod", "Node", "ClusterSpreadPolicy"}, kinds); diff != "" {
+		t.Errorf("changes told (-want +got):\n%s", diff)
+	}
+	if got := c.Index().PodsMatching("shop", labels.Everything()); got != 1 {
+		t.Errorf("pods counted in shop = %d, want 1", got)
+	}
+}
