@@ -305,7 +305,9 @@ func metaChanged(a, b *metav1.ObjectMeta) Aspect {
 }
 
 // sameTaint compares what the scheduler and the index read of a taint.
-func sameTaint(x, y v1.Taint) bool { return x.Key == y.Key && x.Value == y.Value && x.Effect == y.Effect }
+func sameTaint(x, y v1.Taint) bool {
+	return x.Key == y.Key && x.Value == y.Value && x.Effect == y.Effect
+}
 
 // sameAutoscalerStatus reports whether two versions of cluster-autoscaler's
 // status ConfigMap say the same of its node groups, or fail to be read

@@ -105,4 +105,3 @@ func TestClusterFilesServices(t *testing.T) {
 		})
 	}
 }
-

@@ -48,8 +48,8 @@ type Changes interface {
 // manager.Runnable on every replica: each replica's requests read its
 // verdicts.
 type Watcher struct {
-	log       logr.Logger
-	recorder  events.EventRecorder
+	log      logr.Logger
+	recorder events.EventRecorder
 	// invalid is spreadguard_invalid_policies{kind}.
 	invalid *prometheus.GaugeVec
 
