@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -321,4 +322,16 @@ func untombstone(obj any) any {
 		return t.Obj
 	}
 	return obj
+}
+
+// Load returns a Cluster holding objs as if the informers had listed
+// them: the state kubectl-spread builds from a cluster file or a live
+// cluster's objects (lookup.Store.Objects), counted and filed as the
+// webhook's is.
+func Load(objs []runtime.Object) *Cluster {
+	c := NewCluster(spread.NewIndex(), cache.NewServiceIndex())
+	for _, obj := range objs {
+		c.Add(obj)
+	}
+	return c
 }

@@ -8,6 +8,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache/informertest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -222,5 +223,40 @@ func TestInformFollowsEveryKindTheWebhookWatches(t *testing.T) {
 	}
 	if got := c.Index().PodsMatching("shop", labels.Everything()); got != 1 {
 		t.Errorf("pods counted in shop = %d, want 1", got)
+	}
+}
+
+func TestLoadCountsWhatASnapshotCounts(t *testing.T) {
+	var objs []runtime.Object
+	var snap spread.Snapshot
+	for i, zone := range []string{"a", "b", "c"} {
+		n := spreadtest.MakeNode().Name("node-" + zone).Zone(zone).Obj()
+		objs = append(objs, n)
+		snap.Nodes = append(snap.Nodes, n)
+		for r := range i + 1 {
+			p := spreadtest.MakePod().Namespace("shop").Name(fmt.Sprintf("web-%s-%d", zone, r)).Label("app", "web").
+				Node(n.Name).Phase(v1.PodRunning).Obj()
+			objs = append(objs, p)
+			snap.Pods = append(snap.Pods, p)
+		}
+	}
+	objs = append(objs, spreadtest.MakeService().Namespace("shop").Name("web").Selector("app", "web").Obj())
+	incoming := spreadtest.MakePod().Namespace("shop").Name("web-new").Label("app", "web").
+		SpreadConstraint(spreadtest.Constraint(1, v1.LabelTopologyZone).MatchLabel("app", "web").Obj()).Obj()
+
+	c := Load(objs)
+	want, err := spread.IndexFromSnapshot(snap).Check(incoming, spread.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.Index().Check(incoming, spread.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Check() on the loaded state (-snapshot +loaded):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"shop/web"}, names(c.Services().Selecting("shop", map[string]string{"app": "web"}))); diff != "" {
+		t.Errorf("Services selecting app=web (-want +got):\n%s", diff)
 	}
 }
