@@ -16,15 +16,6 @@ func service(ns, name string, selector map[string]string) *v1.Service {
 	return &v1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: v1.ServiceSpec{Selector: selector}}
 }
 
-func names(svcs []*v1.Service) []string {
-	out := []string{}
-	for _, s := range svcs {
-		out = append(out, s.Namespace+"/"+s.Name)
-	}
-	slices.Sort(out)
-	return out
-}
-
 // TestServiceIndexSelectsWhatAScanSelects checks, over random Services,
 // updates and pods, that the candidates hold every Service that selects the
 // pod, and that matching the candidates gives what matching every Service

@@ -16,6 +16,7 @@ import (
 	"github.com/spreadguard/spreadguard/pkg/autoscale"
 	"github.com/spreadguard/spreadguard/pkg/cache"
 	"github.com/spreadguard/spreadguard/pkg/policy"
+	"github.com/spreadguard/spreadguard/pkg/spread"
 )
 
 // Kind is the kind of what changed.
@@ -174,10 +175,11 @@ func (c Change) Pods() (old, new *cache.Pod) {
 // Changed reports whether the change touched any of the aspects in a.
 func (c Change) Changed(a Aspect) bool { return c.What&a != 0 }
 
-// podChanged is what changed between two versions of a pod.
-func podChanged(o, n *cache.Pod) Aspect {
+// podChanged is what changed between two versions of a pod, o and n,
+// whose records are ro and rn.
+func podChanged(o, n *cache.Pod, ro, rn spread.PodRecord) Aspect {
 	var what Aspect
-	if o.Record() != n.Record() {
+	if ro != rn {
 		what |= Placement
 	}
 	oc, oh := o.DeletionCost()

@@ -192,15 +192,7 @@ func (c *Cluster) Update(old, cur any) {
 			return
 		}
 		ro, rn := o.Record(), n.Record()
-		var what Aspect
-		if ro != rn {
-			what = Placement
-		}
-		oc, oh := o.DeletionCost()
-		nc, nh := n.DeletionCost()
-		if oc != nc || oh != nh {
-			what |= Cost
-		}
+		what := podChanged(o, n, ro, rn)
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		c.index.UpdatePodRecord(ro, rn)
