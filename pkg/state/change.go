@@ -154,7 +154,8 @@ type Change struct {
 func (c Change) Objects() (old, new any) { return c.old, c.new }
 
 // Object returns the object as it is after the change, or as it was before
-// its deletion; nil for Derived.
+// its deletion; nil for Derived and for a pod, whose cached form is no
+// client.Object (Pods returns it).
 func (c Change) Object() client.Object {
 	obj := c.new
 	if obj == nil {

@@ -260,3 +260,55 @@ func TestLoadCountsWhatASnapshotCounts(t *testing.T) {
 		t.Errorf("Services selecting app=web (-want +got):\n%s", diff)
 	}
 }
+
+func TestChangesFromManyGoroutinesAreOneOrder(t *testing.T) {
+	c := NewCluster(spread.NewIndex(), nil)
+	// Each subscriber records the changes it hears of and, with each pod
+	// change, how many pods the index counts then: as many as the pod
+	// changes it has heard of, when each is told after the index holds
+	// it and before the next is applied.
+	type record struct {
+		name string
+		pods int
+	}
+	var heard [2][]record
+	for i := range heard {
+		c.Subscribe(SubscriberFunc(func(ch Change) {
+			if ch.Kind == Pod {
+				_, p := ch.Pods()
+				heard[i] = append(heard[i], record{p.Record().Name, c.Index().PodsMatching("shop", labels.Everything())})
+				return
+			}
+			heard[i] = append(heard[i], record{ch.Object().GetName(), 0})
+		}))
+	}
+	done := make(chan struct{})
+	for g := range 2 {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for i := range 100 {
+				name := fmt.Sprintf("web-%d-%d", g, i)
+				c.Add(spreadtest.MakePod().Namespace("shop").Name(name).Label("app", "web").Node("n").Phase(v1.PodRunning).Obj())
+				c.Add(spreadtest.MakeNode().Name(name).Obj())
+			}
+		}()
+	}
+	<-done
+	<-done
+	if diff := cmp.Diff(heard[0], heard[1], cmp.AllowUnexported(record{})); diff != "" {
+		t.Errorf("the two subscribers heard different orders (-first +second):\n%s", diff)
+	}
+	pods := 0
+	for _, r := range heard[0] {
+		if r.pods == 0 {
+			continue // a node
+		}
+		pods++
+		if r.pods != pods {
+			t.Fatalf("told of pod %s with %d pods counted, want %d: the index holds every pod told of before it, and no later one", r.name, r.pods, pods)
+		}
+	}
+	if pods != 200 {
+		t.Errorf("pod changes told = %d, want 200", pods)
+	}
+}
