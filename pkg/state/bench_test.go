@@ -68,9 +68,7 @@ func eventClusterOf(b *testing.B, nodes int) *eventCluster {
 	// controller: each drops a pod event after the check it makes.
 	cl := NewCluster(ix, cache.NewServiceIndex())
 	cl.Listen(notLeading{})
-	for _, s := range subscribers() {
-		cl.Subscribe(s)
-	}
+	subscribe(cl)
 	h := toolscache.ResourceEventHandlerFuncs{AddFunc: cl.Add, UpdateFunc: cl.Update, DeleteFunc: cl.Delete}
 	ec := &eventCluster{ix: ix, pods: h}
 	for i := range c.Nodes {
@@ -121,11 +119,11 @@ func (notLeading) PodChanged(_, _ *cache.Pod) {
 }
 func (notLeading) NodesChanged() {}
 
-// subscribers are the other subscribers of the webhook, at the cost of
-// their checks of a pod change: the health controller's (a wake-up for
-// its next pass, not waited for), the template and policy watchers'
-// (not their kind).
-func subscribers() []Subscriber {
+// subscribe adds the other subscribers of the webhook to c, at the cost
+// of their checks of a change: the health controller's (a wake-up for its
+// next pass, not waited for), the template and policy watchers' (which
+// hear of no pod).
+func subscribe(c *Cluster) {
 	wake := make(chan struct{}, 1)
 	poke := func() {
 		select {
@@ -133,23 +131,17 @@ func subscribers() []Subscriber {
 		default:
 		}
 	}
-	return []Subscriber{
-		SubscriberFunc(func(c Change) {
-			if c.Kind == Pod && c.Changed(Placement) {
-				poke()
-			}
-		}),
-		SubscriberFunc(func(c Change) {
-			if c.Kind == Node && c.Changed(Labels|Spec) {
-				poke()
-			}
-		}),
-		SubscriberFunc(func(c Change) {
-			if c.Kind == SpreadPolicy || c.Kind == ClusterSpreadPolicy {
-				poke()
-			}
-		}),
-	}
+	c.Subscribe(SubscriberFunc(func(ch Change) {
+		if leading.Load() && ch.Changed(All&^Cost) {
+			poke()
+		}
+	}), Pod, Node, SpreadPolicy, ClusterSpreadPolicy, ReplicaSet, StatefulSet, ReplicationController, Service, Namespace)
+	c.Subscribe(SubscriberFunc(func(ch Change) {
+		if ch.What != 0 {
+			poke()
+		}
+	}), Node, NodeTemplate, NodePool, NodeClass, SpreadPolicy, ClusterSpreadPolicy, AutoscalerStatus)
+	c.Subscribe(SubscriberFunc(func(Change) { poke() }), SpreadPolicy, ClusterSpreadPolicy)
 }
 
 func transformed(b *testing.B, transform toolscache.TransformFunc, obj any) any {

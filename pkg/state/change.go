@@ -44,6 +44,8 @@ const (
 	// unserved zones, derived again (Cluster.SetDerived): it has no
 	// object.
 	Derived
+
+	numKinds
 )
 
 var kindNames = [...]string{"", "Pod", "Node", "Service", "Namespace", "ReplicaSet", "StatefulSet", "ReplicationController",

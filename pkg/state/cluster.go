@@ -34,14 +34,16 @@ func (f SubscriberFunc) Changed(c Change) { f(c) }
 
 // Cluster is the webhook's view of the cluster and the one stream of its
 // changes. Its writers (Add, Update, Delete, SetDerived) apply a change
-// and then tell every subscriber; they are safe to call from several
-// goroutines, and the changes are applied and told one at a time.
+// and then tell every subscriber of its kind; they are safe to call from
+// several goroutines, and the changes are applied and told one at a time.
 type Cluster struct {
 	index    *spread.Index
 	services *cache.ServiceIndex
 	// mu orders the changes: held while one is applied and told.
-	mu          sync.Mutex
-	subscribers atomic.Pointer[[]*subscription]
+	mu sync.Mutex
+	// subscribers are those of each kind: a pod change, the most frequent,
+	// reaches only the subscribers that read pods.
+	subscribers [numKinds]atomic.Pointer[[]*subscription]
 	// pods is the pod informer's store, once Inform has found it.
 	pods atomic.Pointer[toolscache.Store]
 }
@@ -71,33 +73,41 @@ func (c *Cluster) Templates() []spread.Template { return c.index.Templates() }
 // modify them.
 func (c *Cluster) UnservedZones() []spread.UnservedZone { return c.index.UnservedZones() }
 
-// Subscribe adds s to the subscribers: it hears of every change applied
-// from then on. A subscriber added before the informers start hears of
-// every object they list; one added later reads what it missed from the
+// Subscribe adds s to the subscribers of the changes of kinds, of every
+// kind when kinds is empty: it hears of every such change applied from
+// then on. A subscriber added before the informers start hears of every
+// object they list; one added later reads what it missed from the
 // informer cache. unsubscribe removes it.
-func (c *Cluster) Subscribe(s Subscriber) (unsubscribe func()) {
-	sub := &subscription{s: s}
-	for {
-		old := c.subscribers.Load()
-		var next []*subscription
-		if old != nil {
-			next = slices.Clone(*old)
-		}
-		next = append(next, sub)
-		if c.subscribers.CompareAndSwap(old, &next) {
-			break
+func (c *Cluster) Subscribe(s Subscriber, kinds ...Kind) (unsubscribe func()) {
+	if len(kinds) == 0 {
+		for k := Pod; k < numKinds; k++ {
+			kinds = append(kinds, k)
 		}
 	}
+	sub := &subscription{s: s}
+	for _, k := range kinds {
+		update(&c.subscribers[k], func(subs []*subscription) []*subscription { return append(subs, sub) })
+	}
 	return func() {
-		for {
-			old := c.subscribers.Load()
-			if old == nil || !slices.Contains(*old, sub) {
-				return
-			}
-			next := slices.DeleteFunc(slices.Clone(*old), func(x *subscription) bool { return x == sub })
-			if c.subscribers.CompareAndSwap(old, &next) {
-				return
-			}
+		for _, k := range kinds {
+			update(&c.subscribers[k], func(subs []*subscription) []*subscription {
+				return slices.DeleteFunc(subs, func(x *subscription) bool { return x == sub })
+			})
+		}
+	}
+}
+
+// update replaces the subscribers in p with f of a copy of them.
+func update(p *atomic.Pointer[[]*subscription], f func([]*subscription) []*subscription) {
+	for {
+		old := p.Load()
+		var subs []*subscription
+		if old != nil {
+			subs = slices.Clone(*old)
+		}
+		next := f(subs)
+		if p.CompareAndSwap(old, &next) {
+			return
 		}
 	}
 }
@@ -105,7 +115,7 @@ func (c *Cluster) Subscribe(s Subscriber) (unsubscribe func()) {
 // Listen subscribes l to the pod and node changes: PodChanged after each
 // pod change, with the pods as the informer holds them, NodesChanged
 // after each node change.
-func (c *Cluster) Listen(l cache.Listener) { c.Subscribe(listener{l}) }
+func (c *Cluster) Listen(l cache.Listener) { c.Subscribe(listener{l}, Pod, Node) }
 
 type listener struct{ l cache.Listener }
 
@@ -123,18 +133,15 @@ func (l listener) Changed(c Change) {
 // holds), and returns the function that unsubscribes it. Unlike an
 // informer, it replays nothing: h hears of the changes from now on.
 func (c *Cluster) Handle(h toolscache.ResourceEventHandler, objs ...client.Object) (remove func() error, err error) {
-	var kinds uint32
+	var kinds []Kind
 	for _, obj := range objs {
 		k, ok := KindOf(obj)
 		if !ok {
 			return nil, fmt.Errorf("the cluster state follows no %T", obj)
 		}
-		kinds |= 1 << k
+		kinds = append(kinds, k)
 	}
 	unsubscribe := c.Subscribe(SubscriberFunc(func(ch Change) {
-		if kinds&(1<<ch.Kind) == 0 {
-			return
-		}
 		switch ch.Op {
 		case Added:
 			h.OnAdd(ch.new, false)
@@ -143,13 +150,13 @@ func (c *Cluster) Handle(h toolscache.ResourceEventHandler, objs ...client.Objec
 		case Deleted:
 			h.OnDelete(ch.old)
 		}
-	}))
+	}), kinds...)
 	return func() error { unsubscribe(); return nil }, nil
 }
 
-// publish tells every subscriber of ch. c.mu is held.
+// publish tells every subscriber of ch's kind of ch. c.mu is held.
 func (c *Cluster) publish(ch Change) {
-	if subs := c.subscribers.Load(); subs != nil {
+	if subs := c.subscribers[ch.Kind].Load(); subs != nil {
 		for _, s := range *subs {
 			s.s.Changed(ch)
 		}
@@ -161,9 +168,9 @@ func (c *Cluster) publish(ch Change) {
 func (c *Cluster) Add(obj any) {
 	if p := compactOf(obj); p != nil {
 		c.mu.Lock()
-		defer c.mu.Unlock()
 		c.index.AddPodRecord(p.Record())
 		c.publish(Change{Kind: Pod, Op: Added, What: All, new: p})
+		c.mu.Unlock()
 		return
 	}
 	k, ok := KindOf(obj)
@@ -194,9 +201,9 @@ func (c *Cluster) Update(old, cur any) {
 		ro, rn := o.Record(), n.Record()
 		what := podChanged(o, n, ro, rn)
 		c.mu.Lock()
-		defer c.mu.Unlock()
 		c.index.UpdatePodRecord(ro, rn)
 		c.publish(Change{Kind: Pod, Op: Updated, What: what, old: o, new: n})
+		c.mu.Unlock()
 		return
 	}
 	k, ok := KindOf(old)
@@ -226,9 +233,9 @@ func (c *Cluster) Delete(obj any) {
 	obj = untombstone(obj)
 	if p := compactOf(obj); p != nil {
 		c.mu.Lock()
-		defer c.mu.Unlock()
 		c.index.DeletePodRecord(p.Record())
 		c.publish(Change{Kind: Pod, Op: Deleted, What: All, old: p})
+		c.mu.Unlock()
 		return
 	}
 	k, ok := KindOf(obj)

@@ -41,7 +41,7 @@ var (
 
 // Changes is the stream the watcher subscribes to: state.Cluster.
 type Changes interface {
-	Subscribe(s state.Subscriber) (unsubscribe func())
+	Subscribe(s state.Subscriber, kinds ...state.Kind) (unsubscribe func())
 }
 
 // Watcher judges every stored policy once per generation. It is a
@@ -80,7 +80,7 @@ func New(changes Changes, log logr.Logger, recorder events.EventRecorder, reg pr
 	if err := reg.Register(w.invalid); err != nil {
 		return nil, fmt.Errorf("registering the policy metrics: %w", err)
 	}
-	changes.Subscribe(w)
+	changes.Subscribe(w, state.SpreadPolicy, state.ClusterSpreadPolicy)
 	return w, nil
 }
 

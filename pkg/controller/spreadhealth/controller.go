@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -106,7 +107,7 @@ type Config struct {
 // State is what the controller reads of the cluster state (state.Cluster)
 // besides the index.
 type State interface {
-	Subscribe(s state.Subscriber) (unsubscribe func())
+	Subscribe(s state.Subscriber, kinds ...state.Kind) (unsubscribe func())
 	Templates() []spread.Template
 	UnservedZones() []spread.UnservedZone
 }
@@ -158,7 +159,7 @@ func New(cfg Config) (*Controller, error) {
 		metrics: metrics,
 		failing: map[string]string{},
 	}
-	cfg.State.Subscribe(c)
+	cfg.State.Subscribe(c, passKinds...)
 	return c, nil
 }
 
@@ -238,13 +239,12 @@ func (c *Controller) Changed(ch state.Change) {
 // them keeps a quiet cluster from being audited every few seconds. A
 // pod's deletion cost is the keeper's, not the audit's.
 func mayChangeThePass(ch state.Change) bool {
-	switch ch.Kind {
-	case state.Pod, state.Node, state.SpreadPolicy, state.ClusterSpreadPolicy, state.ReplicaSet, state.StatefulSet,
-		state.ReplicationController, state.Service, state.Namespace:
-		return ch.Changed(state.All &^ state.Cost)
-	}
-	return false
+	return slices.Contains(passKinds, ch.Kind) && ch.Changed(state.All&^state.Cost)
 }
+
+// passKinds are the kinds a pass reads.
+var passKinds = []state.Kind{state.Pod, state.Node, state.SpreadPolicy, state.ClusterSpreadPolicy, state.ReplicaSet,
+	state.StatefulSet, state.ReplicationController, state.Service, state.Namespace}
 
 // poke asks for a pass; requests made while one is pending are one.
 func (c *Controller) poke() {

@@ -37,7 +37,7 @@ var (
 
 // Changes is the stream the watcher subscribes to: state.Cluster.
 type Changes interface {
-	Subscribe(s state.Subscriber) (unsubscribe func())
+	Subscribe(s state.Subscriber, kinds ...state.Kind) (unsubscribe func())
 }
 
 // Watcher derives the templates once the cache has synced, and again after
@@ -73,7 +73,7 @@ func New(c crcache.Cache, changes Changes, opts lookup.TemplateOptions, set func
 		stale:    make(chan struct{}, 1),
 		onLoaded: onLoaded,
 	}
-	changes.Subscribe(w)
+	changes.Subscribe(w, derivedKinds...)
 	return w
 }
 
@@ -95,16 +95,13 @@ func (w *Watcher) markStale() {
 	}
 }
 
+// derivedKinds are the kinds the templates are derived from.
+var derivedKinds = []state.Kind{state.Node, state.NodeTemplate, state.NodePool, state.NodeClass,
+	state.SpreadPolicy, state.ClusterSpreadPolicy, state.AutoscalerStatus}
+
 // derivedFrom reports whether the templates are derived from objects of
 // kind k.
-func derivedFrom(k state.Kind) bool {
-	switch k {
-	case state.Node, state.NodeTemplate, state.NodePool, state.NodeClass,
-		state.SpreadPolicy, state.ClusterSpreadPolicy, state.AutoscalerStatus:
-		return true
-	}
-	return false
-}
+func derivedFrom(k state.Kind) bool { return slices.Contains(derivedKinds, k) }
 
 // Start derives the templates once the caches have synced, then again after
 // every change, until ctx is done. A failed derivation keeps the previous
