@@ -10,8 +10,8 @@
 // an informer.
 //
 // Every change, an informer event or newly derived facts, is applied to
-// the Cluster first and then handed to each subscriber, one change at a
-// time, in the order the Cluster applied them: what a subscriber reads of
+// the Cluster first and then handed to each subscriber of its kind, one
+// change at a time, in the order the Cluster applied them: what a subscriber reads of
 // the Cluster when it hears of a change includes that change. A Change
 // says which object changed and which of its parts (Aspect): each rule of
 // "did this update change what spreadguard reads" is written once, here,
