@@ -21,5 +21,5 @@ BENCH_EVENTS_OUT ?= $(BIN)/bench-events.txt
 .PHONY: bench-events
 bench-events: $(BENCHSTAT_STAMP) ## Run only the pod event benchmarks (decoded pod -> transform -> handler -> index, and the index alone) into bin/bench-events.txt.
 	@mkdir -p $(BIN)
-	$(GO) test -run '^$$' -bench 'BenchmarkPodEvent|BenchmarkIndexPodEvent' -benchmem -count $(BENCH_COUNT) ./pkg/cache ./pkg/spread | tee $(BENCH_EVENTS_OUT)
+	$(GO) test -run '^$$' -bench 'BenchmarkPodEvent|BenchmarkIndexPodEvent' -benchmem -count $(BENCH_COUNT) ./pkg/state ./pkg/spread | tee $(BENCH_EVENTS_OUT)
 	$(BIN)/benchstat $(BENCH_EVENTS_OUT)

@@ -14,7 +14,7 @@ import (
 	"github.com/spreadguard/spreadguard/pkg/cache"
 	"github.com/spreadguard/spreadguard/pkg/engine"
 	"github.com/spreadguard/spreadguard/pkg/lookup"
-	"github.com/spreadguard/spreadguard/pkg/spread"
+	"github.com/spreadguard/spreadguard/pkg/state"
 )
 
 type checkOptions struct {
@@ -85,18 +85,18 @@ func (o *checkOptions) run(cmd *cobra.Command, connect connectFunc) (*engine.Rev
 }
 
 // review runs the engine as the webhook does: lookups through the
-// webhook's Sources, counts from an Index, the structure the webhook's
-// informer handlers keep up to date, built here from the store in one go.
-// What the webhook would log of the templates goes to notes.
+// webhook's Sources, counts from the cluster state the webhook's
+// informers keep up to date, built here from the store in one go, with
+// the templates derived into it. What the webhook would log of the
+// templates goes to notes.
 func review(pod *v1.Pod, store *lookup.Store, cfg engine.Config, topts lookup.TemplateOptions, notes io.Writer) (*engine.Review, error) {
-	index := spread.IndexFromSnapshot(store.Snapshot())
+	cluster := state.Load(store.Objects())
 	derived, err := deriveTemplates(context.Background(), store, topts, notes)
 	if err != nil {
 		return nil, err
 	}
-	index.SetTemplates(derived.Templates)
-	index.SetUnservedZones(derived.Unserved())
-	rev, err := engine.ReviewPod(pod, lookup.NewSources(store), index, cfg)
+	cluster.SetDerived(derived)
+	rev, err := engine.ReviewPod(pod, lookup.NewSources(store), cluster.Index(), cfg)
 	if err != nil {
 		return nil, fmt.Errorf("reviewing pod %s/%s: %w", pod.Namespace, podName(pod), err)
 	}

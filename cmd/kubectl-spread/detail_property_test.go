@@ -40,6 +40,7 @@ import (
 	"github.com/spreadguard/spreadguard/pkg/policy/policytest"
 	"github.com/spreadguard/spreadguard/pkg/spread"
 	st "github.com/spreadguard/spreadguard/pkg/spread/spreadtest"
+	"github.com/spreadguard/spreadguard/pkg/state"
 )
 
 // TestDomainsDetailNamesNoNodeLabelTaintOrTemplate renders every string a
@@ -904,7 +905,7 @@ func (c *tenantCluster) render(t *testing.T, detail spread.MessageDetail) []rend
 
 	// The InvalidPolicy events on policies stored past the webhook.
 	recorded := &recordedEvents{}
-	judge, err := policies.New(nil, logr.Discard(), recorded, prometheus.NewRegistry())
+	judge, err := policies.New(state.NewCluster(spread.NewIndex(), nil), logr.Discard(), recorded, prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
 	}

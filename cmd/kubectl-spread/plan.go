@@ -22,6 +22,7 @@ import (
 	"github.com/spreadguard/spreadguard/pkg/forecast"
 	"github.com/spreadguard/spreadguard/pkg/lookup"
 	"github.com/spreadguard/spreadguard/pkg/spread"
+	"github.com/spreadguard/spreadguard/pkg/state"
 	"github.com/spreadguard/spreadguard/pkg/workload"
 )
 
@@ -165,13 +166,13 @@ func (o *planOptions) run(ctx context.Context, args []string, cfg engine.Config,
 	if o.replicas >= 0 {
 		w.Replicas = o.replicas
 	}
-	index := spread.IndexFromSnapshot(store.Snapshot())
+	cluster := state.Load(store.Objects())
 	derived, err := deriveTemplates(ctx, store, topts, notes)
 	if err != nil {
 		return nil, err
 	}
-	index.SetTemplates(derived.Templates)
-	index.SetUnservedZones(derived.Unserved())
+	cluster.SetDerived(derived)
+	index := cluster.Index()
 	if o.keeper && w.Kind != workload.StatefulSet.GVK.Kind && int(w.Replicas) < len(w.Pods) {
 		// Without a constraint on the pods the keeper keeps no cost: the
 		// controller's own ranking is the order.

@@ -19,6 +19,7 @@ import (
 	"github.com/spreadguard/spreadguard/pkg/health"
 	"github.com/spreadguard/spreadguard/pkg/lookup"
 	"github.com/spreadguard/spreadguard/pkg/spread"
+	"github.com/spreadguard/spreadguard/pkg/state"
 	"github.com/spreadguard/spreadguard/pkg/workload"
 )
 
@@ -139,11 +140,13 @@ func auditObjects(ctx context.Context, objs []runtime.Object, namespace string, 
 	if err != nil {
 		return status{}, fmt.Errorf("building the store of the cluster: %w", err)
 	}
-	index := spread.IndexFromSnapshot(store.Snapshot())
+	cluster := state.Load(store.Objects())
 	derived, err := deriveTemplates(ctx, store, topts, notes)
 	if err != nil {
 		return status{}, err
 	}
+	cluster.SetDerived(derived)
+	index := cluster.Index()
 	var ws []health.Workload
 	for _, w := range health.Workloads(health.Owners{
 		Workloads: workloadsOf(objs),

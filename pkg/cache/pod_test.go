@@ -190,8 +190,8 @@ func TestCompactPodOfAKnownWorkloadAllocatesOnlyThePod(t *testing.T) {
 	}
 }
 
-// syncRecorder is an IndexSink for informer tests: it records each call
-// with what the index would read, from the informer's goroutine.
+// syncRecorder records, from the informer's goroutine, each pod event with
+// the record the index would read.
 type syncRecorder struct {
 	mu    sync.Mutex
 	calls []string
@@ -219,12 +219,19 @@ func (r *syncRecorder) snapshot() []string {
 	return slices.Clone(r.calls)
 }
 
-func (r *syncRecorder) AddNode(*v1.Node)                      {}
-func (r *syncRecorder) UpdateNode(_, _ *v1.Node)              {}
-func (r *syncRecorder) DeleteNode(*v1.Node)                   {}
-func (r *syncRecorder) AddPodRecord(p spread.PodRecord)       { r.record("add " + describe(p)) }
-func (r *syncRecorder) UpdatePodRecord(_, p spread.PodRecord) { r.record("update " + describe(p)) }
-func (r *syncRecorder) DeletePodRecord(p spread.PodRecord)    { r.record("delete " + describe(p)) }
+// handler records the events of an informer of Pods.
+func (r *syncRecorder) handler() toolscache.ResourceEventHandler {
+	return toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { r.record("add " + describe(obj.(*Pod).Record())) },
+		UpdateFunc: func(_, obj any) { r.record("update " + describe(obj.(*Pod).Record())) },
+		DeleteFunc: func(obj any) {
+			if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+				obj = t.Obj
+			}
+			r.record("delete " + describe(obj.(*Pod).Record()))
+		},
+	}
+}
 
 // TestInformerRunsOnCompactPods runs a client-go informer with StripPod, as
 // the server does: keys, the namespace index and the resourceVersion check
@@ -237,7 +244,7 @@ func TestInformerRunsOnCompactPods(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := &syncRecorder{}
-	if _, err := inf.AddEventHandler(PodHandler(rec)); err != nil {
+	if _, err := inf.AddEventHandler(rec.handler()); err != nil {
 		t.Fatal(err)
 	}
 	source.Add(spreadtest.MakePod().Namespace("shop").Name("web-1").Label("app", "web").Node("n1").Phase(v1.PodRunning).Obj())

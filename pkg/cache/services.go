@@ -4,7 +4,6 @@ import (
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
-	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/spreadguard/spreadguard/pkg/spread"
 )
@@ -156,25 +155,4 @@ func minKey(m map[string]string) string {
 		}
 	}
 	return key
-}
-
-// Handler feeds Service events to x.
-func (x *ServiceIndex) Handler() toolscache.ResourceEventHandler {
-	return toolscache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) {
-			if s, ok := obj.(*v1.Service); ok {
-				x.Set(s)
-			}
-		},
-		UpdateFunc: func(_, newObj any) {
-			if s, ok := newObj.(*v1.Service); ok {
-				x.Set(s)
-			}
-		},
-		DeleteFunc: func(obj any) {
-			if s, ok := untombstone(obj).(*v1.Service); ok {
-				x.Delete(s)
-			}
-		},
-	}
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/spreadguard/spreadguard/pkg/controller/policies"
 	"github.com/spreadguard/spreadguard/pkg/engine"
 	"github.com/spreadguard/spreadguard/pkg/spread"
+	"github.com/spreadguard/spreadguard/pkg/state"
 	"github.com/spreadguard/spreadguard/pkg/workload"
 )
 
@@ -315,19 +316,15 @@ func branches(t *testing.T, c drawn) (store, informers *Sources, live *countingR
 		t.Fatal(err)
 	}
 	var cached []client.Object
-	services := cache.NewServiceIndex()
-	verdicts, err := policies.New(nil, logr.Discard(), nil, prometheus.NewRegistry())
+	cluster := state.NewCluster(spread.NewIndex(), cache.NewServiceIndex())
+	services := cluster.Services()
+	verdicts, err := policies.New(cluster, logr.Discard(), nil, prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, obj := range c.objects {
 		obj := asCached(t, obj)
-		switch obj.(type) {
-		case *v1.Service:
-			services.Handler().OnAdd(obj, false)
-		case *v1alpha1.SpreadPolicy, *v1alpha1.ClusterSpreadPolicy:
-			verdicts.Handler().OnAdd(obj, false)
-		}
+		cluster.Add(obj)
 		cached = append(cached, obj)
 	}
 	live = &countingReader{Reader: s}

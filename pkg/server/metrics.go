@@ -11,6 +11,8 @@ import (
 	"github.com/spreadguard/spreadguard/pkg/admission"
 	"github.com/spreadguard/spreadguard/pkg/controller/policies"
 	"github.com/spreadguard/spreadguard/pkg/controller/spreadhealth"
+	"github.com/spreadguard/spreadguard/pkg/spread"
+	"github.com/spreadguard/spreadguard/pkg/state"
 )
 
 // MetricNames returns the names of spreadguard's own metrics, sorted: the
@@ -22,7 +24,7 @@ func MetricNames() ([]string, error) {
 	if _, err := admission.NewMetrics(reg); err != nil {
 		return nil, err
 	}
-	if _, err := policies.New(nil, logr.Discard(), nil, reg); err != nil {
+	if _, err := policies.New(state.NewCluster(spread.NewIndex(), nil), logr.Discard(), nil, reg); err != nil {
 		return nil, err
 	}
 	if _, err := spreadhealth.NewMetrics(reg); err != nil {

@@ -6,31 +6,30 @@ import (
 	"github.com/go-logr/logr"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
-	"github.com/spreadguard/spreadguard/pkg/cache"
 	"github.com/spreadguard/spreadguard/pkg/controller/deletioncost"
 	"github.com/spreadguard/spreadguard/pkg/engine"
 	"github.com/spreadguard/spreadguard/pkg/policy"
-	"github.com/spreadguard/spreadguard/pkg/spread"
+	"github.com/spreadguard/spreadguard/pkg/state"
 )
 
 // addKeeper adds the keeper of deletion costs to mgr: on the replica that
-// holds its Lease, it reads the index and the caches the webhook keeps
-// and writes the costs at cfg's rate cap. A server run outside a cluster
+// holds its Lease, it reads the cluster state and the caches the webhook
+// keeps and writes the costs at cfg's rate cap. A server run outside a cluster
 // without --leader-election-namespace leaves it to the replicas in the
 // cluster, as it leaves the audit.
-func addKeeper(mgr manager.Manager, o *options, cfg *Config, ix *spread.Index, tracker *cache.Tracker,
+func addKeeper(mgr manager.Manager, o *options, cfg *Config, cluster *state.Cluster, synced func() bool,
 	policies policy.Lister, engineCfg engine.Config, log logr.Logger) error {
 	ns, ok, err := leaseNamespace(cfg, "the deletion cost keeper", log)
 	if !ok {
 		return err
 	}
 	k, err := deletioncost.New(deletioncost.Config{
-		Log: log, Index: ix, Pods: tracker,
-		Informers: mgr.GetCache(), Reader: mgr.GetCache(),
+		Log: log, Index: cluster.Index(), Pods: cluster,
+		Changes: cluster, Reader: mgr.GetCache(),
 		Policies: policies, Namespaces: engineCfg.Scope(),
 		Patcher: deletioncost.SSAPatcher{Client: mgr.GetClient()},
 		QPS:     cfg.DeletionCostQPS, Burst: cfg.DeletionCostBurst,
-		Synced: tracker.Synced, Registry: o.registry,
+		Synced: synced, Registry: o.registry,
 		RESTConfig: mgr.GetConfig(), LeaseNamespace: ns,
 	})
 	if err != nil {

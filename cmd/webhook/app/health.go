@@ -10,7 +10,7 @@ import (
 
 	"github.com/spreadguard/spreadguard/pkg/controller/spreadhealth"
 	"github.com/spreadguard/spreadguard/pkg/engine"
-	"github.com/spreadguard/spreadguard/pkg/spread"
+	"github.com/spreadguard/spreadguard/pkg/state"
 )
 
 // WithAuditObserver calls observe after every pass of the controller of
@@ -32,7 +32,7 @@ func WithAuditPeriods(fullPass, coalesce time.Duration) Option {
 // --leader-election-namespace or the pod's own namespace. A server run
 // outside a cluster without --leader-election-namespace leaves the audit
 // to the replicas in the cluster rather than compete for another Lease.
-func addSpreadHealth(mgr manager.Manager, o *options, cfg *Config, ix *spread.Index, src engine.Sources, engineCfg engine.Config,
+func addSpreadHealth(mgr manager.Manager, o *options, cfg *Config, cluster *state.Cluster, src engine.Sources, engineCfg engine.Config,
 	synced func() bool, log logr.Logger) error {
 	if !cfg.Audit {
 		return nil
@@ -43,7 +43,7 @@ func addSpreadHealth(mgr manager.Manager, o *options, cfg *Config, ix *spread.In
 	}
 	c, err := spreadhealth.New(spreadhealth.Config{
 		Cache: mgr.GetCache(), Client: mgr.GetClient(), Mapper: mgr.GetRESTMapper(), RESTConfig: mgr.GetConfig(),
-		LeaseNamespace: leaseNS, Index: ix, Sources: src, Engine: engineCfg, Synced: synced,
+		LeaseNamespace: leaseNS, Index: cluster.Index(), State: cluster, Sources: src, Engine: engineCfg, Synced: synced,
 		Registry: o.registry, Log: log,
 		FullPass: o.healthFullPass, Coalesce: cmp.Or(o.healthCoalesce, cfg.AuditCoalesceDelay.Duration), Observe: o.healthObserver,
 	})

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"slices"
 	"sync/atomic"
 	"time"
 
@@ -32,7 +31,6 @@ import (
 	"github.com/spreadguard/spreadguard/pkg/admission"
 	karpenterv1 "github.com/spreadguard/spreadguard/pkg/apis/karpenter/v1"
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
-	"github.com/spreadguard/spreadguard/pkg/autoscale"
 	"github.com/spreadguard/spreadguard/pkg/cache"
 	"github.com/spreadguard/spreadguard/pkg/config"
 	"github.com/spreadguard/spreadguard/pkg/controller/policies"
@@ -43,6 +41,7 @@ import (
 	"github.com/spreadguard/spreadguard/pkg/policy"
 	"github.com/spreadguard/spreadguard/pkg/server"
 	"github.com/spreadguard/spreadguard/pkg/spread"
+	"github.com/spreadguard/spreadguard/pkg/state"
 )
 
 // Option changes how Run builds the server. Production passes none; tests
@@ -137,13 +136,13 @@ func Run(ctx context.Context, cfg *Config, opts ...Option) error {
 	if err != nil {
 		return err
 	}
-	ix := spread.NewIndex()
-	caches, err := addCaches(ctx, cfg, mgr, mapper, ix, metrics, log)
+	cluster := state.NewCluster(spread.NewIndex(), cache.NewServiceIndex())
+	caches, err := addCaches(ctx, cfg, mgr, mapper, cluster, metrics, log)
 	if err != nil {
 		return err
 	}
 	recorder := mgr.GetEventRecorder("spreadguard-webhook")
-	policyWatcher, err := addPolicyWatcher(mgr, log, recorder, o.registry)
+	policyWatcher, err := addPolicyWatcher(mgr, cluster, log, recorder, o.registry)
 	if err != nil {
 		return err
 	}
@@ -152,15 +151,15 @@ func Run(ctx context.Context, cfg *Config, opts ...Option) error {
 		return err
 	}
 	engineCfg := cfg.Engine.Config()
-	if err := addSpreadHealth(mgr, &o, cfg, ix, sources, engineCfg, caches.tracker.Synced, log.WithName("spreadhealth")); err != nil {
+	if err := addSpreadHealth(mgr, &o, cfg, cluster, sources, engineCfg, caches.informers.Synced, log.WithName("spreadhealth")); err != nil {
 		return err
 	}
 	if cfg.DeletionCost {
-		if err := addKeeper(mgr, &o, cfg, ix, caches.tracker, sources, engineCfg, log.WithName("deletion-cost")); err != nil {
+		if err := addKeeper(mgr, &o, cfg, cluster, caches.informers.Synced, sources, engineCfg, log.WithName("deletion-cost")); err != nil {
 			return err
 		}
 	}
-	endpoints := server.Endpoints(server.Deciders{Sources: o.sourcesFunc(sources), Engine: engineCfg, Cluster: ix,
+	endpoints := server.Endpoints(server.Deciders{Sources: o.sourcesFunc(sources), Engine: engineCfg, Cluster: cluster.Index(),
 		Synced: caches.synced, RefuseUntilSynced: cfg.RefuseUntilSynced, FailurePolicy: cfg.FailurePolicy,
 		Recorder: recorder, Metrics: metrics, Workloads: mgr.GetCache(), Scheme: mgr.GetScheme()}, log)
 	if err := srv.Register(mgr, endpoints, caches.synced); err != nil {
@@ -216,10 +215,10 @@ func newManager(cfg *Config, o *options, log logr.Logger, restConfig *rest.Confi
 }
 
 // caches is what the webhook keeps of the cluster, and the two halves of
-// what a check reads: the informers, whose tracker feeds the index and the
-// Service index, and the templates of the nodes an autoscaler can add.
+// what a check reads: the informers, which feed the cluster state, and the
+// templates of the nodes an autoscaler can add, derived into it.
 type caches struct {
-	tracker         *cache.Tracker
+	informers       *state.Informers
 	services        *cache.ServiceIndex
 	templates       *templates.Watcher
 	templateSources lookup.TemplateOptions
@@ -228,12 +227,12 @@ type caches struct {
 // synced reports whether pods can be checked: once the caches and the
 // templates are complete, since a check without the templates would refuse
 // what a new node would take.
-func (c *caches) synced() bool { return c.tracker.Synced() && c.templates.Loaded() }
+func (c *caches) synced() bool { return c.informers.Synced() && c.templates.Loaded() }
 
-// addCaches adds the informers of every kind the webhook watches, the
-// tracker that feeds ix and the Service index from them, and the template
-// watcher. spreadguard_cache_synced is 1 once both halves are complete.
-func addCaches(ctx context.Context, cfg *Config, mgr manager.Manager, mapper meta.RESTMapper, ix *spread.Index, metrics *admission.Metrics, log logr.Logger) (*caches, error) {
+// addCaches adds the informers of every kind the webhook watches, which
+// feed cluster, and the template watcher, which derives the templates into
+// it. spreadguard_cache_synced is 1 once both halves are complete.
+func addCaches(ctx context.Context, cfg *Config, mgr manager.Manager, mapper meta.RESTMapper, cluster *state.Cluster, metrics *admission.Metrics, log logr.Logger) (*caches, error) {
 	watched, templateSources, err := watchedKinds(cfg, mapper)
 	if err != nil {
 		return nil, err
@@ -244,31 +243,25 @@ func addCaches(ctx context.Context, cfg *Config, mgr manager.Manager, mapper met
 			metrics.CacheSynced.Set(1)
 		}
 	}
-	services := cache.NewServiceIndex()
-	tracker, err := cache.NewTracker(ctx, mgr.GetCache(), watched, ix, services, halfSynced)
-	if err != nil {
-		return nil, err
-	}
-	if err := mgr.Add(tracker); err != nil {
-		return nil, fmt.Errorf("adding the cache tracker: %w", err)
-	}
-	templateWatched := watched
 	if status, err := watchStatus(ctx, mgr.GetAPIReader(), templateSources.ClusterAutoscalerStatus, log); err != nil {
 		return nil, err
 	} else if status {
-		templateWatched = append(slices.Clone(watched), &corev1.ConfigMap{})
+		watched = append(watched, &corev1.ConfigMap{})
 	} else {
 		templateSources.ClusterAutoscalerStatus = types.NamespacedName{}
 	}
-	setTemplates := func(d autoscale.Derived) {
-		ix.SetTemplates(d.Templates)
-		ix.SetUnservedZones(d.Unserved())
+	informers, err := cluster.Inform(ctx, mgr.GetCache(), watched, halfSynced)
+	if err != nil {
+		return nil, err
 	}
-	tw := templates.New(mgr.GetCache(), templateSources, templateWatched, setTemplates, halfSynced)
+	if err := mgr.Add(informers); err != nil {
+		return nil, fmt.Errorf("adding the cluster state's informers: %w", err)
+	}
+	tw := templates.New(mgr.GetCache(), cluster, templateSources, cluster.SetDerived, halfSynced)
 	if err := mgr.Add(tw); err != nil {
 		return nil, fmt.Errorf("adding the template watcher: %w", err)
 	}
-	return &caches{tracker: tracker, services: services, templates: tw, templateSources: templateSources}, nil
+	return &caches{informers: informers, services: cluster.Services(), templates: tw, templateSources: templateSources}, nil
 }
 
 // watchStatus reports whether the webhook may watch cluster-autoscaler's
@@ -294,9 +287,9 @@ func watchStatus(ctx context.Context, r client.Reader, key types.NamespacedName,
 }
 
 // addPolicyWatcher adds the controller that judges every stored policy once
-// per generation; requests read its verdicts.
-func addPolicyWatcher(mgr manager.Manager, log logr.Logger, recorder events.EventRecorder, reg prometheus.Registerer) (*policies.Watcher, error) {
-	w, err := policies.New(mgr.GetCache(), log.WithName("policies"), recorder, reg)
+// per generation, as cluster tells of them; requests read its verdicts.
+func addPolicyWatcher(mgr manager.Manager, cluster *state.Cluster, log logr.Logger, recorder events.EventRecorder, reg prometheus.Registerer) (*policies.Watcher, error) {
+	w, err := policies.New(cluster, log.WithName("policies"), recorder, reg)
 	if err != nil {
 		return nil, err
 	}
@@ -315,7 +308,7 @@ func newSources(ctx context.Context, mgr manager.Manager, c *caches, verdicts po
 	if err != nil {
 		return nil, err
 	}
-	return lookup.NewSources(mgr.GetCache()).WithFallback(mgr.GetAPIReader(), c.tracker.Synced).WithServiceIndex(c.services).
+	return lookup.NewSources(mgr.GetCache()).WithFallback(mgr.GetAPIReader(), c.informers.Synced).WithServiceIndex(c.services).
 		WithInformerStores(stores).WithPolicyVerdicts(verdicts), nil
 }
 

@@ -6,9 +6,10 @@
 // deletes the pods whose loss keeps the spread. See docs/deletion-cost.md.
 //
 // It reads the webhook's own caches: the spread.Index the informers keep
-// counting, told of each pod and node event after the index counted it
-// (cache.Tracker.Listen), and the ReplicaSets, ReplicationControllers,
-// policies and namespaces of the informer cache. It writes by server-side
+// counting, told of each pod and node event after the index counted it,
+// and of the changes to the ReplicaSets, ReplicationControllers, policies
+// and namespaces, by the cluster state's stream (pkg/state), and those
+// objects from the informer cache. It writes by server-side
 // apply of the annotation alone, with its own field manager and no force,
 // rate-capped cluster-wide, and leaves alone a pod whose cost another
 // manager owns.
@@ -28,7 +29,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
-	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
+	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
@@ -56,12 +57,18 @@ const (
 // API server's latency does not cap the rate below the limiter's.
 const writers = 4
 
-// Pods is the part of the webhook's pod cache the keeper reads:
-// cache.Tracker.
+// Pods is the part of the cluster state the keeper reads of the pods:
+// state.Cluster.
 type Pods interface {
 	Listen(l cache.Listener)
 	EachPod(f func(*cache.Pod)) error
 	Pod(namespace, name string) *cache.Pod
+}
+
+// Changes is the stream of the cluster state's changes, told as an
+// informer tells them: state.Cluster.Handle.
+type Changes interface {
+	Handle(h toolscache.ResourceEventHandler, objs ...client.Object) (remove func() error, err error)
 }
 
 // Config is what a Keeper reads, writes through and is bounded by.
@@ -69,10 +76,12 @@ type Config struct {
 	Log   logr.Logger
 	Index *spread.Index
 	Pods  Pods
-	// Informers and Reader are the webhook's informer cache: the
-	// ReplicaSets, ReplicationControllers, policies and namespaces.
-	Informers crcache.Informers
-	Reader    client.Reader
+	// Changes tells of the changes to the ReplicaSets,
+	// ReplicationControllers, policies and namespaces: state.Cluster.
+	Changes Changes
+	// Reader is the webhook's informer cache: the ReplicaSets,
+	// ReplicationControllers, policies and namespaces.
+	Reader client.Reader
 	// Policies resolves the policy that governs a workload's pods, as
 	// admission does (policy.Resolve).
 	Policies policy.Lister
@@ -251,7 +260,7 @@ func (k *Keeper) watchOwners(ctx context.Context) (func() error, error) {
 			k.poke()
 		}
 	}, ownerChanged)
-	removeOwners, err := cache.AddHandler(ctx, k.cfg.Informers, owners, &appsv1.ReplicaSet{}, &v1.ReplicationController{})
+	removeOwners, err := k.cfg.Changes.Handle(owners, &appsv1.ReplicaSet{}, &v1.ReplicationController{})
 	if err != nil {
 		return nil, err
 	}
@@ -261,7 +270,7 @@ func (k *Keeper) watchOwners(ctx context.Context) (func() error, error) {
 		k.inbox.mu.Unlock()
 		k.poke()
 	}, policyChanged)
-	removePolicies, err := cache.AddHandler(ctx, k.cfg.Informers, policies,
+	removePolicies, err := k.cfg.Changes.Handle(policies,
 		&v1alpha1.SpreadPolicy{}, &v1alpha1.ClusterSpreadPolicy{}, &v1.Namespace{})
 	if err != nil {
 		return nil, errors.Join(err, removeOwners())

@@ -20,14 +20,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
-	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
-	"github.com/spreadguard/spreadguard/pkg/cache"
 	"github.com/spreadguard/spreadguard/pkg/policy"
+	"github.com/spreadguard/spreadguard/pkg/state"
 )
 
 // ReasonInvalidPolicy is the reason of the Warning event on a policy that
@@ -38,15 +36,20 @@ var (
 	_ manager.Runnable               = (*Watcher)(nil)
 	_ manager.LeaderElectionRunnable = (*Watcher)(nil)
 	_ policy.Verdicts                = (*Watcher)(nil)
+	_ state.Subscriber               = (*Watcher)(nil)
 )
+
+// Changes is the stream the watcher subscribes to: state.Cluster.
+type Changes interface {
+	Subscribe(s state.Subscriber, kinds ...state.Kind) (unsubscribe func())
+}
 
 // Watcher judges every stored policy once per generation. It is a
 // manager.Runnable on every replica: each replica's requests read its
 // verdicts.
 type Watcher struct {
-	informers crcache.Informers
-	log       logr.Logger
-	recorder  events.EventRecorder
+	log      logr.Logger
+	recorder events.EventRecorder
 	// invalid is spreadguard_invalid_policies{kind}.
 	invalid *prometheus.GaugeVec
 
@@ -62,12 +65,13 @@ type verdict struct {
 	valid      bool
 }
 
-// New returns a watcher of the policies in informers that reports through
-// log and recorder (nil records no event), and registers its gauge
-// spreadguard_invalid_policies with reg.
-func New(informers crcache.Informers, log logr.Logger, recorder events.EventRecorder, reg prometheus.Registerer) (*Watcher, error) {
+// New returns a watcher of the policies that changes tells of, subscribed
+// to it (before the informers start, it hears of every stored policy),
+// that reports through log and recorder (nil records no event), and
+// registers its gauge spreadguard_invalid_policies with reg.
+func New(changes Changes, log logr.Logger, recorder events.EventRecorder, reg prometheus.Registerer) (*Watcher, error) {
 	w := &Watcher{
-		informers: informers, log: log, recorder: recorder, verdicts: map[types.UID]verdict{},
+		log: log, recorder: recorder, verdicts: map[types.UID]verdict{},
 		invalid: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "spreadguard_invalid_policies",
 			Help: "Stored SpreadPolicies and ClusterSpreadPolicies that spreadguard rejects and passes over, by kind.",
@@ -76,42 +80,31 @@ func New(informers crcache.Informers, log logr.Logger, recorder events.EventReco
 	if err := reg.Register(w.invalid); err != nil {
 		return nil, fmt.Errorf("registering the policy metrics: %w", err)
 	}
+	changes.Subscribe(w, state.SpreadPolicy, state.ClusterSpreadPolicy)
 	return w, nil
 }
 
-// Start judges the policies the informers hold and every change to them,
-// until ctx is done.
+// Start returns when ctx is done: the watcher judges the policies as the
+// stream tells of them, on the goroutine that tells.
 func (w *Watcher) Start(ctx context.Context) error {
-	unwatch, err := w.watch(ctx)
-	if err != nil {
-		return err
-	}
 	<-ctx.Done()
-	return unwatch()
+	return nil
 }
 
 // NeedLeaderElection is false: every replica resolves policies.
 func (w *Watcher) NeedLeaderElection() bool { return false }
 
-// watch adds the watcher's handler to the policies' informers, which
-// replay the policies they hold; unwatch removes it.
-func (w *Watcher) watch(ctx context.Context) (unwatch func() error, err error) {
-	return cache.AddHandler(ctx, w.informers, w.Handler(), &v1alpha1.SpreadPolicy{}, &v1alpha1.ClusterSpreadPolicy{})
-}
-
-// Handler returns the informer event handler for SpreadPolicies and
-// ClusterSpreadPolicies.
-func (w *Watcher) Handler() toolscache.ResourceEventHandler {
-	return toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { w.Observe(obj) },
-		UpdateFunc: func(_, obj any) { w.Observe(obj) },
-		DeleteFunc: func(obj any) {
-			if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-				obj = t.Obj
-			}
-			w.Forget(obj)
-		},
+// Changed judges a policy added or updated, and forgets a deleted one.
+func (w *Watcher) Changed(c state.Change) {
+	if c.Kind != state.SpreadPolicy && c.Kind != state.ClusterSpreadPolicy {
+		return
 	}
+	old, cur := c.Objects()
+	if c.Op == state.Deleted {
+		w.Forget(old)
+		return
+	}
+	w.Observe(cur)
 }
 
 // Observe validates a policy as it is now.

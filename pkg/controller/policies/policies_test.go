@@ -13,20 +13,25 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/cache/informertest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
 	"github.com/spreadguard/spreadguard/pkg/policy/policytest"
+	"github.com/spreadguard/spreadguard/pkg/spread"
+	"github.com/spreadguard/spreadguard/pkg/state"
 )
 
-// newWatcher returns a watcher of no informers that records events with
-// rec, its metric registered with a registry of its own.
-func newWatcher(t *testing.T, rec events.EventRecorder) *Watcher {
+// newWatcher returns a watcher subscribed to a cluster state of its own,
+// fed by the test, that records events with rec, its metric registered
+// with a registry of its own.
+func newWatcher(t *testing.T, rec events.EventRecorder) (*Watcher, *state.Cluster) {
 	t.Helper()
-	w, err := New(&informertest.FakeInformers{}, logr.Discard(), rec, prometheus.NewRegistry())
+	c := state.NewCluster(spread.NewIndex(), nil)
+	w, err := New(c, logr.Discard(), rec, prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
 	}
-	return w
+	return w, c
 }
 
 func TestWatcherReportsARejectedPolicyOncePerGeneration(t *testing.T) {
@@ -41,8 +46,7 @@ func TestWatcherReportsARejectedPolicyOncePerGeneration(t *testing.T) {
 	fixed.Spec.PodSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}
 
 	rec := events.NewFakeRecorder(10)
-	w := newWatcher(t, rec)
-	h := w.Handler()
+	w, h := newWatcher(t, rec)
 
 	steps := []struct {
 		name       string
@@ -50,13 +54,13 @@ func TestWatcherReportsARejectedPolicyOncePerGeneration(t *testing.T) {
 		wantEvents int
 		wantCount  int
 	}{
-		{name: "a policy with operator 'in' is stored -> one event, counted", do: func() { h.OnAdd(bad(1), false) }, wantEvents: 1, wantCount: 1},
-		{name: "a resync of the same generation -> no second event", do: func() { h.OnUpdate(bad(1), bad(1)) }, wantCount: 1},
-		{name: "a new generation still wrong -> a new event", do: func() { h.OnUpdate(bad(1), bad(2)) }, wantEvents: 1, wantCount: 1},
-		{name: "the policy fixed -> no event, no longer counted", do: func() { h.OnUpdate(bad(2), fixed) }, wantCount: 0},
+		{name: "a policy with operator 'in' is stored -> one event, counted", do: func() { h.Add(bad(1)) }, wantEvents: 1, wantCount: 1},
+		{name: "a resync of the same generation -> no second event", do: func() { h.Update(bad(1), bad(1)) }, wantCount: 1},
+		{name: "a new generation still wrong -> a new event", do: func() { h.Update(bad(1), bad(2)) }, wantEvents: 1, wantCount: 1},
+		{name: "the policy fixed -> no event, no longer counted", do: func() { h.Update(bad(2), fixed) }, wantCount: 0},
 		{name: "broken again, then deleted through a tombstone -> one event, then not counted", do: func() {
-			h.OnUpdate(fixed, bad(4))
-			h.OnDelete(toolscache.DeletedFinalStateUnknown{Key: "shop/zones", Obj: bad(4)})
+			h.Update(fixed, bad(4))
+			h.Delete(toolscache.DeletedFinalStateUnknown{Key: "shop/zones", Obj: bad(4)})
 		}, wantEvents: 1, wantCount: 0},
 	}
 	for _, s := range steps {
@@ -88,8 +92,7 @@ func TestWatcherVerdictIsThatOfTheGenerationItValidated(t *testing.T) {
 		p.UID = types.UID("uid-zones")
 		return p
 	}
-	w := newWatcher(t, nil)
-	h := w.Handler()
+	w, h := newWatcher(t, nil)
 	type verdict struct{ valid, known bool }
 	check := func(step string, gen int64, want verdict) {
 		t.Helper()
@@ -100,17 +103,17 @@ func TestWatcherVerdictIsThatOfTheGenerationItValidated(t *testing.T) {
 		}
 	}
 	check("not observed yet", 1, verdict{})
-	h.OnAdd(policy(1, "In"), false)
+	h.Add(policy(1, "In"))
 	check("a valid policy observed", 1, verdict{valid: true, known: true})
 	check("a valid policy observed, asked of the next generation", 2, verdict{})
-	h.OnUpdate(policy(1, "In"), policy(2, "in"))
+	h.Update(policy(1, "In"), policy(2, "in"))
 	check("a new generation with operator 'in'", 2, verdict{valid: false, known: true})
 	check("a new generation observed, asked of the old one", 1, verdict{})
-	h.OnDelete(policy(2, "in"))
+	h.Delete(policy(2, "in"))
 	check("deleted", 2, verdict{})
 }
 
-func TestWatcherJudgesThePoliciesItsInformersHold(t *testing.T) {
+func TestWatcherJudgesThePoliciesTheClusterStateHears(t *testing.T) {
 	zone := policytest.MakeConstraint().Zone().MaxSkew(1).DoNotSchedule().Obj()
 	valid := policytest.MakeSpreadPolicy().Namespace("shop").Name("zones").Generation(1).Constraint(zone).Obj()
 	valid.UID = "uid-valid"
@@ -130,11 +133,12 @@ func TestWatcherJudgesThePoliciesItsInformersHold(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := New(informers, logr.Discard(), nil, prometheus.NewRegistry())
-	if err != nil {
+	c := state.NewCluster(spread.NewIndex(), nil)
+	if _, err := c.Inform(t.Context(), informers, []client.Object{&v1alpha1.SpreadPolicy{}, &v1alpha1.ClusterSpreadPolicy{}}, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.watch(t.Context()); err != nil {
+	w, err := New(c, logr.Discard(), nil, prometheus.NewRegistry())
+	if err != nil {
 		t.Fatal(err)
 	}
 	spreadPolicies.Add(valid)
@@ -145,7 +149,7 @@ func TestWatcherJudgesThePoliciesItsInformersHold(t *testing.T) {
 		uid  types.UID
 		want verdict
 	}{
-		{"a valid SpreadPolicy added to its informer -> judged valid", valid.UID, verdict{valid: true, known: true}},
+		{"a valid SpreadPolicy added to its informer, heard through the cluster state -> judged valid", valid.UID, verdict{valid: true, known: true}},
 		{"a ClusterSpreadPolicy with operator 'in' added to its informer -> judged invalid", rejected.UID, verdict{valid: false, known: true}},
 	} {
 		var got verdict

@@ -5,8 +5,10 @@
 //
 // It reads no pod from the API server: the counts come from the index the
 // webhook keeps for validation, the constraints the pods carry from the
-// same index (spread.Index.Carried), and the owners, Services, namespaces
-// and policies from the webhook's informers. A pass that finds what the
+// same index (spread.Index.Carried), the owners, Services, namespaces
+// and policies from the webhook's informers, and the templates of the
+// nodes an autoscaler can add from the cluster state (pkg/state), whose
+// stream of changes starts its passes. A pass that finds what the
 // last one found sends no request at all; one that finds a change writes
 // the statuses and Reports it changes.
 package spreadhealth
@@ -16,29 +18,26 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/time/rate"
-	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
-	toolscache "k8s.io/client-go/tools/cache"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
-	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
 	"github.com/spreadguard/spreadguard/pkg/cache"
 	"github.com/spreadguard/spreadguard/pkg/controller/leader"
 	"github.com/spreadguard/spreadguard/pkg/engine"
 	"github.com/spreadguard/spreadguard/pkg/health"
-	"github.com/spreadguard/spreadguard/pkg/policy"
 	"github.com/spreadguard/spreadguard/pkg/spread"
+	"github.com/spreadguard/spreadguard/pkg/state"
 	"github.com/spreadguard/spreadguard/pkg/workload"
 )
 
@@ -76,8 +75,11 @@ type Pass struct {
 // Config is what the controller reads, writes and how often.
 type Config struct {
 	// Cache is the webhook's informer cache: the owners, Services and
-	// policies are listed from it, and its informers start passes.
+	// policies are listed from it.
 	Cache crcache.Cache
+	// State is the cluster state: its changes start passes, and the
+	// passes read the templates of the nodes an autoscaler can add from it.
+	State State
 	// Client writes policy status and Reports (unstructured objects).
 	Client client.Client
 	// Watcher lists the Reports' metadata once per leadership, and
@@ -106,9 +108,20 @@ type Config struct {
 	Observe func(Pass)
 }
 
+// State is what the controller reads of the cluster state (state.Cluster)
+// besides the index.
+type State interface {
+	Subscribe(s state.Subscriber, kinds ...state.Kind) (unsubscribe func())
+	Templates() []spread.Template
+	UnservedZones() []spread.UnservedZone
+}
+
 // Controller is the controller of spread health, a manager.Runnable.
 type Controller struct {
 	cfg Config
+	// leading is read on the goroutine that tells the changes: a replica
+	// that does not lead drops them at once.
+	leading atomic.Bool
 	// reader lists owners and policies: the cache, or a store in tests.
 	reader  client.Reader
 	writes  *rate.Limiter
@@ -120,10 +133,17 @@ type Controller struct {
 	failing map[string]string
 }
 
-var _ manager.LeaderElectionRunnable = (*Controller)(nil)
+var (
+	_ manager.LeaderElectionRunnable = (*Controller)(nil)
+	_ state.Subscriber               = (*Controller)(nil)
+)
 
-// New returns the controller of cfg and registers its metrics.
+// New returns the controller of cfg, subscribed to cfg.State, and
+// registers its metrics.
 func New(cfg Config) (*Controller, error) {
+	if cfg.State == nil {
+		return nil, errors.New("the controller of spread health needs the cluster state")
+	}
 	if cfg.FullPass <= 0 {
 		cfg.FullPass = DefaultFullPassPeriod
 	}
@@ -157,6 +177,7 @@ func New(cfg Config) (*Controller, error) {
 		failing: map[string]string{},
 	}
 	c.reports.changed = c.poke
+	cfg.State.Subscribe(c, passKinds...)
 	return c, nil
 }
 
@@ -190,23 +211,8 @@ func (c *Controller) lead(ctx context.Context) error {
 	if !cache.WaitSynced(ctx, c.cfg.Synced) {
 		return nil
 	}
-	// Pods, nodes, owners, Services, namespaces and policies changing can
-	// all change a count or a condition.
-	remove, err := cache.AddHandler(ctx, c.cfg.Cache, toolscache.ResourceEventHandlerFuncs{
-		AddFunc: func(any) { c.poke() },
-		UpdateFunc: func(old, obj any) {
-			if mayChangeThePass(old, obj) {
-				c.poke()
-			}
-		},
-		DeleteFunc: func(any) { c.poke() },
-	}, &v1.Pod{}, &v1.Node{}, &v1alpha1.SpreadPolicy{}, &v1alpha1.ClusterSpreadPolicy{},
-		&appsv1.ReplicaSet{}, &appsv1.StatefulSet{}, &v1.ReplicationController{}, &v1.Service{}, &v1.Namespace{})
-	if err != nil {
-		return fmt.Errorf("watching for spread health: %w", err)
-	}
-	defer func() { _ = remove() }()
-
+	c.leading.Store(true)
+	defer c.leading.Store(false)
 	full := time.NewTicker(c.cfg.FullPass)
 	defer full.Stop()
 	c.pass(ctx)
@@ -232,51 +238,29 @@ func (c *Controller) lead(ctx context.Context) error {
 	}
 }
 
-// mayChangeThePass reports whether an update may change what a pass
-// finds. Most updates cannot: a pod's status conditions, a node's
-// heartbeat, a policy's status (the controller's own write), a
-// ReplicaSet's status (each pod turning Ready writes one); passing over
-// them keeps a quiet cluster from being audited every few seconds. The
-// objects are the cache's, which keep only what spreadguard reads.
-func mayChangeThePass(old, obj any) bool {
-	if changed, isPolicy := policy.SpecChanged(old, obj); isPolicy {
-		return changed
+// Changed asks for a pass after a change that may change what a pass
+// finds, while this replica leads.
+func (c *Controller) Changed(ch state.Change) {
+	if c.leading.Load() && mayChangeThePass(ch) {
+		c.poke()
 	}
-	switch o := old.(type) {
-	case *cache.Pod:
-		n, ok := obj.(*cache.Pod)
-		return !ok || o.Record() != n.Record()
-	case *v1.Node:
-		n, ok := obj.(*v1.Node)
-		return !ok || o.Spec.Unschedulable != n.Spec.Unschedulable || !maps.Equal(o.Labels, n.Labels) ||
-			!equality.Semantic.DeepEqual(o.Spec.Taints, n.Spec.Taints)
-	case *appsv1.ReplicaSet:
-		n, ok := obj.(*appsv1.ReplicaSet)
-		return !ok || !sameMeta(&o.ObjectMeta, &n.ObjectMeta) || !equality.Semantic.DeepEqual(o.Spec, n.Spec)
-	case *appsv1.StatefulSet:
-		n, ok := obj.(*appsv1.StatefulSet)
-		return !ok || !sameMeta(&o.ObjectMeta, &n.ObjectMeta) || !equality.Semantic.DeepEqual(o.Spec, n.Spec)
-	case *v1.ReplicationController:
-		n, ok := obj.(*v1.ReplicationController)
-		return !ok || !sameMeta(&o.ObjectMeta, &n.ObjectMeta) || !equality.Semantic.DeepEqual(o.Spec, n.Spec)
-	case *v1.Service:
-		n, ok := obj.(*v1.Service)
-		return !ok || !maps.Equal(o.Spec.Selector, n.Spec.Selector)
-	case *v1.Namespace:
-		n, ok := obj.(*v1.Namespace)
-		return !ok || !sameMeta(&o.ObjectMeta, &n.ObjectMeta)
-	}
-	return true
 }
 
-// sameMeta reports whether a and b agree on what the audit reads of an
-// object's metadata: labels, annotations (a Deployment's revision), the
-// controller reference and whether it is being deleted.
-func sameMeta(a, b *metav1.ObjectMeta) bool {
-	return maps.Equal(a.Labels, b.Labels) && maps.Equal(a.Annotations, b.Annotations) &&
-		equality.Semantic.DeepEqual(a.OwnerReferences, b.OwnerReferences) &&
-		(a.DeletionTimestamp == nil) == (b.DeletionTimestamp == nil)
+// mayChangeThePass reports whether a change may change what a pass finds:
+// pods, nodes, owners, Services, namespaces and policies changing can all
+// change a count or a condition. Most updates cannot (state.Change.What
+// is then empty of what a pass reads): a pod's status conditions, a
+// node's heartbeat, a policy's status (the controller's own write), a
+// ReplicaSet's status (each pod turning Ready writes one); passing over
+// them keeps a quiet cluster from being audited every few seconds. A
+// pod's deletion cost is the keeper's, not the audit's.
+func mayChangeThePass(ch state.Change) bool {
+	return slices.Contains(passKinds, ch.Kind) && ch.Changed(state.All&^state.Cost)
 }
+
+// passKinds are the kinds a pass reads.
+var passKinds = []state.Kind{state.Pod, state.Node, state.SpreadPolicy, state.ClusterSpreadPolicy, state.Deployment, state.ReplicaSet,
+	state.StatefulSet, state.ReplicationController, state.Service, state.Namespace}
 
 // poke asks for a pass; requests made while one is pending are one.
 func (c *Controller) poke() {

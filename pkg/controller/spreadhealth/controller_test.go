@@ -27,6 +27,7 @@ import (
 	pt "github.com/spreadguard/spreadguard/pkg/policy/policytest"
 	"github.com/spreadguard/spreadguard/pkg/spread"
 	st "github.com/spreadguard/spreadguard/pkg/spread/spreadtest"
+	"github.com/spreadguard/spreadguard/pkg/state"
 )
 
 func TestMayChangeThePass(t *testing.T) {
@@ -95,8 +96,13 @@ func TestMayChangeThePass(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := mayChangeThePass(tt.old, tt.obj); got != tt.want {
-				t.Errorf("mayChangeThePass() = %t, want %t", got, tt.want)
+			// The update as the cluster state tells it.
+			c := state.NewCluster(spread.NewIndex(), cache.NewServiceIndex())
+			var got []bool
+			c.Subscribe(state.SubscriberFunc(func(ch state.Change) { got = append(got, mayChangeThePass(ch)) }))
+			c.Update(tt.old, tt.obj)
+			if diff := cmp.Diff([]bool{tt.want}, got); diff != "" {
+				t.Errorf("mayChangeThePass() of the change told (-want +got):\n%s", diff)
 			}
 		})
 	}
@@ -177,7 +183,7 @@ func newTestController(store *lookup.Store, ix *spread.Index, rec *recorder, reg
 	if reports {
 		mapper.Add(reportGVK, meta.RESTScopeNamespace)
 	}
-	c, err := New(Config{Client: rec, Mapper: mapper, Index: ix, Sources: lookup.NewSources(store),
+	c, err := New(Config{Client: rec, Mapper: mapper, Index: ix, State: state.NewCluster(ix, nil), Sources: lookup.NewSources(store),
 		Engine: engine.Config{MessageDetail: spread.DetailDomains}, Registry: reg, Log: logr.Discard()})
 	if err != nil {
 		return nil, err

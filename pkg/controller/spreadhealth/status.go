@@ -40,7 +40,7 @@ func (c *Controller) writeStatus(ctx context.Context, tally map[health.PolicyKey
 	if err := c.reader.List(ctx, &nodes, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing the nodes: %w", err)
 	}
-	reach := reachInputs{nodes: workload.Pointers(nodes.Items), templates: c.cfg.Index.Templates(), unserved: c.cfg.Index.UnservedZones(), reports: reports}
+	reach := reachInputs{nodes: workload.Pointers(nodes.Items), templates: c.cfg.State.Templates(), unserved: c.cfg.State.UnservedZones(), reports: reports}
 	var sps v1alpha1.SpreadPolicyList
 	if err := c.reader.List(ctx, &sps); err != nil {
 		return nil, fmt.Errorf("listing SpreadPolicies: %w", err)

@@ -24,6 +24,7 @@ import (
 	"github.com/spreadguard/spreadguard/pkg/lookup"
 	"github.com/spreadguard/spreadguard/pkg/spread"
 	st "github.com/spreadguard/spreadguard/pkg/spread/spreadtest"
+	"github.com/spreadguard/spreadguard/pkg/state"
 )
 
 // loads counts the derivations of a Watcher and hands out a template
@@ -43,18 +44,19 @@ func (l *loads) load(context.Context) (lookup.Derived, error) {
 
 func (l *loads) set(d autoscale.Derived) { l.got <- d.Templates }
 
-// newWatcher returns a watcher of no kinds whose derivations l counts,
-// every millisecond at most.
-func newWatcher(l *loads, onLoaded func()) *Watcher {
-	w := New(&informertest.FakeInformers{}, lookup.TemplateOptions{}, nil, l.set, onLoaded)
+// newWatcher returns a watcher subscribed to a cluster state of its own,
+// fed by the test, whose derivations l counts, every millisecond at most.
+func newWatcher(l *loads, onLoaded func()) (*Watcher, *state.Cluster) {
+	c := state.NewCluster(spread.NewIndex(), nil)
+	w := New(&informertest.FakeInformers{}, c, lookup.TemplateOptions{}, l.set, onLoaded)
 	w.load, w.interval = l.load, time.Millisecond
-	return w
+	return w, c
 }
 
 func TestWatcherDerivesOnceSyncedThenOnChangesOnly(t *testing.T) {
 	l := &loads{got: make(chan []spread.Template, 10)}
 	loaded := make(chan struct{})
-	w := newWatcher(l, func() { close(loaded) })
+	w, h := newWatcher(l, func() { close(loaded) })
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	done := make(chan error)
@@ -82,11 +84,10 @@ func TestWatcherDerivesOnceSyncedThenOnChangesOnly(t *testing.T) {
 		t.Error("onLoaded did not run after the first derivation")
 	}
 
-	h := w.Handler()
 	node := st.MakeNode().Name("a1").Zone("a").Obj()
 	heartbeat := node.DeepCopy()
 	heartbeat.Status.Conditions = []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionTrue}}
-	h.OnUpdate(node, heartbeat)
+	h.Update(node, heartbeat)
 	select {
 	case ts := <-l.got:
 		t.Fatalf("a node status heartbeat derived the templates again: %v", ts)
@@ -94,19 +95,19 @@ func TestWatcherDerivesOnceSyncedThenOnChangesOnly(t *testing.T) {
 	}
 
 	relabelled := st.MakeNode().Name("a1").Zone("b").Obj()
-	h.OnUpdate(node, relabelled)
+	h.Update(node, relabelled)
 	next("after a node moved zone")
 	cordoned := relabelled.DeepCopy()
 	cordoned.Spec.Unschedulable = true
-	h.OnUpdate(relabelled, cordoned)
+	h.Update(relabelled, cordoned)
 	next("after a node was cordoned")
-	h.OnAdd(&v1.Node{}, false)
+	h.Add(&v1.Node{})
 	next("after a node was added")
 
 	class := &nodeclassv1.EC2NodeClass{Status: nodeclassv1.NodeClassStatus{Subnets: []nodeclassv1.Subnet{{Zone: "a"}}}}
 	amiRolled := class.DeepCopy()
 	amiRolled.ResourceVersion = "2"
-	h.OnUpdate(class, amiRolled)
+	h.Update(class, amiRolled)
 	select {
 	case ts := <-l.got:
 		t.Fatalf("an EC2NodeClass update that kept its zones derived the templates again: %v", ts)
@@ -114,21 +115,21 @@ func TestWatcherDerivesOnceSyncedThenOnChangesOnly(t *testing.T) {
 	}
 	subnetAdded := amiRolled.DeepCopy()
 	subnetAdded.Status.Subnets = append(subnetAdded.Status.Subnets, nodeclassv1.Subnet{Zone: "c"})
-	h.OnUpdate(amiRolled, subnetAdded)
+	h.Update(amiRolled, subnetAdded)
 	next("after an EC2NodeClass got a subnet in another zone")
 	zoneIDSaid := subnetAdded.DeepCopy()
 	zoneIDSaid.Status.Subnets[0].ZoneID = "usw2-az1"
-	h.OnUpdate(subnetAdded, zoneIDSaid)
+	h.Update(subnetAdded, zoneIDSaid)
 	next("after an EC2NodeClass's status said the zone ID of a subnet")
 
 	status := caStatus("04:28:19", 3, 6)
-	h.OnUpdate(status, caStatus("04:28:29", 3, 6))
+	h.Update(status, caStatus("04:28:29", 3, 6))
 	select {
 	case ts := <-l.got:
 		t.Fatalf("cluster-autoscaler's status rewritten with a new time only derived the templates again: %v", ts)
 	case <-time.After(50 * time.Millisecond):
 	}
-	h.OnUpdate(status, caStatus("04:28:39", 6, 6))
+	h.Update(status, caStatus("04:28:39", 6, 6))
 	next("after cluster-autoscaler's status said a node group reached its maximum")
 
 	cancel()
@@ -144,18 +145,17 @@ func TestWatcherHearsOfTheKindsTheTemplatesAreDerivedFrom(t *testing.T) {
 	}
 	informers := &informertest.FakeInformers{Scheme: scheme}
 	l := &loads{got: make(chan []spread.Template, 10)}
-	w := newWatcher(l, nil)
-	w.cache = informers
-	w.watched = append(cache.Watched(func(cache.Kind) bool { return true }), &v1.ConfigMap{})
+	w, c := newWatcher(l, nil)
+	watched := append(cache.Watched(func(cache.Kind) bool { return true }), &v1.ConfigMap{})
 	fake := map[string]*controllertest.FakeInformer{}
-	for _, obj := range w.watched {
+	for _, obj := range watched {
 		inf, err := informers.FakeInformerFor(t.Context(), obj)
 		if err != nil {
 			t.Fatal(err)
 		}
 		fake[fmt.Sprintf("%T", obj)] = inf
 	}
-	if _, err := w.watch(t.Context()); err != nil {
+	if _, err := c.Inform(t.Context(), informers, watched, nil); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {
