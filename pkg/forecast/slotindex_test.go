@@ -219,7 +219,11 @@ func TestPlaceChoosesTheSlotsOfTheScanOverEverySlot(t *testing.T) {
 			}
 			t.Logf("%d rounds: %d refused, %d on a template's new node, %d through the index (%d with a private constraint, %d with several classes)",
 				rounds, refused, added, indexed, private, classes)
-			if !testing.Short() && (refused == 0 || added == 0 || private == 0 || classes == 0 || tc.scan == 0 && indexed < rounds/2) {
+			// With the forecast's scan budget the index answers only the
+			// placements the scan misses, a handful in 600 rounds, so the
+			// index's own cases are asked of the shorter scans alone.
+			throughIndex := tc.scan < scanBudget
+			if !testing.Short() && (refused == 0 || added == 0 || throughIndex && (private == 0 || classes == 0) || tc.scan == 0 && indexed < rounds/2) {
 				t.Errorf("the generator must reach refusals, new nodes, private constraints and several classes through the index: %d refused, %d added, %d indexed, %d private, %d with classes",
 					refused, added, indexed, private, classes)
 			}
