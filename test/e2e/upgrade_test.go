@@ -246,9 +246,27 @@ func upgradeFrom(t *testing.T, prev previousRelease, adopt adoption) {
 	if n := oldBackend.dialFailures.Load(); n != 0 {
 		t.Logf("%d connections were sent to the old replica after its port closed", n)
 	}
+	// An old replica that stops without draining (0.1.0 at b36a217 had no
+	// shutdown delay: it closes its port at SIGTERM, before its readiness
+	// fails) drops the creates it holds, or that reach it before the front
+	// sees its port closed, as a crash does; its release decides that, not
+	// this one, so such a stop is held to the crash's bound of the replica
+	// scenario (docs/faults.md): the creates in flight at the signal and
+	// the connections refused after it. A replica that drains is held to
+	// none.
+	drained := !oldBackend.unreadyServingFrom(signalled).IsZero()
+	var allowed int64
+	if !drained {
+		allowed = inFlight + int64(oldBackend.dialFailures.Load())
+	}
 	t.Run("no create failed or missed the webhook, and the restart moved the traffic", func(t *testing.T) {
-		if r.failed != 0 || r.unmutated != 0 {
-			t.Errorf("%d creates failed and %d were admitted without the webhook, want none", r.failed, r.unmutated)
+		if r.failed > allowed || r.unmutated != 0 {
+			t.Errorf("%d creates failed and %d were admitted without the webhook, want at most %d failed (the old replica drained: %v) and none unmutated",
+				r.failed, r.unmutated, allowed, drained)
+		}
+		if r.failed > 0 {
+			t.Logf("%d creates failed at the stop of the old replica, which closed its port without draining (at most %d: %d in flight at its SIGTERM, %d connections refused after it)",
+				r.failed, allowed, inFlight, oldBackend.dialFailures.Load())
 		}
 		if connsBefore == 0 || nextBackend.conns.Load() == 0 {
 			t.Errorf("connections: %d to the old replica before its SIGTERM, %d to the new one; the restart moved no traffic", connsBefore, nextBackend.conns.Load())
