@@ -67,7 +67,7 @@ func eventClusterOf(b *testing.B, nodes int) *eventCluster {
 	// has on a replica that leads neither the keeper nor the health
 	// controller: each drops a pod event after the check it makes.
 	cl := NewCluster(ix, cache.NewServiceIndex())
-	cl.Listen(notLeading{})
+	cl.Subscribe(notLeading{}, Pod, Node, ReplicaSet, ReplicationController, SpreadPolicy, ClusterSpreadPolicy, Namespace)
 	subscribe(cl)
 	h := toolscache.ResourceEventHandlerFuncs{AddFunc: cl.Add, UpdateFunc: cl.Update, DeleteFunc: cl.Delete}
 	ec := &eventCluster{ix: ix, pods: h}
@@ -106,18 +106,17 @@ func injectedPod(c fixture.Cluster, w, r int) *v1.Pod {
 	return p
 }
 
-// notLeading is a listener that keeps nothing, at the cost of the check
-// a listener that does not lead makes: the keeper's.
+// notLeading is a subscriber that keeps nothing, at the cost of the check
+// a subscriber that does not lead makes: the keeper's.
 type notLeading struct{}
 
 var leading atomic.Bool
 
-func (notLeading) PodChanged(_, _ *cache.Pod) {
+func (notLeading) Changed(Change) {
 	if !leading.Load() {
 		return
 	}
 }
-func (notLeading) NodesChanged() {}
 
 // subscribe adds the other subscribers of the webhook to c, at the cost
 // of their checks of a change: the health controller's (a wake-up for its

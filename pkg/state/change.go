@@ -111,9 +111,10 @@ const (
 type Aspect uint8
 
 const (
-	// Placement is how the index counts a pod: its node, labels, phase,
-	// whether it is terminating, the constraints it carries
-	// (cache.Pod.Record).
+	// Placement is how the index records a pod: its node, labels, phase,
+	// whether it is terminating, the constraints it carries, whether the
+	// ReplicaSet controller ranks it as not Ready (cache.Pod.Record,
+	// spread.PodRecord.Unready).
 	Placement Aspect = 1 << iota
 	// Cost is a pod's controller.kubernetes.io/pod-deletion-cost.
 	Cost
@@ -177,6 +178,21 @@ func (c Change) Pods() (old, new *cache.Pod) {
 
 // Changed reports whether the change touched any of the aspects in a.
 func (c Change) Changed(a Aspect) bool { return c.What&a != 0 }
+
+// PodChange returns the change the Cluster tells of a pod going from old
+// to new: an add when old is nil, a delete when new is nil; nil for both
+// when neither is. A subscriber's tests tell it of pods with it.
+func PodChange(old, new *cache.Pod) Change {
+	switch {
+	case old == nil && new == nil:
+		return Change{}
+	case old == nil:
+		return Change{Kind: Pod, Op: Added, What: All, new: new}
+	case new == nil:
+		return Change{Kind: Pod, Op: Deleted, What: All, old: old}
+	}
+	return Change{Kind: Pod, Op: Updated, What: podChanged(old, new, old.Record(), new.Record()), old: old, new: new}
+}
 
 // podChanged is what changed between two versions of a pod, o and n,
 // whose records are ro and rn.

@@ -28,6 +28,9 @@ func TestChangeSaysWhatItTouched(t *testing.T) {
 	ready := running.DeepCopy()
 	ready.ResourceVersion = "2"
 	ready.Status.Conditions = []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionTrue}}
+	unready := ready.DeepCopy()
+	unready.ResourceVersion = "3"
+	unready.Status.Conditions[0].Status = v1.ConditionFalse
 	costed := running.DeepCopy()
 	costed.Annotations = map[string]string{spread.DeletionCostAnnotation: "-3"}
 	moved := running.DeepCopy()
@@ -68,6 +71,11 @@ func TestChangeSaysWhatItTouched(t *testing.T) {
 			name:   "a pod turning ready -> a pod update that touches nothing",
 			events: func(c *Cluster) { c.Update(cache.CompactPod(running), cache.CompactPod(ready)) },
 			want:   []told{{Pod, Updated, 0}},
+		},
+		{
+			name:   "a Ready pod turning not Ready -> its placement: the ReplicaSet controller deletes it before comparing costs",
+			events: func(c *Cluster) { c.Update(cache.CompactPod(ready), cache.CompactPod(unready)) },
+			want:   []told{{Pod, Updated, Placement}},
 		},
 		{
 			name:   "a pod given a deletion cost -> its cost only",
@@ -142,5 +150,49 @@ func TestChangeSaysWhatItTouched(t *testing.T) {
 				t.Errorf("changes told (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+func TestPodChangeIsWhatTheClusterTells(t *testing.T) {
+	pod := spreadtest.MakePod().Namespace("shop").Name("web-1").Label("app", "web").Node("a1").Phase(v1.PodRunning)
+	running := cache.CompactPod(pod.Obj())
+	notReady := pod.Obj()
+	notReady.Status.Conditions = []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionFalse}}
+	costed := pod.Obj()
+	costed.Annotations = map[string]string{spread.DeletionCostAnnotation: "5"}
+	tests := []struct {
+		name     string
+		old, new *cache.Pod
+		tell     func(c *Cluster)
+	}{
+		{name: "a pod added -> every aspect", new: running, tell: func(c *Cluster) { c.Add(running) }},
+		{name: "a pod deleted -> every aspect", old: running, tell: func(c *Cluster) { c.Delete(running) }},
+		{
+			name: "a pod turning not Ready -> its placement", old: running, new: cache.CompactPod(notReady),
+			tell: func(c *Cluster) { c.Update(running, cache.CompactPod(notReady)) },
+		},
+		{
+			name: "a pod given a cost -> its cost", old: running, new: cache.CompactPod(costed),
+			tell: func(c *Cluster) { c.Update(running, cache.CompactPod(costed)) },
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := NewCluster(spread.NewIndex(), nil)
+			var got []told
+			c.Subscribe(SubscriberFunc(func(ch Change) { got = append(got, told{ch.Kind, ch.Op, ch.What}) }), Pod)
+			tt.tell(c)
+			ch := PodChange(tt.old, tt.new)
+			if diff := cmp.Diff(got, []told{{ch.Kind, ch.Op, ch.What}}); diff != "" {
+				t.Errorf("PodChange() against the change the Cluster tells (-told +PodChange):\n%s", diff)
+			}
+			old, cur := ch.Pods()
+			if old != tt.old || cur != tt.new {
+				t.Errorf("PodChange().Pods() = %p, %p; want %p, %p", old, cur, tt.old, tt.new)
+			}
+		})
+	}
+	if got := PodChange(nil, nil); got != (Change{}) {
+		t.Errorf("PodChange(nil, nil) = %+v; want no change", got)
 	}
 }

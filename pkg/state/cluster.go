@@ -2,7 +2,6 @@ package state
 
 import (
 	"errors"
-	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -10,7 +9,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	toolscache "k8s.io/client-go/tools/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/spreadguard/spreadguard/pkg/autoscale"
 	"github.com/spreadguard/spreadguard/pkg/cache"
@@ -110,48 +108,6 @@ func update(p *atomic.Pointer[[]*subscription], f func([]*subscription) []*subsc
 			return
 		}
 	}
-}
-
-// Listen subscribes l to the pod and node changes: PodChanged after each
-// pod change, with the pods as the informer holds them, NodesChanged
-// after each node change.
-func (c *Cluster) Listen(l cache.Listener) { c.Subscribe(listener{l}, Pod, Node) }
-
-type listener struct{ l cache.Listener }
-
-func (l listener) Changed(c Change) {
-	switch c.Kind {
-	case Pod:
-		l.l.PodChanged(c.Pods())
-	case Node:
-		l.l.NodesChanged()
-	}
-}
-
-// Handle subscribes h to the changes of the kinds of objs, as an informer
-// would tell it (OnAdd, OnUpdate, OnDelete with the objects the informer
-// holds), and returns the function that unsubscribes it. Unlike an
-// informer, it replays nothing: h hears of the changes from now on.
-func (c *Cluster) Handle(h toolscache.ResourceEventHandler, objs ...client.Object) (remove func() error, err error) {
-	var kinds []Kind
-	for _, obj := range objs {
-		k, ok := KindOf(obj)
-		if !ok {
-			return nil, fmt.Errorf("the cluster state follows no %T", obj)
-		}
-		kinds = append(kinds, k)
-	}
-	unsubscribe := c.Subscribe(SubscriberFunc(func(ch Change) {
-		switch ch.Op {
-		case Added:
-			h.OnAdd(ch.new, false)
-		case Updated:
-			h.OnUpdate(ch.old, ch.new)
-		case Deleted:
-			h.OnDelete(ch.old)
-		}
-	}), kinds...)
-	return func() error { unsubscribe(); return nil }, nil
 }
 
 // publish tells every subscriber of ch's kind of ch. c.mu is held.

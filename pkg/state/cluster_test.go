@@ -5,13 +5,11 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache/informertest"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
 	"github.com/spreadguard/spreadguard/pkg/autoscale"
@@ -35,20 +33,6 @@ func (s *seen) Changed(ch Change) {
 }
 
 var opNames = map[Op]string{Added: "added", Updated: "updated", Deleted: "deleted"}
-
-// listening records the calls of a cache.Listener.
-type listening struct{ calls *[]string }
-
-func (l listening) PodChanged(old, new *cache.Pod) {
-	name := func(p *cache.Pod) string {
-		if p == nil {
-			return "nil"
-		}
-		return p.Record().Name
-	}
-	*l.calls = append(*l.calls, "PodChanged "+name(old)+" "+name(new))
-}
-func (l listening) NodesChanged() { *l.calls = append(*l.calls, "NodesChanged") }
 
 func TestClusterTellsItsSubscribersAfterItHoldsTheChange(t *testing.T) {
 	pod := spreadtest.MakePod().Namespace("shop").Name("web-1").Label("app", "web").Node("n").Phase(v1.PodRunning).Obj()
@@ -111,61 +95,6 @@ func TestClusterTellsItsSubscribersAfterItHoldsTheChange(t *testing.T) {
 				t.Errorf("changes told (-want +got):\n%s", diff)
 			}
 		})
-	}
-}
-
-func TestListenTellsPodsAndNodesInOrder(t *testing.T) {
-	pod := spreadtest.MakePod().Namespace("shop").Name("p").Obj()
-	pod2 := spreadtest.MakePod().Namespace("shop").Name("p2").Obj()
-	node := spreadtest.MakeNode().Name("n").Obj()
-	var calls []string
-	c := NewCluster(spread.NewIndex(), nil)
-	c.Listen(listening{&calls})
-	c.Listen(listening{&calls})
-	c.Add(pod)
-	c.Update(pod, pod2)
-	c.Add(spreadtest.MakeService().Namespace("shop").Name("web").Obj())
-	c.Add(node)
-	c.Delete(pod2)
-	want := []string{"PodChanged nil p", "PodChanged nil p", "PodChanged p p2", "PodChanged p p2",
-		"NodesChanged", "NodesChanged", "PodChanged p2 nil", "PodChanged p2 nil"}
-	if diff := cmp.Diff(want, calls); diff != "" {
-		t.Errorf("listener calls (-want +got):\n%s", diff)
-	}
-}
-
-// handled records what a ResourceEventHandler is told.
-func handled(calls *[]string) toolscache.ResourceEventHandler {
-	name := func(obj any) string { return obj.(client.Object).GetName() }
-	return toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { *calls = append(*calls, "add "+name(obj)) },
-		UpdateFunc: func(old, obj any) { *calls = append(*calls, "update "+name(old)+" "+name(obj)) },
-		DeleteFunc: func(obj any) { *calls = append(*calls, "delete "+name(obj)) },
-	}
-}
-
-func TestHandleTellsTheKindsAskedUntilRemoved(t *testing.T) {
-	c := NewCluster(spread.NewIndex(), nil)
-	var calls []string
-	remove, err := c.Handle(handled(&calls), &appsv1.ReplicaSet{}, &v1.ReplicationController{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rs := spreadtest.MakeReplicaSet().Namespace("shop").Name("web").Obj()
-	rs2 := spreadtest.MakeReplicaSet().Namespace("shop").Name("web").MatchLabel("app", "web").Obj()
-	c.Add(rs)
-	c.Add(spreadtest.MakeStatefulSet().Namespace("shop").Name("db").Obj())
-	c.Update(rs, rs2)
-	c.Delete(toolscache.DeletedFinalStateUnknown{Key: "shop/web", Obj: rs2})
-	if err := remove(); err != nil {
-		t.Fatal(err)
-	}
-	c.Add(rs)
-	if diff := cmp.Diff([]string{"add web", "update web web", "delete web"}, calls); diff != "" {
-		t.Errorf("handler calls (-want +got):\n%s", diff)
-	}
-	if _, err := c.Handle(handled(&calls), &v1.Secret{}); err == nil {
-		t.Error("Handle() of Secrets, a kind the state does not follow: no error")
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/spreadguard/spreadguard/pkg/policy"
 	"github.com/spreadguard/spreadguard/pkg/spread"
 	st "github.com/spreadguard/spreadguard/pkg/spread/spreadtest"
+	"github.com/spreadguard/spreadguard/pkg/state"
 )
 
 // The benchmark cluster is pkg/spread's: 30 pods per node in 3 zones, in
@@ -50,11 +51,11 @@ type benchCluster struct {
 // benchPods is the pod cache of the benchmarks: compact pods only, as the
 // informer keeps them.
 type benchPods struct {
-	compact  map[string]*cache.Pod
-	listener cache.Listener
+	compact map[string]*cache.Pod
 }
 
-func (f *benchPods) Listen(l cache.Listener) { f.listener = l }
+// Subscribe subscribes no one: the benchmarks tell the keeper themselves.
+func (f *benchPods) Subscribe(state.Subscriber, ...state.Kind) func() { return func() {} }
 func (f *benchPods) EachPod(fn func(*cache.Pod)) error {
 	for _, p := range f.compact {
 		fn(p)
@@ -126,7 +127,7 @@ func clusterOf(nodes int) *benchCluster {
 func newBenchKeeper(b *testing.B, c *benchCluster) *Keeper {
 	b.Helper()
 	k, err := New(Config{
-		Log: logr.Discard(), Index: c.ix, Pods: c.pods, Reader: c.owners,
+		Log: logr.Discard(), Index: c.ix, Pods: c.pods, Changes: c.pods, Reader: c.owners,
 		Policies: policy.SliceLister{}, Patcher: nil, QPS: defaultRate, Burst: 2 * defaultRate,
 		Synced: func() bool { return true }, Registry: prometheus.NewRegistry(),
 	})
@@ -242,11 +243,11 @@ func BenchmarkKeeperPodEvent(b *testing.B) {
 				if i%2 == 0 {
 					c.ix.AddPodRecord(cp.Record())
 					c.pods.compact[key] = cp
-					k.PodChanged(nil, cp)
+					k.Changed(state.PodChange(nil, cp))
 				} else {
 					c.ix.DeletePodRecord(cp.Record())
 					delete(c.pods.compact, key)
-					k.PodChanged(cp, nil)
+					k.Changed(state.PodChange(cp, nil))
 				}
 				i++
 				if err := k.sync(b.Context()); err != nil {

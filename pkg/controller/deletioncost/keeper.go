@@ -5,11 +5,11 @@
 // injected), as spread.DeletionOrder computes them, so that a scale-down
 // deletes the pods whose loss keeps the spread. See docs/deletion-cost.md.
 //
-// It reads the webhook's own caches: the spread.Index the informers keep
-// counting, told of each pod and node event after the index counted it,
-// and of the changes to the ReplicaSets, ReplicationControllers, policies
-// and namespaces, by the cluster state's stream (pkg/state), and those
-// objects from the informer cache. It writes by server-side
+// It reads the webhook's own caches: it subscribes to the cluster state's
+// one stream of changes (pkg/state) for the pods, nodes, ReplicaSets,
+// ReplicationControllers, policies and namespaces, each told after the
+// state (the spread.Index it counts in) holds it, and reads those objects
+// from the informer cache. It writes by server-side
 // apply of the annotation alone, with its own field manager and no force,
 // rate-capped cluster-wide, and leaves alone a pod whose cost another
 // manager owns.
@@ -17,7 +17,6 @@ package deletioncost
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -26,18 +25,15 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
-	appsv1 "k8s.io/api/apps/v1"
-	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
-	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
-	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
 	"github.com/spreadguard/spreadguard/pkg/cache"
 	"github.com/spreadguard/spreadguard/pkg/controller/leader"
 	"github.com/spreadguard/spreadguard/pkg/policy"
 	"github.com/spreadguard/spreadguard/pkg/spread"
+	"github.com/spreadguard/spreadguard/pkg/state"
 )
 
 // FieldManager is the field manager of the keeper's applies: the manager
@@ -60,23 +56,25 @@ const writers = 4
 // Pods is the part of the cluster state the keeper reads of the pods:
 // state.Cluster.
 type Pods interface {
-	Listen(l cache.Listener)
 	EachPod(f func(*cache.Pod)) error
 	Pod(namespace, name string) *cache.Pod
 }
 
-// Changes is the stream of the cluster state's changes, told as an
-// informer tells them: state.Cluster.Handle.
+// Changes is the cluster state's stream of changes: state.Cluster.
 type Changes interface {
-	Handle(h toolscache.ResourceEventHandler, objs ...client.Object) (remove func() error, err error)
+	Subscribe(s state.Subscriber, kinds ...state.Kind) (unsubscribe func())
 }
+
+// kinds are the kinds of change the keeper subscribes to.
+var kinds = []state.Kind{state.Pod, state.Node, state.ReplicaSet, state.ReplicationController,
+	state.SpreadPolicy, state.ClusterSpreadPolicy, state.Namespace}
 
 // Config is what a Keeper reads, writes through and is bounded by.
 type Config struct {
 	Log   logr.Logger
 	Index *spread.Index
 	Pods  Pods
-	// Changes tells of the changes to the ReplicaSets,
+	// Changes tells of the changes to the pods, nodes, ReplicaSets,
 	// ReplicationControllers, policies and namespaces: state.Cluster.
 	Changes Changes
 	// Reader is the webhook's informer cache: the ReplicaSets,
@@ -107,8 +105,8 @@ type Keeper struct {
 	log     logr.Logger
 	metrics *metrics
 
-	// leading is read by the listener on the informers' goroutines: the
-	// events of a replica that does not lead are dropped at once.
+	// leading is read by Changed on the informers' goroutines: the
+	// changes told a replica that does not lead are dropped at once.
 	leading atomic.Bool
 	inbox   inbox
 	wake    chan struct{}
@@ -146,8 +144,9 @@ type inbox struct {
 type podEvent struct {
 	namespace, name string
 	labels          spread.LabelSet
-	// moved: the index counts the pod differently (added, deleted, bound,
-	// relabelled, terminating); otherwise only its cost changed.
+	// moved: the index records the pod differently (added, deleted, bound,
+	// relabelled, terminating, Ready or not: state.Placement); otherwise
+	// only its cost changed.
 	moved bool
 	gone  bool
 	cost  int32
@@ -156,11 +155,11 @@ type podEvent struct {
 
 var (
 	_ manager.LeaderElectionRunnable = (*Keeper)(nil)
-	_ cache.Listener                 = (*Keeper)(nil)
+	_ state.Subscriber               = (*Keeper)(nil)
 )
 
 // New returns a Keeper, its metrics registered with cfg.Registry, and
-// listening to cfg.Pods.
+// subscribed to cfg.Changes.
 func New(cfg Config) (*Keeper, error) {
 	if cfg.QPS <= 0 || cfg.Burst < 1 {
 		return nil, fmt.Errorf("deletion cost rate cap: qps %v and burst %d must be above 0", cfg.QPS, cfg.Burst)
@@ -171,7 +170,7 @@ func New(cfg Config) (*Keeper, error) {
 	}
 	k := &Keeper{cfg: cfg, log: cfg.Log, metrics: m, wake: make(chan struct{}, 1)}
 	k.reset()
-	cfg.Pods.Listen(k)
+	cfg.Changes.Subscribe(k, kinds...)
 	return k, nil
 }
 
@@ -219,11 +218,6 @@ func (k *Keeper) lead(ctx context.Context) error {
 		k.leading.Store(false)
 		k.metrics.reset()
 	}()
-	remove, err := k.watchOwners(ctx)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = remove() }()
 	if err := k.loadWorkloads(ctx); err != nil {
 		return err
 	}
@@ -248,73 +242,77 @@ func (k *Keeper) lead(ctx context.Context) error {
 	}
 }
 
-// watchOwners asks the syncer to look again at a ReplicaSet or
-// ReplicationController whose selector or template changed, and at every
-// workload's policy after a policy or namespace changed.
-func (k *Keeper) watchOwners(ctx context.Context) (func() error, error) {
-	owners := handlerOf(func(obj any) {
-		if key, ok := keyOf(obj); ok {
+// Changed hands a change to the syncer when this replica leads and the
+// change touches what the keeper reads (state.Change.What):
+//   - a pod's placement, which includes whether it is Ready (the
+//     ReplicaSet controller deletes a pod that is not Ready before it
+//     compares any cost), or its cost;
+//   - a node: the syncer compares the index's node generation;
+//   - a ReplicaSet's or ReplicationController's selection (its selector
+//     or template): the syncer looks at the workload again;
+//   - a policy's spec or a namespace's labels: the syncer resolves every
+//     workload's policy again.
+func (k *Keeper) Changed(c state.Change) {
+	if !k.leading.Load() {
+		return
+	}
+	switch c.Kind {
+	case state.Pod:
+		k.podChanged(c)
+	case state.Node:
+		if c.What == 0 {
+			return // a heartbeat: nothing the index counts
+		}
+		k.inbox.mu.Lock()
+		k.inbox.nodes = true
+		k.inbox.mu.Unlock()
+		k.poke()
+	case state.ReplicaSet, state.ReplicationController:
+		if !c.Changed(state.Selection) {
+			return
+		}
+		if key, ok := keyOf(c.Object()); ok {
 			k.inbox.mu.Lock()
 			k.inbox.workloads[key] = struct{}{}
 			k.inbox.mu.Unlock()
 			k.poke()
 		}
-	}, ownerChanged)
-	removeOwners, err := k.cfg.Changes.Handle(owners, &appsv1.ReplicaSet{}, &v1.ReplicationController{})
-	if err != nil {
-		return nil, err
+	case state.SpreadPolicy, state.ClusterSpreadPolicy:
+		if c.Changed(state.Spec) {
+			k.policiesChanged()
+		}
+	case state.Namespace:
+		if c.Changed(state.Labels) {
+			k.policiesChanged()
+		}
 	}
-	policies := handlerOf(func(any) {
-		k.inbox.mu.Lock()
-		k.inbox.policiesChanged = true
-		k.inbox.mu.Unlock()
-		k.poke()
-	}, policyChanged)
-	removePolicies, err := k.cfg.Changes.Handle(policies,
-		&v1alpha1.SpreadPolicy{}, &v1alpha1.ClusterSpreadPolicy{}, &v1.Namespace{})
-	if err != nil {
-		return nil, errors.Join(err, removeOwners())
-	}
-	return func() error { return errors.Join(removeOwners(), removePolicies()) }, nil
 }
 
-// PodChanged hands a pod event to the syncer when this replica leads and
-// the event changes what the keeper reads: how the index counts the pod,
-// or its cost. Status updates change neither, but for readiness, which
-// the record carries (spread.PodRecord.Unready): the ReplicaSet controller
-// deletes a pod that is not Ready before it compares any cost.
-func (k *Keeper) PodChanged(old, new *cache.Pod) {
-	if !k.leading.Load() {
+// policiesChanged asks the syncer to resolve every workload's policy
+// again.
+func (k *Keeper) policiesChanged() {
+	k.inbox.mu.Lock()
+	k.inbox.policiesChanged = true
+	k.inbox.mu.Unlock()
+	k.poke()
+}
+
+// podChanged files a pod change that moved the pod in the index or
+// changed its cost.
+func (k *Keeper) podChanged(c state.Change) {
+	if !c.Changed(state.Placement | state.Cost) {
 		return
 	}
-	e := podEvent{moved: true}
-	p := new
-	if new == nil {
+	old, p := c.Pods()
+	e := podEvent{moved: c.Changed(state.Placement)}
+	if p == nil {
 		p, e.gone = old, true
 	}
 	r := p.Record()
 	e.namespace, e.name, e.labels = r.Namespace, r.Name, r.Labels
 	e.cost, e.has = p.DeletionCost()
-	if old != nil && new != nil {
-		oc, oh := old.DeletionCost()
-		e.moved = old.Record() != r
-		if !e.moved && oc == e.cost && oh == e.has {
-			return
-		}
-	}
 	k.inbox.mu.Lock()
 	k.inbox.pods = append(k.inbox.pods, e)
-	k.inbox.mu.Unlock()
-	k.poke()
-}
-
-// NodesChanged asks the syncer to compare the index's node generation.
-func (k *Keeper) NodesChanged() {
-	if !k.leading.Load() {
-		return
-	}
-	k.inbox.mu.Lock()
-	k.inbox.nodes = true
 	k.inbox.mu.Unlock()
 	k.poke()
 }

@@ -30,6 +30,7 @@ import (
 	pt "github.com/spreadguard/spreadguard/pkg/policy/policytest"
 	"github.com/spreadguard/spreadguard/pkg/spread"
 	st "github.com/spreadguard/spreadguard/pkg/spread/spreadtest"
+	"github.com/spreadguard/spreadguard/pkg/state"
 )
 
 // zones are the nodes of every test: two in each of three zones.
@@ -79,27 +80,27 @@ func replicaSet(cs ...v1.TopologySpreadConstraint) *appsv1.ReplicaSet {
 	return rs
 }
 
-// fakePods is the pod cache: the index, the compact pods, and the keeper
-// listening, as cache.Tracker feeds them.
+// fakePods is the cluster state's pods: the index, the compact pods, and
+// the keeper subscribed to their changes, as state.Cluster tells them.
 type fakePods struct {
-	mu       sync.Mutex
-	ix       *spread.Index
-	full     map[string]*v1.Pod
-	compact  map[string]*cache.Pod
-	listener cache.Listener
-	// holding holds the listener's calls in late until the test delivers
-	// them: events arriving after the index counted them.
+	mu      sync.Mutex
+	ix      *spread.Index
+	full    map[string]*v1.Pod
+	compact map[string]*cache.Pod
+	sub     state.Subscriber
+	// holding holds the changes told in late until the test delivers
+	// them: changes arriving after the index counted them.
 	holding bool
 	late    []lateCall
 }
 
-// lateCall is a listener call held back, for the pod key.
+// lateCall is a change held back, for the pod key.
 type lateCall struct {
 	key  string
 	call func()
 }
 
-// tell calls the listener about pod key now, or holds the call.
+// tell tells the subscriber of a change of pod key now, or holds it.
 func (f *fakePods) tell(key string, call func()) {
 	f.mu.Lock()
 	if f.holding {
@@ -111,7 +112,17 @@ func (f *fakePods) tell(key string, call func()) {
 	call()
 }
 
-func (f *fakePods) Listen(l cache.Listener) { f.listener = l }
+// Subscribe subscribes s to every change; the fake tells only those of
+// pods and nodes.
+func (f *fakePods) Subscribe(s state.Subscriber, _ ...state.Kind) func() {
+	f.sub = s
+	return func() { f.sub = nil }
+}
+
+// nodesChanged tells the subscriber of a node's labels changed.
+func (f *fakePods) nodesChanged() {
+	f.sub.Changed(state.Change{Kind: state.Node, Op: state.Updated, What: state.Labels})
+}
 
 func (f *fakePods) EachPod(fn func(*cache.Pod)) error {
 	f.mu.Lock()
@@ -129,7 +140,7 @@ func (f *fakePods) Pod(namespace, name string) *cache.Pod {
 	return f.compact[namespace+"/"+name]
 }
 
-// set adds or updates p: the index first, then the listener.
+// set adds or updates p: the index first, then the subscriber.
 func (f *fakePods) set(p *v1.Pod) {
 	key := p.Namespace + "/" + p.Name
 	f.mu.Lock()
@@ -142,7 +153,7 @@ func (f *fakePods) set(p *v1.Pod) {
 	} else {
 		f.ix.UpdatePod(old, p)
 	}
-	f.tell(key, func() { f.listener.PodChanged(oldCompact, c) })
+	f.tell(key, func() { f.sub.Changed(state.PodChange(oldCompact, c)) })
 }
 
 func (f *fakePods) delete(namespace, name string) {
@@ -153,7 +164,7 @@ func (f *fakePods) delete(namespace, name string) {
 	delete(f.compact, key)
 	f.mu.Unlock()
 	f.ix.DeletePod(old)
-	f.tell(key, func() { f.listener.PodChanged(oldCompact, nil) })
+	f.tell(key, func() { f.sub.Changed(state.PodChange(oldCompact, nil)) })
 }
 
 // annotate is what the API server does with an apply: the pod carries
@@ -236,7 +247,7 @@ func newHarness(t testing.TB, w world) *harness {
 		patcher.fail[name], patcher.fails[name] = f.err, f.times
 	}
 	k, err := New(Config{
-		Log: logr.Discard(), Index: ix, Pods: pods, Reader: c,
+		Log: logr.Discard(), Index: ix, Pods: pods, Changes: pods, Reader: c,
 		Policies:   policy.SliceLister{Policies: w.policies, Namespaces: w.namespaces},
 		Namespaces: policy.Scope{Excluded: w.excluded, Selector: w.selector},
 		Patcher:    patcher, QPS: 1000, Burst: 1000, Synced: func() bool { return true },
@@ -553,7 +564,7 @@ func TestKeeperEvents(t *testing.T) {
 			event: func(h *harness) {
 				n := st.MakeNode().Name("c-0").Zone("b").Obj()
 				h.pods.ix.UpdateNode(st.MakeNode().Name("c-0").Zone("c").Obj(), n)
-				h.k.NodesChanged()
+				h.pods.nodesChanged()
 			},
 			// Zone b holds 6 now, web-8 and web-9 on top of its stack; zone
 			// c keeps web-10 and web-11 at the bottom of its own (a zone's
@@ -594,7 +605,7 @@ func TestKeeperThatDoesNotLeadDropsEvents(t *testing.T) {
 	h := newHarness(t, world{owners: []client.Object{replicaSet(zoneConstraint())}, pods: spreadOver(zones(), 2, zoneConstraint())})
 	h.k.leading.Store(false)
 	h.pods.set(webPod("web-12", "a-0", zoneConstraint()))
-	h.k.NodesChanged()
+	h.pods.nodesChanged()
 	if n := len(h.k.inbox.pods); n != 12 || h.k.inbox.nodes {
 		t.Errorf("inbox holds %d pod events and nodes=%v after events while not leading, want the 12 of the start and false", n, h.k.inbox.nodes)
 	}
@@ -659,6 +670,158 @@ func TestKeeperFollowsTheNamespaceScope(t *testing.T) {
 			h.pods.set(webPod("web-12", "a-0", zoneConstraint()))
 			if got := h.settle(t); len(got) != tt.wantApplied {
 				t.Errorf("%d patches after the namespace changed, want %d: %v", len(got), tt.wantApplied, got)
+			}
+		})
+	}
+}
+
+// heard is what the keeper's inbox holds after the cluster state told it
+// of some changes.
+type heard struct {
+	Pods      []string
+	Nodes     bool
+	Workloads []string
+	Policies  bool
+}
+
+func TestKeeperHearsOnlyTheChangesThatTouchWhatItReads(t *testing.T) {
+	pod := webPod("web-0", "a-0", zoneConstraint())
+	notReady := pod.DeepCopy()
+	notReady.Status.Conditions = []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionFalse}}
+	costed := pod.DeepCopy()
+	costed.Annotations = map[string]string{spread.DeletionCostAnnotation: "3"}
+	relabelled := pod.DeepCopy()
+	relabelled.Labels = map[string]string{"app": "web", "pod-template-hash": "h1", "tier": "front"}
+	statusOnly := pod.DeepCopy()
+	statusOnly.Status.PodIP = "10.0.0.1"
+
+	rs := replicaSet(zoneConstraint())
+	counted := rs.DeepCopy()
+	counted.Status.ReadyReplicas = 2
+	scaled := rs.DeepCopy()
+	scaled.Spec.Replicas = new(int32(5))
+	retemplated := rs.DeepCopy()
+	retemplated.Spec.Template.Spec.NodeSelector = map[string]string{"disk": "ssd"}
+
+	ns := pt.MakeNamespace("default").Obj()
+	nsRelabelled := pt.MakeNamespace("default").Label("team", "b").Obj()
+	nsAnnotated := ns.DeepCopy()
+	nsAnnotated.Annotations = map[string]string{"note": "x"}
+
+	pol := pt.MakeSpreadPolicy().Namespace("default").Name("zones").PodLabel("app", "web").Generation(1).Obj()
+	audited := pol.DeepCopy()
+	audited.Status.Workloads = 3
+	edited := pol.DeepCopy()
+	edited.Generation = 2
+
+	node := st.MakeNode().Name("a-0").Zone("a").Obj()
+	heartbeat := node.DeepCopy()
+	heartbeat.Status.Conditions = []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionTrue}}
+	movedNode := st.MakeNode().Name("a-0").Zone("b").Obj()
+
+	tests := []struct {
+		name    string
+		changes func(c *state.Cluster)
+		want    heard
+	}{
+		{
+			name:    "a pod added, then deleted -> both heard, each as moved",
+			changes: func(c *state.Cluster) { c.Add(pod); c.Delete(pod) },
+			want:    heard{Pods: []string{"web-0 moved", "web-0 moved gone"}},
+		},
+		{
+			name:    "a pod's status written, then its cost -> only the cost, not as moved",
+			changes: func(c *state.Cluster) { c.Add(pod); c.Update(pod, statusOnly); c.Update(statusOnly, costed) },
+			want:    heard{Pods: []string{"web-0 moved", "web-0 cost=3"}},
+		},
+		{
+			name:    "a pod turning not Ready, then relabelled -> both heard as moved",
+			changes: func(c *state.Cluster) { c.Add(pod); c.Update(pod, notReady); c.Update(notReady, relabelled) },
+			want:    heard{Pods: []string{"web-0 moved", "web-0 moved", "web-0 moved"}},
+		},
+		{
+			name: "a ReplicaSet's status, then its replicas -> not heard: the keeper reads neither",
+			changes: func(c *state.Cluster) {
+				c.Update(rs, counted)
+				c.Update(rs, scaled)
+			},
+			want: heard{},
+		},
+		{
+			name:    "a ReplicaSet's template changed -> the workload looked at again",
+			changes: func(c *state.Cluster) { c.Update(rs, retemplated) },
+			want:    heard{Workloads: []string{"ReplicaSet default/web-h1"}},
+		},
+		{
+			name:    "a ReplicaSet deleted -> the workload looked at again",
+			changes: func(c *state.Cluster) { c.Delete(rs) },
+			want:    heard{Workloads: []string{"ReplicaSet default/web-h1"}},
+		},
+		{
+			name:    "a namespace annotated -> not heard",
+			changes: func(c *state.Cluster) { c.Update(ns, nsAnnotated) },
+			want:    heard{},
+		},
+		{
+			name:    "a namespace relabelled -> the policies resolved again",
+			changes: func(c *state.Cluster) { c.Update(ns, nsRelabelled) },
+			want:    heard{Policies: true},
+		},
+		{
+			name:    "a policy's status written -> not heard",
+			changes: func(c *state.Cluster) { c.Update(pol, audited) },
+			want:    heard{},
+		},
+		{
+			name:    "a policy's spec edited -> the policies resolved again",
+			changes: func(c *state.Cluster) { c.Update(pol, edited) },
+			want:    heard{Policies: true},
+		},
+		{
+			name:    "a node's heartbeat -> not heard",
+			changes: func(c *state.Cluster) { c.Update(node, heartbeat) },
+			want:    heard{},
+		},
+		{
+			name:    "a node moved to another zone -> the node generation compared",
+			changes: func(c *state.Cluster) { c.Update(node, movedNode) },
+			want:    heard{Nodes: true},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ix := spread.NewIndex()
+			cluster := state.NewCluster(ix, nil)
+			k, err := New(Config{
+				Log: logr.Discard(), Index: ix, Pods: cluster, Changes: cluster,
+				Policies: policy.SliceLister{}, QPS: 1, Burst: 1, Registry: prometheus.NewRegistry(),
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			k.leading.Store(true)
+			tt.changes(cluster)
+			var got heard
+			k.inbox.mu.Lock()
+			for _, e := range k.inbox.pods {
+				s := e.name
+				if e.moved {
+					s += " moved"
+				} else {
+					s += fmt.Sprintf(" cost=%d", e.cost)
+				}
+				if e.gone {
+					s += " gone"
+				}
+				got.Pods = append(got.Pods, s)
+			}
+			for key := range k.inbox.workloads {
+				got.Workloads = append(got.Workloads, key.kind+" "+key.namespace+"/"+key.name)
+			}
+			got.Nodes, got.Policies = k.inbox.nodes, k.inbox.policiesChanged
+			k.inbox.mu.Unlock()
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("what the keeper heard (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -12,9 +12,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/leaderelection"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
@@ -60,7 +58,7 @@ func TestKeeperWritesAfterTheLeaseIsLostInsideASync(t *testing.T) {
 	pods := &stallingPods{fakePods: fp, inside: make(chan struct{}), release: make(chan struct{})}
 	patcher := &fakePatcher{pods: fp, fail: map[string]error{}, fails: map[string]int{}}
 	k, err := New(Config{
-		Log: logr.Discard(), Index: ix, Pods: pods, Changes: quietChanges{},
+		Log: logr.Discard(), Index: ix, Pods: pods, Changes: pods,
 		Reader:   fake.NewClientBuilder().WithScheme(scheme).WithObjects(replicaSet(zoneConstraint())).Build(),
 		Policies: policy.SliceLister{}, Patcher: patcher, QPS: 1000, Burst: 1000,
 		Synced: func() bool { return true }, Registry: prometheus.NewRegistry(),
@@ -122,12 +120,4 @@ func TestKeeperWritesAfterTheLeaseIsLostInsideASync(t *testing.T) {
 		defer patcher.mu.Unlock()
 		t.Fatalf("the pod created after the Lease was retaken got no cost; the keeper applied %v", patcher.applied)
 	}
-}
-
-// quietChanges is a cluster state whose workloads, policies and
-// namespaces never change.
-type quietChanges struct{}
-
-func (quietChanges) Handle(toolscache.ResourceEventHandler, ...client.Object) (func() error, error) {
-	return func() error { return nil }, nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -33,13 +32,13 @@ var (
 
 type workloadKey struct{ kind, namespace, name string }
 
-// state is what the keeper does with a workload's pods.
-type state uint8
+// keeping is what the keeper does with a workload's pods.
+type keeping uint8
 
 const (
 	// stateWaiting: the template declares no constraint, and none of its
 	// pods has been read yet to learn whether the webhook injected some.
-	stateWaiting state = iota
+	stateWaiting keeping = iota
 	stateKept
 	// stateUnconstrained: neither the template nor its pods carry one.
 	stateUnconstrained
@@ -58,7 +57,7 @@ const (
 
 var stateNames = [...]string{"waiting", "kept", "unconstrained", "disabled", "excluded", "invalid", "shared"}
 
-func (s state) String() string { return stateNames[s] }
+func (s keeping) String() string { return stateNames[s] }
 
 // workload is one ReplicaSet or ReplicationController and its order.
 type workload struct {
@@ -69,7 +68,7 @@ type workload struct {
 	// pod is what the order is built from: the template's, carrying the
 	// constraints its pods carry when it declares none (stateWaiting: nil).
 	pod   *v1.Pod
-	state state
+	state keeping
 	order *spread.DeletionOrder
 	// names are the pods with an event since the last update; dirty says
 	// the order has to read the index again even if there is none.
@@ -555,47 +554,4 @@ func keyOf(obj any) (workloadKey, bool) {
 		return workloadKey{KindReplicationController, o.Namespace, o.Name}, true
 	}
 	return workloadKey{}, false
-}
-
-// ownerChanged reports whether an update changes what the keeper reads of
-// a workload: its selector or template. Most ReplicaSet updates are its
-// status, counting its pods as they start.
-func ownerChanged(old, obj any) bool {
-	switch o := old.(type) {
-	case *appsv1.ReplicaSet:
-		n, ok := obj.(*appsv1.ReplicaSet)
-		return !ok || !equality.Semantic.DeepEqual(o.Spec.Selector, n.Spec.Selector) || !equality.Semantic.DeepEqual(o.Spec.Template, n.Spec.Template)
-	case *v1.ReplicationController:
-		n, ok := obj.(*v1.ReplicationController)
-		return !ok || !maps.Equal(o.Spec.Selector, n.Spec.Selector) || !equality.Semantic.DeepEqual(o.Spec.Template, n.Spec.Template)
-	}
-	return true
-}
-
-// policyChanged reports whether an update may change a workload's policy:
-// a policy's spec (its generation), a namespace's labels.
-func policyChanged(old, obj any) bool {
-	if changed, isPolicy := policy.SpecChanged(old, obj); isPolicy {
-		return changed
-	}
-	switch o := old.(type) {
-	case *v1.Namespace:
-		n, ok := obj.(*v1.Namespace)
-		return !ok || !maps.Equal(o.Labels, n.Labels)
-	}
-	return true
-}
-
-// handlerOf calls f on every add and delete, and on the updates changed
-// reports.
-func handlerOf(f func(obj any), changed func(old, obj any) bool) toolscache.ResourceEventHandler {
-	return toolscache.ResourceEventHandlerFuncs{
-		AddFunc: f,
-		UpdateFunc: func(old, obj any) {
-			if changed(old, obj) {
-				f(obj)
-			}
-		},
-		DeleteFunc: f,
-	}
 }
