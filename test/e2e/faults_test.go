@@ -405,14 +405,7 @@ func replicaStoppedMidBurst(t *testing.T) {
 			// The namespace is left out of spreadguard's own
 			// configurations and sent, through copies of them, to two
 			// replicas behind one address.
-			var ns v1.Namespace
-			if err := k8s.Get(t.Context(), client.ObjectKey{Name: f.ns}, &ns); err != nil {
-				t.Fatal(err)
-			}
-			ns.Labels["spreadguard.io/ignore"] = "true"
-			if err := k8s.Update(t.Context(), &ns); err != nil {
-				t.Fatal(err)
-			}
+			f.hideFromOwnWebhooks()
 			second := startExtraReplica(t)
 			// The first replica is the suite's own, which the front takes
 			// for always ready; the second is routed to while ready.

@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -400,12 +399,6 @@ func artifactsDir() string {
 		return d
 	}
 	return "_artifacts"
-}
-
-var unsafeChars = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
-
-func sanitize(name string) string {
-	return strings.Trim(unsafeChars.ReplaceAllString(name, "_"), "_")
 }
 
 func fileSize(path string) int64 {

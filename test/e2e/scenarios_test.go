@@ -21,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/spreadguard/spreadguard/pkg/apis/spreadguard/v1alpha1"
@@ -436,6 +437,85 @@ func (f *framework) serving(ctx context.Context) error {
 func (f *framework) unreachableCopies() {
 	f.t.Helper()
 	f.copiesAt("unreachable", "https://127.0.0.1:1")
+}
+
+// hideFromOwnWebhooks keeps spreadguard's own pod webhooks from calling for
+// the test's namespace until the test ends: their namespaceSelector gains
+// kubernetes.io/metadata.name NotIn (namespace). The namespace stays one the
+// server serves (labelling it spreadguard.io/ignore=true would also make
+// every server skip its pods, policy.Scope), so that copies of the webhooks
+// (copiesAt) are its only path to a server.
+func (f *framework) hideFromOwnWebhooks() {
+	t := f.t
+	t.Helper()
+	hide := metav1.LabelSelectorRequirement{Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn, Values: []string{f.ns}}
+	// edit applies change to the namespaceSelector of each of
+	// spreadguard's pod webhooks, again on a conflict.
+	edit := func(ctx context.Context, change func(*metav1.LabelSelector) *metav1.LabelSelector) error {
+		for i, nw := range append(slices.Clone(cluster.mutating), cluster.validating...) {
+			err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				var obj client.Object
+				var selectors []**metav1.LabelSelector
+				if i < len(cluster.mutating) {
+					c := &admissionregistrationv1.MutatingWebhookConfiguration{}
+					if err := k8s.Get(ctx, client.ObjectKey{Name: nw.configuration}, c); err != nil {
+						return err
+					}
+					for j := range c.Webhooks {
+						if c.Webhooks[j].Name == nw.name {
+							selectors = append(selectors, &c.Webhooks[j].NamespaceSelector)
+						}
+					}
+					obj = c
+				} else {
+					c := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+					if err := k8s.Get(ctx, client.ObjectKey{Name: nw.configuration}, c); err != nil {
+						return err
+					}
+					for j := range c.Webhooks {
+						if c.Webhooks[j].Name == nw.name {
+							selectors = append(selectors, &c.Webhooks[j].NamespaceSelector)
+						}
+					}
+					obj = c
+				}
+				for _, s := range selectors {
+					*s = change(*s)
+				}
+				return k8s.Update(ctx, obj)
+			})
+			if err != nil {
+				return fmt.Errorf("namespaceSelector of webhook %s in %s: %w", nw.name, nw.configuration, err)
+			}
+		}
+		return nil
+	}
+	without := func(s *metav1.LabelSelector) *metav1.LabelSelector {
+		if s == nil {
+			return nil
+		}
+		s.MatchExpressions = slices.DeleteFunc(s.MatchExpressions, func(r metav1.LabelSelectorRequirement) bool {
+			return r.Key == hide.Key && r.Operator == hide.Operator && slices.Equal(r.Values, hide.Values)
+		})
+		return s
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := edit(ctx, without); err != nil {
+			t.Errorf("show namespace %s to spreadguard's webhooks again: %v", f.ns, err)
+		}
+	})
+	if err := edit(t.Context(), func(s *metav1.LabelSelector) *metav1.LabelSelector {
+		if s == nil {
+			s = &metav1.LabelSelector{}
+		}
+		s = without(s)
+		s.MatchExpressions = append(s.MatchExpressions, hide)
+		return s
+	}); err != nil {
+		t.Fatalf("hide namespace %s from spreadguard's webhooks: %v", f.ns, err)
+	}
 }
 
 // copiesAt creates copies of spreadguard's pod webhooks, named with prefix,
