@@ -111,6 +111,14 @@ type DeletionOrder struct {
 	saturated int
 	// nodeGen is the index's node generation at the last read.
 	nodeGen uint64
+	// unready is, for each pod of the workload the index counted at its
+	// last read, whether it is not Ready (PodRecord.Unready); ready
+	// counts those that are. While one is Ready, the pods that are not
+	// leave the stacks: the ReplicaSet controller deletes them first,
+	// whatever their cost. While none is, the controller compares the
+	// costs of the pods that are not, and they are the stacks.
+	unready map[string]bool
+	ready   int
 
 	read    orderRead
 	epoch   uint64
@@ -247,7 +255,7 @@ func NewDeletionOrder(template *v1.Pod, opts ...OrderOption) (*DeletionOrder, er
 	if len(kinds) == 0 {
 		return nil, fmt.Errorf("deletion order of %s/%s: %w", template.Namespace, template.Name, ErrNoConstraints)
 	}
-	o := &DeletionOrder{namespace: template.Namespace, labels: template.Labels, pods: map[string]*orderPod{}}
+	o := &DeletionOrder{namespace: template.Namespace, labels: template.Labels, pods: map[string]*orderPod{}, unready: map[string]bool{}}
 	for _, opt := range opts {
 		opt(o)
 	}
@@ -337,12 +345,26 @@ func (o *DeletionOrder) Update(ix *Index, names ...string) []CostChange {
 	o.nodeGen = o.read.nodeGen
 	o.touched = o.touched[:0]
 	m := len(o.cons)
+	wasReady := o.ready > 0
+	for _, pl := range o.read.placed {
+		if u, ok := o.unready[pl.name]; ok && !u {
+			o.ready--
+		}
+		delete(o.unready, pl.name)
+		if pl.present {
+			o.unready[pl.name] = pl.unready
+			if !pl.unready {
+				o.ready++
+			}
+		}
+	}
+	anyReady := o.ready > 0
 	for p, pl := range o.read.placed {
 		op := o.pods[pl.name]
 		// A pod the controller deletes before any cost is compared
-		// leaves the stacks: its cost does not order it, and the pods
-		// above it are deleted after it.
-		if !pl.present || pl.unready {
+		// (not Ready while another is Ready) leaves the stacks: its cost
+		// does not order it, and the pods above it are deleted after it.
+		if !pl.present || (pl.unready && anyReady) {
 			if op != nil {
 				o.remove(op)
 			}
@@ -413,7 +435,35 @@ func (o *DeletionOrder) Update(ix *Index, names ...string) []CostChange {
 			}
 		}
 	}
-	return o.costs()
+	changes := o.costs()
+	if anyReady != wasReady {
+		// The first pod Ready, or the last one gone: the pods that are not
+		// Ready leave the stacks, or are the stacks now.
+		var names []string
+		for name, u := range o.unready {
+			if u {
+				names = append(names, name)
+			}
+		}
+		if len(names) > 0 {
+			changes = mergeCostChanges(changes, o.Update(ix, names...))
+		}
+	}
+	return changes
+}
+
+// mergeCostChanges returns a's changes and b's, b's where both name a pod,
+// sorted by name.
+func mergeCostChanges(a, b []CostChange) []CostChange {
+	if len(a) == 0 {
+		return b
+	}
+	out := slices.DeleteFunc(a, func(c CostChange) bool {
+		return slices.ContainsFunc(b, func(d CostChange) bool { return d.Name == c.Name })
+	})
+	out = append(out, b...)
+	slices.SortFunc(out, func(x, y CostChange) int { return strings.Compare(x.Name, y.Name) })
+	return out
 }
 
 // costs recomputes the costs of the pods touched (of every pod when a

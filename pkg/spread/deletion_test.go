@@ -330,3 +330,60 @@ func TestDeletionOrderWidens(t *testing.T) {
 		t.Errorf("counts after deleting the 4 cheapest of %v (-want +got):\n%s", o.Pods(), diff)
 	}
 }
+
+// TestDeletionOrderWithoutReadyPods follows a workload whose pods are all
+// Pending (no node runs them yet): the ReplicaSet controller then compares
+// their costs, so they are the stacks; once one is Ready the others leave
+// them, as the controller deletes them first whatever their cost, and when
+// it is gone again they are the stacks again.
+func TestDeletionOrderWithoutReadyPods(t *testing.T) {
+	a, b, c := zoneNodes("a", 2), zoneNodes("b", 2), zoneNodes("c", 2)
+	template := templateOf(st.Constraint(1, v1.LabelTopologyZone).MatchLabel("app", "web").Obj())
+	own := placed("web", nodeNames(a, b, c), 2, 2, 2, 2, 2, 2)
+	for _, p := range own {
+		p.Status.Phase = v1.PodPending
+	}
+	ix, o := newOrder(t, slices.Concat(a, b, c), own, nil, template)
+	pods := byName(own)
+	ready := own[0].DeepCopy()
+	ready.Status.Phase = v1.PodRunning
+	for _, step := range []struct {
+		name string
+		do   func()
+		// changed names the pod whose event the order is told of.
+		changed string
+		// want is the pods of the order; wantCounts, when not nil, the
+		// zones' counts once its 6 cheapest are gone.
+		want       int
+		wantCounts map[string]int
+	}{
+		{
+			name: "12 Pending pods placed 4/4/4, none Ready -> all 12 in the order, the 6 cheapest leave 2/2/2",
+			do:   func() {}, want: 12, wantCounts: map[string]int{"a": 2, "b": 2, "c": 2},
+		},
+		{
+			name: "one of zone a's pods Running and Ready -> the 11 Pending leave the order",
+			do:   func() { ix.UpdatePod(own[0], ready) }, changed: ready.Name, want: 1,
+		},
+		{
+			name: "that pod deleted -> the 11 Pending are the order again",
+			do:   func() { ix.DeletePod(ready); delete(pods, ready.Name) }, changed: ready.Name, want: 11,
+		},
+	} {
+		step.do()
+		var names []string
+		if step.changed != "" {
+			names = append(names, step.changed)
+		}
+		o.Update(ix, names...)
+		if got := len(o.Pods()); got != step.want {
+			t.Fatalf("%s: the order holds %d pods %v, want %d", step.name, got, o.Pods(), step.want)
+		}
+		if step.wantCounts != nil {
+			got := countsAfter(t, ix, o, template, pods, 6)
+			if diff := cmp.Diff([]map[string]int{step.wantCounts}, got); diff != "" {
+				t.Errorf("%s: counts after deleting the 6 cheapest of %v (-want +got):\n%s", step.name, o.Pods(), diff)
+			}
+		}
+	}
+}
