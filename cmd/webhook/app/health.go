@@ -13,17 +13,17 @@ import (
 	"github.com/spreadguard/spreadguard/pkg/state"
 )
 
-// WithAuditObserver calls observe after every pass of the controller of
+// WithHealthObserver calls observe after every pass of the controller of
 // spread health on this replica.
-func WithAuditObserver(observe func(spreadhealth.Pass)) Option {
+func WithHealthObserver(observe func(spreadhealth.Pass)) Option {
 	return func(o *options) { o.healthObserver = observe }
 }
 
-// WithAuditPeriods sets how often the controller of spread health runs a
+// WithHealthPeriods sets how often the controller of spread health runs a
 // full pass and how long it gathers changes before a pass (over the
 // configuration's auditCoalesceDelay), so that a test need not wait
 // minutes.
-func WithAuditPeriods(fullPass, coalesce time.Duration) Option {
+func WithHealthPeriods(fullPass, coalesce time.Duration) Option {
 	return func(o *options) { o.healthFullPass, o.healthCoalesce = fullPass, coalesce }
 }
 
