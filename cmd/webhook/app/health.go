@@ -21,7 +21,7 @@ func WithHealthObserver(observe func(spreadhealth.Pass)) Option {
 
 // WithHealthPeriods sets how often the controller of spread health runs a
 // full pass and how long it gathers changes before a pass (over the
-// configuration's auditCoalesceDelay), so that a test need not wait
+// configuration's healthCoalesceDelay), so that a test need not wait
 // minutes.
 func WithHealthPeriods(fullPass, coalesce time.Duration) Option {
 	return func(o *options) { o.healthFullPass, o.healthCoalesce = fullPass, coalesce }
@@ -34,10 +34,10 @@ func WithHealthPeriods(fullPass, coalesce time.Duration) Option {
 // to the replicas in the cluster rather than compete for another Lease.
 func addSpreadHealth(mgr manager.Manager, o *options, cfg *Config, cluster *state.Cluster, src engine.Sources, engineCfg engine.Config,
 	synced func() bool, log logr.Logger) error {
-	if !cfg.Audit {
+	if !cfg.Health {
 		return nil
 	}
-	leaseNS, ok, err := leaseNamespace(cfg, "the audit", log)
+	leaseNS, ok, err := leaseNamespace(cfg, "spread health", log)
 	if !ok {
 		return err
 	}
@@ -45,7 +45,7 @@ func addSpreadHealth(mgr manager.Manager, o *options, cfg *Config, cluster *stat
 		Cache: mgr.GetCache(), Client: mgr.GetClient(), Mapper: mgr.GetRESTMapper(), RESTConfig: mgr.GetConfig(),
 		LeaseNamespace: leaseNS, Index: cluster.Index(), State: cluster, Sources: src, Engine: engineCfg, Synced: synced,
 		Registry: o.registry, Log: log,
-		FullPass: o.healthFullPass, Coalesce: cmp.Or(o.healthCoalesce, cfg.AuditCoalesceDelay.Duration), Observe: o.healthObserver,
+		FullPass: o.healthFullPass, Coalesce: cmp.Or(o.healthCoalesce, cfg.HealthCoalesceDelay.Duration), Observe: o.healthObserver,
 	})
 	if err != nil {
 		return err

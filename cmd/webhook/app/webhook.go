@@ -114,6 +114,7 @@ func Run(ctx context.Context, cfg *Config, opts ...Option) error {
 	if err != nil {
 		return err
 	}
+	cfg.WarnDeprecated(log)
 	restConfig, err := o.restConfigFor(cfg)
 	if err != nil {
 		return err
