@@ -623,7 +623,7 @@ func TestRBACReadsExactlyWhatTheServerReadsAndWritesOnlyEvents(t *testing.T) {
 		}
 	})
 	t.Run("autoscaler.karpenter false -> no NodePools", func(t *testing.T) {
-		want := append(append(append(cache.ReadRules(func(k cache.Kind) bool { return k.GVK.Group != "karpenter.sh" }), events), audit...), keeper)
+		want := append(append(append(cache.ReadRules(func(k cache.InformedKind) bool { return k.GVK.Group != "karpenter.sh" }), events), audit...), keeper)
 		r := render(t, valuesYAML(t, "autoscaler: {karpenter: false}"))
 		if diff := cmp.Diff(want, find[*clusterRole](t, r.objects, fullname).Rules); diff != "" {
 			t.Errorf("ClusterRole rules (-want +got):\n%s", diff)

@@ -328,7 +328,7 @@ func (o *options) sourcesFunc(sources *lookup.Sources) admission.SourcesFunc {
 // templates of the nodes an autoscaler can add come from.
 func watchedKinds(cfg *Config, mapper meta.RESTMapper) ([]client.Object, lookup.TemplateOptions, error) {
 	served := map[schema.GroupVersionKind]bool{}
-	for _, k := range cache.Kinds {
+	for _, k := range cache.InformedKinds {
 		if !k.Optional {
 			continue
 		}
@@ -346,7 +346,7 @@ func watchedKinds(cfg *Config, mapper meta.RESTMapper) ([]client.Object, lookup.
 	if err != nil {
 		return nil, lookup.TemplateOptions{}, err
 	}
-	watched := cache.Watched(func(k cache.Kind) bool {
+	watched := cache.Watched(func(k cache.InformedKind) bool {
 		return served[k.GVK] && (k.GVK != nodePools || templateSources.Karpenter)
 	})
 	return watched, templateSources, nil
