@@ -109,7 +109,7 @@ var InformedKinds = []InformedKind{
 		Transform: StripNodeClass, object: &nodeclassv1.EC2NodeClass{}, list: &nodeclassv1.EC2NodeClassList{}},
 	{GVK: nodeclassv1.EKSGroupVersion.WithKind(nodeclassv1.KindNodeClass), Resource: "nodeclasses", Optional: true, Partial: true,
 		Transform: StripNodeClass, object: &nodeclassv1.NodeClass{}, list: &nodeclassv1.NodeClassList{}},
-	// cluster-autoscaler's status (config.Engine's clusterAutoscalerStatus):
+	// cluster-autoscaler's status (config.Decisions' clusterAutoscalerStatus):
 	// the sizes of its node groups, read whole, since it is one object.
 	{GVK: v1.SchemeGroupVersion.WithKind("ConfigMap"), Resource: "configmaps", Namespaced: true, Named: true,
 		object: &v1.ConfigMap{}, list: &v1.ConfigMapList{}},

@@ -64,9 +64,9 @@ type WebhookConfiguration struct {
 	// HealthProbeBindAddress serves /healthz and /readyz; "0" turns it off.
 	HealthProbeBindAddress string `json:"healthProbeBindAddress"`
 
-	// Engine holds the settings that change a decision, which
+	// Decisions holds the settings that change a decision, which
 	// kubectl-spread shares.
-	Engine `json:",inline"`
+	Decisions `json:",inline"`
 
 	// RefuseUntilSynced denies pods while the caches are still filling;
 	// otherwise they are allowed with a warning.
@@ -151,7 +151,7 @@ func NewWebhookConfiguration() WebhookConfiguration {
 		MetricsBindAddress:     ":8080",
 		MetricsSecure:          true,
 		HealthProbeBindAddress: ":8081",
-		Engine:                 NewEngine(),
+		Decisions:              NewDecisions(),
 		FailurePolicy:          admissionregistrationv1.Ignore,
 		LogLevel:               LogLevelInfo,
 		Health:                 true,
@@ -230,7 +230,7 @@ func (c *WebhookConfiguration) Validate() field.ErrorList {
 	}
 	errs = append(errs, validateBindAddress(field.NewPath("metricsBindAddress"), c.MetricsBindAddress)...)
 	errs = append(errs, validateBindAddress(field.NewPath("healthProbeBindAddress"), c.HealthProbeBindAddress)...)
-	errs = append(errs, c.Engine.Validate()...)
+	errs = append(errs, c.Decisions.Validate()...)
 	policies := []string{string(admissionregistrationv1.Ignore), string(admissionregistrationv1.Fail)}
 	if !slices.Contains(policies, string(c.FailurePolicy)) {
 		errs = append(errs, field.NotSupported(field.NewPath("failurePolicy"), c.FailurePolicy, policies))

@@ -40,7 +40,7 @@ func TestDecode(t *testing.T) {
 				c.Port, c.FailurePolicy = 10250, admissionregistrationv1.Fail
 				c.HealthCoalesceDelay = metav1.Duration{Duration: 2 * time.Second}
 				c.ShutdownDelay = metav1.Duration{Duration: 5 * time.Second}
-				c.Engine = Engine{DefaultAction: v1alpha1.ActionWarn, ExcludedNamespaces: []string{"tools"},
+				c.Decisions = Decisions{DefaultAction: v1alpha1.ActionWarn, ExcludedNamespaces: []string{"tools"},
 					MessageDetail: spread.DetailNodes, AutoscalerKarpenter: ToggleFalse, NodeGroupLabel: "pool",
 					AutoscalerZones: []string{"eu-west-1a", "eu-west-1b"}, ClusterAutoscalerStatus: ""}
 			}),

@@ -35,7 +35,7 @@ func NewConfig() *Config {
 }
 
 // settings lists the server's options in the order --help shows them, the
-// engine's (config.Engine.AddFlags) after them.
+// engine's (config.Decisions.AddFlags) after them.
 var settings = []config.Flag[Config]{
 	{Name: "config", Usage: "Path to a " + config.ConfigKind + " file (" + config.ConfigAPIVersion + "). Flags given on the command line win over it.",
 		Field: func(c *Config) any { return &c.ConfigFile }},
@@ -81,7 +81,7 @@ var settings = []config.Flag[Config]{
 // the defaults shown in --help.
 func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	config.AddFlags(fs, c, settings)
-	c.Engine.AddFlags(fs)
+	c.Decisions.AddFlags(fs)
 }
 
 // flagOfField names the flag of each config file field (by its JSON name),
@@ -89,7 +89,7 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 // derived from the flags, never written by hand.
 var flagOfField = func() map[string]string {
 	out := config.FlagNames(settings)
-	maps.Copy(out, config.EngineFlagNames())
+	maps.Copy(out, config.DecisionFlagNames())
 	return out
 }()
 

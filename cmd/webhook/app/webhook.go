@@ -151,7 +151,7 @@ func Run(ctx context.Context, cfg *Config, opts ...Option) error {
 	if err != nil {
 		return err
 	}
-	engineCfg := cfg.Engine.Config()
+	engineCfg := cfg.Decisions.Config()
 	if err := addSpreadHealth(mgr, &o, cfg, cluster, sources, engineCfg, caches.informers.Synced, log.WithName("spreadhealth")); err != nil {
 		return err
 	}
@@ -324,7 +324,7 @@ func (o *options) sourcesFunc(sources *lookup.Sources) admission.SourcesFunc {
 
 // watchedKinds returns the kinds to watch: every kind that is not optional,
 // and each optional one that the API server serves, Karpenter's NodePools
-// only when cfg asks for them (config.Engine.Templates); and where the
+// only when cfg asks for them (config.Decisions.Templates); and where the
 // templates of the nodes an autoscaler can add come from.
 func watchedKinds(cfg *Config, mapper meta.RESTMapper) ([]client.Object, lookup.TemplateOptions, error) {
 	served := map[schema.GroupVersionKind]bool{}
@@ -342,7 +342,7 @@ func watchedKinds(cfg *Config, mapper meta.RESTMapper) ([]client.Object, lookup.
 		}
 	}
 	nodePools := karpenterv1.GroupVersion.WithKind(karpenterv1.KindNodePool)
-	templateSources, err := cfg.Engine.Templates(served[v1alpha1.GroupVersion.WithKind(v1alpha1.KindNodeTemplate)], served[nodePools])
+	templateSources, err := cfg.Decisions.Templates(served[v1alpha1.GroupVersion.WithKind(v1alpha1.KindNodeTemplate)], served[nodePools])
 	if err != nil {
 		return nil, lookup.TemplateOptions{}, err
 	}
