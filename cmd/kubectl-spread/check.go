@@ -125,8 +125,8 @@ func deriveTemplates(ctx context.Context, store *lookup.Store, topts lookup.Temp
 // kindsText names the kinds a cluster file may hold, from the table of
 // kinds.
 func kindsText() string {
-	names := make([]string, len(cache.Kinds))
-	for i, k := range cache.Kinds {
+	names := make([]string, len(cache.InformedKinds))
+	for i, k := range cache.InformedKinds {
 		names[i] = strings.TrimSuffix(k.GVK.Kind, "y")
 		if names[i] != k.GVK.Kind {
 			names[i] += "ies"

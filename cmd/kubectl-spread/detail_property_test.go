@@ -724,7 +724,7 @@ func (c *tenantCluster) render(t *testing.T, detail spread.MessageDetail) []rend
 	add(pathForecast, resp.Warnings...)
 
 	// The audit: Reports and policy status.
-	st, err := auditObjects(t.Context(), c.objs, "", cfg, c.templates, io.Discard)
+	st, err := healthOfObjects(t.Context(), c.objs, "", cfg, c.templates, io.Discard)
 	if err != nil {
 		t.Fatalf("auditing: %v", err)
 	}

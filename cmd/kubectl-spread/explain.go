@@ -119,7 +119,7 @@ func connect(kubeconfig, context string) (*clients, error) {
 // readsText names what list reads, from the table of kinds.
 func readsText() string {
 	var cluster, namespaced []string
-	for _, k := range cache.Kinds {
+	for _, k := range cache.InformedKinds {
 		if k.Named {
 			continue
 		}

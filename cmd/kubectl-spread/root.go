@@ -75,13 +75,13 @@ Exit codes: 0 allowed, 1 denied, 2 bad input.`,
 }
 
 // engineFlags are the settings that change a decision: the webhook's own
-// flags (config.Engine), or with --from-release the configuration of an
+// flags (config.Decisions), or with --from-release the configuration of an
 // installed release, read from the ConfigMap its webhook reads, with the
 // flags given on the command line winning over it. So a check decides as
 // the installed webhook does.
 type engineFlags struct {
 	// flagged is what the flags are bound to; its value is their default.
-	flagged          config.Engine
+	flagged          config.Decisions
 	release          string
 	releaseNamespace string
 }
@@ -90,7 +90,7 @@ type engineFlags struct {
 // detail: kubectl-spread is run by whoever operates the cluster, so its
 // messages name nodes unless told, or a release says, otherwise.
 func newEngineFlags() engineFlags {
-	e := config.NewEngine()
+	e := config.NewDecisions()
 	e.MessageDetail = spread.DetailNodes
 	return engineFlags{flagged: e}
 }
@@ -104,10 +104,10 @@ func (f *engineFlags) register(cmd *cobra.Command) {
 		"the namespace of --from-release's release (default: the kubeconfig context's)")
 }
 
-// engineFlagList is the flags of config.Engine, sorted as --help sorts
+// engineFlagList is the flags of config.Decisions, sorted as --help sorts
 // them: every setting --from-release reads.
 func engineFlagList() []string {
-	return slices.Sorted(maps.Values(config.EngineFlagNames()))
+	return slices.Sorted(maps.Values(config.DecisionFlagNames()))
 }
 
 // kubeFlags say which cluster the kubeconfig points at.
@@ -137,11 +137,11 @@ func (f *engineFlags) settings(cmd *cobra.Command, kube kubeFlags, connect conne
 		if err != nil {
 			return engine.Config{}, lookup.TemplateOptions{}, err
 		}
-		e, source = cfg.Engine, src
+		e, source = cfg.Decisions, src
 		e.Override(&f.flagged, cmd.Flags())
 	}
 	if errs := e.Validate(); len(errs) > 0 {
-		names := config.EngineFlagNames()
+		names := config.DecisionFlagNames()
 		msgs := make([]string, len(errs))
 		for i, err := range errs {
 			if flag := config.FlagOf(err, names); source != "" && !cmd.Flags().Changed(strings.TrimPrefix(flag, "--")) {

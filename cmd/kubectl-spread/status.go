@@ -126,16 +126,16 @@ func (o *statusOptions) run(cmd *cobra.Command, connect connectFunc) (status, en
 	if !o.all {
 		namespace = cmp.Or(namespace, metav1.NamespaceDefault)
 	}
-	st, err := auditObjects(cmd.Context(), objs, namespace, cfg, topts, cmd.ErrOrStderr())
+	st, err := healthOfObjects(cmd.Context(), objs, namespace, cfg, topts, cmd.ErrOrStderr())
 	return st, cfg, err
 }
 
-// auditObjects runs the audit on a cluster's objects, for namespace, or
+// healthOfObjects runs the audit on a cluster's objects, for namespace, or
 // every namespace when it is empty: the leader's audit, which reads the
 // constraints the pods carry from the index, as the leader does, and the
 // reach of each policy's constraints with the templates derived as topts
 // says.
-func auditObjects(ctx context.Context, objs []runtime.Object, namespace string, cfg engine.Config, topts lookup.TemplateOptions, notes io.Writer) (status, error) {
+func healthOfObjects(ctx context.Context, objs []runtime.Object, namespace string, cfg engine.Config, topts lookup.TemplateOptions, notes io.Writer) (status, error) {
 	store, err := lookup.NewStore(objs...)
 	if err != nil {
 		return status{}, fmt.Errorf("building the store of the cluster: %w", err)

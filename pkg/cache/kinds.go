@@ -21,12 +21,12 @@ import (
 	"github.com/spreadguard/spreadguard/pkg/workload"
 )
 
-// Kind is one kind of object spreadguard reads from a cluster. Kinds is the
+// InformedKind is one kind of object spreadguard reads from a cluster. InformedKinds is the
 // only list of them: the informers and their transforms, the offline
 // decoder of cluster files, kubectl-spread's live reads and the test that
 // holds the chart's ClusterRole to get/list/watch on exactly these all
 // come from it, so that reading one more kind is one more row.
-type Kind struct {
+type InformedKind struct {
 	// GVK is the kind's group, version and kind.
 	GVK schema.GroupVersionKind
 	// Resource is the lower-case plural of the kind, as RBAC rules and the
@@ -61,22 +61,22 @@ type Kind struct {
 }
 
 // New returns an empty object of the kind's Go type.
-func (k Kind) New() client.Object { return k.object.DeepCopyObject().(client.Object) }
+func (k InformedKind) New() client.Object { return k.object.DeepCopyObject().(client.Object) }
 
 // NewList returns an empty list of the kind's Go type.
-func (k Kind) NewList() client.ObjectList { return k.list.DeepCopyObject().(client.ObjectList) }
+func (k InformedKind) NewList() client.ObjectList { return k.list.DeepCopyObject().(client.ObjectList) }
 
 // GroupResource is the kind's API group and resource, as errors and RBAC
 // name it.
-func (k Kind) GroupResource() schema.GroupResource {
+func (k InformedKind) GroupResource() schema.GroupResource {
 	return schema.GroupResource{Group: k.GVK.Group, Resource: k.Resource}
 }
 
-// Kinds are the kinds spreadguard reads, in the order its informers start
+// InformedKinds are the kinds spreadguard reads, in the order its informers start
 // and errors list them: the nodes and pods it counts, the objects
 // kube-scheduler's DefaultSelector derives a selector from, the namespaces
 // policies select, and the policies.
-var Kinds = []Kind{
+var InformedKinds = []InformedKind{
 	{GVK: v1.SchemeGroupVersion.WithKind("Node"), Resource: "nodes", Transform: StripNode,
 		object: &v1.Node{}, list: &v1.NodeList{}},
 	{GVK: v1.SchemeGroupVersion.WithKind("Pod"), Resource: "pods", Namespaced: true, Transform: StripPod,
@@ -109,7 +109,7 @@ var Kinds = []Kind{
 		Transform: StripNodeClass, object: &nodeclassv1.EC2NodeClass{}, list: &nodeclassv1.EC2NodeClassList{}},
 	{GVK: nodeclassv1.EKSGroupVersion.WithKind(nodeclassv1.KindNodeClass), Resource: "nodeclasses", Optional: true, Partial: true,
 		Transform: StripNodeClass, object: &nodeclassv1.NodeClass{}, list: &nodeclassv1.NodeClassList{}},
-	// cluster-autoscaler's status (config.Engine's clusterAutoscalerStatus):
+	// cluster-autoscaler's status (config.Decisions' clusterAutoscalerStatus):
 	// the sizes of its node groups, read whole, since it is one object.
 	{GVK: v1.SchemeGroupVersion.WithKind("ConfigMap"), Resource: "configmaps", Namespaced: true, Named: true,
 		object: &v1.ConfigMap{}, list: &v1.ConfigMapList{}},
@@ -123,35 +123,35 @@ var Kinds = []Kind{
 // byType finds a kind by the Go type of its object or of its list.
 var byType = func() map[reflect.Type]int {
 	m := map[reflect.Type]int{}
-	for i, k := range Kinds {
+	for i, k := range InformedKinds {
 		m[reflect.TypeOf(k.object)] = i
 		m[reflect.TypeOf(k.list)] = i
 	}
 	return m
 }()
 
-// KindOf returns the kind of obj, an object or a list of one of Kinds; ok
+// KindOf returns the kind of obj, an object or a list of one of InformedKinds; ok
 // is false for any other type.
-func KindOf(obj runtime.Object) (k Kind, ok bool) {
+func KindOf(obj runtime.Object) (k InformedKind, ok bool) {
 	i, ok := byType[reflect.TypeOf(obj)]
 	if !ok {
-		return Kind{}, false
+		return InformedKind{}, false
 	}
-	return Kinds[i], true
+	return InformedKinds[i], true
 }
 
 // KindFor returns the kind of gvk; ok is false when spreadguard does not
 // read it.
-func KindFor(gvk schema.GroupVersionKind) (k Kind, ok bool) {
-	for _, k := range Kinds {
+func KindFor(gvk schema.GroupVersionKind) (k InformedKind, ok bool) {
+	for _, k := range InformedKinds {
 		if k.GVK == gvk {
 			return k, true
 		}
 	}
-	return Kind{}, false
+	return InformedKind{}, false
 }
 
-// NewScheme returns a scheme that knows the Go types of Kinds (and
+// NewScheme returns a scheme that knows the Go types of InformedKinds (and
 // whatever else their API groups register), and nothing more.
 func NewScheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
@@ -161,8 +161,8 @@ func NewScheme() (*runtime.Scheme, error) {
 	return s, nil
 }
 
-// AddToScheme adds the Go types of Kinds (and whatever else their API
-// groups register) to s: what a client or a cache reading Kinds needs
+// AddToScheme adds the Go types of InformedKinds (and whatever else their API
+// groups register) to s: what a client or a cache reading InformedKinds needs
 // beside the built-in types, so that a scheme built elsewhere (the
 // webhook's) cannot miss a row.
 func AddToScheme(s *runtime.Scheme) error {
@@ -171,7 +171,7 @@ func AddToScheme(s *runtime.Scheme) error {
 			return fmt.Errorf("building the scheme: %w", err)
 		}
 	}
-	for _, k := range Kinds {
+	for _, k := range InformedKinds {
 		if !s.Recognizes(k.GVK) {
 			return fmt.Errorf("building the scheme: %s is not registered", k.GVK)
 		}
@@ -186,7 +186,7 @@ func AddToScheme(s *runtime.Scheme) error {
 func Options() crcache.Options {
 	byObject := map[client.Object]crcache.ByObject{}
 	var optional []toolscache.TransformFunc
-	for _, k := range Kinds {
+	for _, k := range InformedKinds {
 		switch {
 		case k.Transform == nil:
 		case k.Optional:
@@ -228,15 +228,15 @@ func chainTransforms(ts []toolscache.TransformFunc) toolscache.TransformFunc {
 	}
 }
 
-// ReadRules returns the RBAC rules that let spreadguard read Kinds:
+// ReadRules returns the RBAC rules that let spreadguard read InformedKinds:
 // get, list and watch, one rule per API group, groups and resources in the
-// order of Kinds, for the kinds include accepts (all when it is nil). A
+// order of InformedKinds, for the kinds include accepts (all when it is nil). A
 // Named kind has none: its one object is granted by name, where it is
 // (NamedReadRule).
-func ReadRules(include func(Kind) bool) []rbacv1.PolicyRule {
+func ReadRules(include func(InformedKind) bool) []rbacv1.PolicyRule {
 	var rules []rbacv1.PolicyRule
 	at := map[string]int{}
-	for _, k := range Kinds {
+	for _, k := range InformedKinds {
 		if k.Named || (include != nil && !include(k)) {
 			continue
 		}
@@ -252,11 +252,11 @@ func ReadRules(include func(Kind) bool) []rbacv1.PolicyRule {
 }
 
 // Watched returns an empty object of every kind the webhook watches, in
-// the order of Kinds: the kinds that are not optional, and the optional
+// the order of InformedKinds: the kinds that are not optional, and the optional
 // ones that want accepts. A Named kind is watched apart (WatchNamed).
-func Watched(want func(Kind) bool) []client.Object {
+func Watched(want func(InformedKind) bool) []client.Object {
 	var out []client.Object
-	for _, k := range Kinds {
+	for _, k := range InformedKinds {
 		if !k.Named && (!k.Optional || (want != nil && want(k))) {
 			out = append(out, k.New())
 		}
@@ -290,7 +290,7 @@ func NameSelector(name string) fields.Selector {
 // watch on that name alone. RBAC grants a list or watch by resourceNames
 // when it selects the name by a field selector (NameSelector), as
 // WatchNamed's informer does.
-func NamedReadRule(k Kind, key client.ObjectKey) rbacv1.PolicyRule {
+func NamedReadRule(k InformedKind, key client.ObjectKey) rbacv1.PolicyRule {
 	return rbacv1.PolicyRule{APIGroups: []string{k.GVK.Group}, Resources: []string{k.Resource},
 		ResourceNames: []string{key.Name}, Verbs: []string{"get", "list", "watch"}}
 }

@@ -23,7 +23,7 @@ func TestKindsAreConsistent(t *testing.T) {
 		t.Fatal(err)
 	}
 	seen := map[schema.GroupVersionKind]bool{}
-	for _, k := range Kinds {
+	for _, k := range InformedKinds {
 		t.Run(k.GVK.Kind, func(t *testing.T) {
 			if seen[k.GVK] {
 				t.Fatalf("%s is in the table twice", k.GVK)
@@ -62,14 +62,14 @@ func TestEveryWorkloadKindIsRead(t *testing.T) {
 	for _, w := range workload.Kinds {
 		k, ok := KindFor(w.GVK)
 		if !ok {
-			t.Errorf("workload kind %s is not in Kinds: the scale forecast and kubectl-spread plan read it", w.GVK)
+			t.Errorf("workload kind %s is not in InformedKinds: the scale forecast and kubectl-spread plan read it", w.GVK)
 			continue
 		}
 		if k.Resource != w.Resource || !k.Namespaced {
-			t.Errorf("Kinds reads %s as resource %q, namespaced %v; want %q, namespaced", w.GVK, k.Resource, k.Namespaced, w.Resource)
+			t.Errorf("InformedKinds reads %s as resource %q, namespaced %v; want %q, namespaced", w.GVK, k.Resource, k.Namespaced, w.Resource)
 		}
 		if got, want := reflect.TypeOf(k.New()), reflect.TypeOf(w.New()); got != want {
-			t.Errorf("Kinds reads %s into a %v, the workload table into a %v", w.GVK, got, want)
+			t.Errorf("InformedKinds reads %s into a %v, the workload table into a %v", w.GVK, got, want)
 		}
 	}
 }
@@ -97,7 +97,7 @@ func TestTheCacheIsMadeWhereNoOptionalKindIsServed(t *testing.T) {
 	// A mapper that knows every kind but the optional ones, as an API
 	// server without spreadguard's, Karpenter's and the node classes' CRDs.
 	mapper := apimeta.NewDefaultRESTMapper(nil)
-	for _, k := range Kinds {
+	for _, k := range InformedKinds {
 		if k.Optional {
 			continue
 		}

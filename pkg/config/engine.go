@@ -1,5 +1,5 @@
 // Package config is spreadguard's configuration, defined once for both
-// binaries: Engine, the settings that change a decision, with its flags and
+// binaries: Decisions, the settings that change a decision, with its flags and
 // its validation; WebhookConfiguration, the file the webhook reads with
 // --config (and the Helm chart renders into a ConfigMap), with its one
 // decoder; and FromRelease, which reads that file from an installed
@@ -32,15 +32,17 @@ import (
 // own pods must never wait on the webhook.
 const KubeSystem = metav1.NamespaceSystem
 
-// Engine is the part of the configuration that changes a decision: what to
+// Decisions is the part of the configuration that changes a decision: what to
 // do with an unsatisfiable pod, which namespaces are left alone, what a
 // message may name and where the nodes an autoscaler can add come from. The
 // webhook reads it from its configuration file and flags; kubectl-spread
 // from the same flags, or from an installed release's file (FromRelease)
 // with its flags winning, so that a decision made offline is the webhook's.
 // Its fields are inlined into WebhookConfiguration: their JSON names are
-// the file's.
-type Engine struct {
+// the file's. It is not engine.Config: that is what the engine decides
+// with, parsed from these settings by Config, without the autoscalers'
+// sources, which lookup reads (Templates).
+type Decisions struct {
 	// DefaultAction applies to unsatisfiable pods whose policy sets none.
 	DefaultAction v1alpha1.ValidationAction `json:"defaultAction"`
 	// ExcludedNamespaces are never mutated nor validated; kube-system is
@@ -78,9 +80,9 @@ type Engine struct {
 	ClusterAutoscalerStatus string `json:"clusterAutoscalerStatus"`
 }
 
-// NewEngine returns the engine settings with the webhook's defaults.
-func NewEngine() Engine {
-	return Engine{
+// NewDecisions returns the engine settings with the webhook's defaults.
+func NewDecisions() Decisions {
+	return Decisions{
 		DefaultAction:           v1alpha1.ActionDeny,
 		ExcludedNamespaces:      []string{KubeSystem},
 		MessageDetail:           spread.DetailDomains,
@@ -99,39 +101,39 @@ const (
 	ToggleFalse Toggle = "false"
 )
 
-// engineFlags are Engine's flags, the same in both binaries.
-var engineFlags = []Flag[Engine]{
+// decisionFlags are Decisions' flags, the same in both binaries.
+var decisionFlags = []Flag[Decisions]{
 	{"default-action", "What to do with a pod whose hard spread constraints cannot be met when its policy sets no action: Deny, Warn or Audit.",
-		func(e *Engine) any { return &e.DefaultAction }},
+		func(e *Decisions) any { return &e.DefaultAction }},
 	{"excluded-namespaces", "Comma-separated namespaces whose pods are never mutated nor validated; kube-system is always added.",
-		func(e *Engine) any { return &e.ExcludedNamespaces }},
+		func(e *Decisions) any { return &e.ExcludedNamespaces }},
 	{"namespace-selector", "Label selector (kubectl's syntax) the namespaces served must match, as the webhook configurations' namespaceSelector: the deletion cost keeper and spread health act only there. Empty: every namespace.",
-		func(e *Engine) any { return &e.NamespaceSelector }},
+		func(e *Decisions) any { return &e.NamespaceSelector }},
 	{"message-detail", "What a denial may name: domains (counts and reasons per domain, no node names, labels or taints) or nodes.",
-		func(e *Engine) any { return &e.MessageDetail }},
+		func(e *Decisions) any { return &e.MessageDetail }},
 	{"autoscaler-karpenter", "Read Karpenter's NodePools as nodes an autoscaler can add: auto (when the karpenter.sh/v1 NodePool API is served), true or false.",
-		func(e *Engine) any { return &e.AutoscalerKarpenter }},
+		func(e *Decisions) any { return &e.AutoscalerKarpenter }},
 	{"node-group-label", "Node label naming a node's group (eks.amazonaws.com/nodegroup, cloud.google.com/gke-nodepool, kubernetes.azure.com/agentpool): each group and zone seen on a node is a node the autoscaler can add. Empty: none.",
-		func(e *Engine) any { return &e.NodeGroupLabel }},
+		func(e *Decisions) any { return &e.NodeGroupLabel }},
 	{"autoscaler-zones", "Comma-separated zones new nodes may come up in, for the NodePools that leave the zone open and whose node class names no zone, and the node groups whose nodes carry none. Empty: the zones seen on nodes.",
-		func(e *Engine) any { return &e.AutoscalerZones }},
+		func(e *Decisions) any { return &e.AutoscalerZones }},
 	{"cluster-autoscaler-status", "cluster-autoscaler's status ConfigMap, namespace/name (its --config-namespace and --status-config-map-name): node groups at their maximum size add no node. Empty: not read.",
-		func(e *Engine) any { return &e.ClusterAutoscalerStatus }},
+		func(e *Decisions) any { return &e.ClusterAutoscalerStatus }},
 }
 
-// AddFlags binds Engine's flags to the fields of e; the current values of
+// AddFlags binds Decisions' flags to the fields of e; the current values of
 // e are the defaults --help shows.
-func (e *Engine) AddFlags(fs *pflag.FlagSet) { AddFlags(fs, e, engineFlags) }
+func (e *Decisions) AddFlags(fs *pflag.FlagSet) { AddFlags(fs, e, decisionFlags) }
 
-// EngineFlagNames maps each of Engine's fields, by its JSON name, to its
+// DecisionFlagNames maps each of Decisions' fields, by its JSON name, to its
 // flag (see FlagNames).
-func EngineFlagNames() map[string]string { return FlagNames(engineFlags) }
+func DecisionFlagNames() map[string]string { return FlagNames(decisionFlags) }
 
 // Override sets on e every field whose flag fs was given, to its value in
-// flagged, the Engine fs's flags are bound to: flags given on the command
+// flagged, the Decisions fs's flags are bound to: flags given on the command
 // line win over settings read from elsewhere.
-func (e *Engine) Override(flagged *Engine, fs *pflag.FlagSet) {
-	for _, f := range engineFlags {
+func (e *Decisions) Override(flagged *Decisions, fs *pflag.FlagSet) {
+	for _, f := range decisionFlags {
 		if fs.Changed(f.Name) {
 			reflect.ValueOf(f.Field(e)).Elem().Set(reflect.ValueOf(f.Field(flagged)).Elem())
 		}
@@ -139,8 +141,8 @@ func (e *Engine) Override(flagged *Engine, fs *pflag.FlagSet) {
 }
 
 // Validate checks every field; each error's path is the field's JSON name,
-// which EngineFlagNames maps to its flag.
-func (e *Engine) Validate() field.ErrorList {
+// which DecisionFlagNames maps to its flag.
+func (e *Decisions) Validate() field.ErrorList {
 	var errs field.ErrorList
 	actions := []string{string(v1alpha1.ActionDeny), string(v1alpha1.ActionWarn), string(v1alpha1.ActionAudit)}
 	if !slices.Contains(actions, string(e.DefaultAction)) {
@@ -176,7 +178,7 @@ func (e *Engine) Validate() field.ErrorList {
 
 // ClusterAutoscalerStatusKey returns the namespace and name of
 // ClusterAutoscalerStatus; a zero key when it is empty.
-func (e *Engine) ClusterAutoscalerStatusKey() (types.NamespacedName, error) {
+func (e *Decisions) ClusterAutoscalerStatusKey() (types.NamespacedName, error) {
 	if e.ClusterAutoscalerStatus == "" {
 		return types.NamespacedName{}, nil
 	}
@@ -220,7 +222,7 @@ func validateZones(path *field.Path, zones []string) field.ErrorList {
 
 // ExcludedNamespaceSet returns the namespaces to exclude, kube-system first
 // and without duplicates.
-func (e *Engine) ExcludedNamespaceSet() []string {
+func (e *Decisions) ExcludedNamespaceSet() []string {
 	out := []string{KubeSystem}
 	for _, ns := range e.ExcludedNamespaces {
 		if !slices.Contains(out, ns) {
@@ -231,7 +233,7 @@ func (e *Engine) ExcludedNamespaceSet() []string {
 }
 
 // Config is the engine's configuration of a valid e.
-func (e *Engine) Config() engine.Config {
+func (e *Decisions) Config() engine.Config {
 	cfg := engine.Config{DefaultAction: e.DefaultAction, ExcludedNamespaces: e.ExcludedNamespaceSet(), MessageDetail: e.MessageDetail}
 	if sel, err := labels.Parse(e.NamespaceSelector); err == nil && !sel.Empty() {
 		cfg.NamespaceSelector = sel
@@ -246,7 +248,7 @@ func (e *Engine) Config() engine.Config {
 // the zones of AutoscalerZones; cluster-autoscaler's status ConfigMap.
 // AutoscalerKarpenter true without the NodePool API is an error: the
 // setting says Karpenter runs, and it cannot be read.
-func (e *Engine) Templates(nodeTemplatesServed, nodePoolsServed bool) (lookup.TemplateOptions, error) {
+func (e *Decisions) Templates(nodeTemplatesServed, nodePoolsServed bool) (lookup.TemplateOptions, error) {
 	// Validate has refused a key that does not parse.
 	status, _ := e.ClusterAutoscalerStatusKey()
 	o := lookup.TemplateOptions{NodeTemplates: nodeTemplatesServed, NodeGroupLabel: e.NodeGroupLabel, Zones: e.AutoscalerZones,

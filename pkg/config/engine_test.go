@@ -18,15 +18,15 @@ import (
 )
 
 // engineWith returns the webhook's defaults changed by fn.
-func engineWith(fn func(e *Engine)) Engine {
-	e := NewEngine()
+func engineWith(fn func(e *Decisions)) Decisions {
+	e := NewDecisions()
 	fn(&e)
 	return e
 }
 
-// parse binds Engine's flags to start and parses args into it, as either
+// parse binds Decisions' flags to start and parses args into it, as either
 // binary does, and returns the flag set to tell which flags were given.
-func parse(t *testing.T, start Engine, args ...string) (Engine, *pflag.FlagSet) {
+func parse(t *testing.T, start Decisions, args ...string) (Decisions, *pflag.FlagSet) {
 	t.Helper()
 	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
 	e := start
@@ -38,17 +38,17 @@ func parse(t *testing.T, start Engine, args ...string) (Engine, *pflag.FlagSet) 
 }
 
 func TestEngineFlagsBindStraightIntoTheFields(t *testing.T) {
-	nodes := engineWith(func(e *Engine) { e.MessageDetail = spread.DetailNodes })
+	nodes := engineWith(func(e *Decisions) { e.MessageDetail = spread.DetailNodes })
 	tests := []struct {
 		name  string
-		start Engine
+		start Decisions
 		args  []string
-		want  Engine
+		want  Decisions
 	}{
 		{
 			name:  "no flags -> the webhook's defaults",
-			start: NewEngine(),
-			want:  NewEngine(),
+			start: NewDecisions(),
+			want:  NewDecisions(),
 		},
 		{
 			name:  "no flags on a struct whose message detail is nodes -> nodes: the struct's value is the default",
@@ -57,32 +57,32 @@ func TestEngineFlagsBindStraightIntoTheFields(t *testing.T) {
 		},
 		{
 			name:  "every flag given -> every field set from its flag",
-			start: NewEngine(),
+			start: NewDecisions(),
 			args: []string{"--default-action=Warn", "--excluded-namespaces=a,b", "--message-detail=nodes",
 				"--autoscaler-karpenter=false", "--node-group-label=eks.amazonaws.com/nodegroup", "--autoscaler-zones=us-east-1a,us-east-1b",
 				"--cluster-autoscaler-status=autoscaling/ca-status"},
-			want: Engine{DefaultAction: v1alpha1.ActionWarn, ExcludedNamespaces: []string{"a", "b"},
+			want: Decisions{DefaultAction: v1alpha1.ActionWarn, ExcludedNamespaces: []string{"a", "b"},
 				MessageDetail: spread.DetailNodes, AutoscalerKarpenter: ToggleFalse, NodeGroupLabel: "eks.amazonaws.com/nodegroup",
 				AutoscalerZones: []string{"us-east-1a", "us-east-1b"}, ClusterAutoscalerStatus: "autoscaling/ca-status"},
 		},
 		{
 			name:  "--excluded-namespaces given twice -> both lists, the default replaced",
-			start: NewEngine(),
+			start: NewDecisions(),
 			args:  []string{"--excluded-namespaces=a", "--excluded-namespaces=b,c"},
-			want:  engineWith(func(e *Engine) { e.ExcludedNamespaces = []string{"a", "b", "c"} }),
+			want:  engineWith(func(e *Decisions) { e.ExcludedNamespaces = []string{"a", "b", "c"} }),
 		},
 		{
 			name:  "a value Validate refuses -> taken as given, for Validate to name",
-			start: NewEngine(),
+			start: NewDecisions(),
 			args:  []string{"--default-action=deny"},
-			want:  engineWith(func(e *Engine) { e.DefaultAction = "deny" }),
+			want:  engineWith(func(e *Decisions) { e.DefaultAction = "deny" }),
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, _ := parse(t, tt.start, tt.args...)
 			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("Engine after %q (-want +got):\n%s", tt.args, diff)
+				t.Errorf("Decisions after %q (-want +got):\n%s", tt.args, diff)
 			}
 		})
 	}
@@ -129,13 +129,13 @@ func TestEngineValidate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e, _ := parse(t, NewEngine(), tt.args...)
+			e, _ := parse(t, NewDecisions(), tt.args...)
 			got := e.Validate()
 			if diff := cmp.Diff(tt.want, got, ignoreDetail, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("Validate() (-want +got):\n%s", diff)
 			}
 			for _, err := range got {
-				if flag := FlagOf(err, EngineFlagNames()); flag == "" {
+				if flag := FlagOf(err, DecisionFlagNames()); flag == "" {
 					t.Errorf("error %q names no flag", err)
 				}
 			}
@@ -147,20 +147,20 @@ func TestEngineValidate(t *testing.T) {
 var ignoreDetail = cmpopts.IgnoreFields(field.Error{}, "Detail", "BadValue")
 
 func TestEngineOverrideLetsTheFlagsGivenWin(t *testing.T) {
-	release := Engine{DefaultAction: v1alpha1.ActionWarn, ExcludedNamespaces: []string{"spreadguard-system"},
+	release := Decisions{DefaultAction: v1alpha1.ActionWarn, ExcludedNamespaces: []string{"spreadguard-system"},
 		MessageDetail: spread.DetailDomains, AutoscalerKarpenter: ToggleFalse, NodeGroupLabel: "eks.amazonaws.com/nodegroup",
 		AutoscalerZones: []string{"a", "b", "c"}, ClusterAutoscalerStatus: "autoscaling/ca-status"}
-	cli := engineWith(func(e *Engine) { e.MessageDetail = spread.DetailNodes })
+	cli := engineWith(func(e *Decisions) { e.MessageDetail = spread.DetailNodes })
 	tests := []struct {
 		name string
 		args []string
-		want Engine
+		want Decisions
 	}{
 		{name: "no flags -> the release's settings, the CLI's defaults ignored", want: release},
 		{
 			name: "--autoscaler-karpenter=auto and --message-detail=nodes -> those two from the flags, the rest from the release",
 			args: []string{"--autoscaler-karpenter=auto", "--message-detail=nodes"},
-			want: func() Engine {
+			want: func() Decisions {
 				e := release
 				e.AutoscalerKarpenter, e.MessageDetail = ToggleAuto, spread.DetailNodes
 				return e
@@ -169,27 +169,27 @@ func TestEngineOverrideLetsTheFlagsGivenWin(t *testing.T) {
 		{
 			name: "--default-action=Deny, the default's own value, given -> Deny: a flag given wins even when it repeats the default",
 			args: []string{"--default-action=Deny"},
-			want: func() Engine { e := release; e.DefaultAction = v1alpha1.ActionDeny; return e }(),
+			want: func() Decisions { e := release; e.DefaultAction = v1alpha1.ActionDeny; return e }(),
 		},
 		{
 			name: "--autoscaler-zones=x,y -> the release's zones replaced",
 			args: []string{"--autoscaler-zones=x,y"},
-			want: func() Engine { e := release; e.AutoscalerZones = []string{"x", "y"}; return e }(),
+			want: func() Decisions { e := release; e.AutoscalerZones = []string{"x", "y"}; return e }(),
 		},
 		{
 			name: "--cluster-autoscaler-status= -> the release's status not read",
 			args: []string{"--cluster-autoscaler-status="},
-			want: func() Engine { e := release; e.ClusterAutoscalerStatus = ""; return e }(),
+			want: func() Decisions { e := release; e.ClusterAutoscalerStatus = ""; return e }(),
 		},
 		{
 			name: "--autoscaler-zones= -> the release's zones cleared",
 			args: []string{"--autoscaler-zones="},
-			want: func() Engine { e := release; e.AutoscalerZones = []string{}; return e }(),
+			want: func() Decisions { e := release; e.AutoscalerZones = []string{}; return e }(),
 		},
 		{
 			name: "--excluded-namespaces=a --node-group-label= -> the list replaced and the label cleared",
 			args: []string{"--excluded-namespaces=a", "--node-group-label="},
-			want: func() Engine { e := release; e.ExcludedNamespaces, e.NodeGroupLabel = []string{"a"}, ""; return e }(),
+			want: func() Decisions { e := release; e.ExcludedNamespaces, e.NodeGroupLabel = []string{"a"}, ""; return e }(),
 		},
 	}
 	for _, tt := range tests {
@@ -217,7 +217,7 @@ func TestExcludedNamespaceSet(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := engineWith(func(e *Engine) { e.ExcludedNamespaces = tt.excluded })
+			e := engineWith(func(e *Decisions) { e.ExcludedNamespaces = tt.excluded })
 			if diff := cmp.Diff(tt.want, e.ExcludedNamespaceSet()); diff != "" {
 				t.Errorf("ExcludedNamespaceSet() (-want +got):\n%s", diff)
 			}
@@ -226,7 +226,7 @@ func TestExcludedNamespaceSet(t *testing.T) {
 }
 
 func TestEngineConfigIsWhatTheEngineDecidesWith(t *testing.T) {
-	e := Engine{DefaultAction: v1alpha1.ActionAudit, ExcludedNamespaces: []string{"tools"}, MessageDetail: spread.DetailNodes}
+	e := Decisions{DefaultAction: v1alpha1.ActionAudit, ExcludedNamespaces: []string{"tools"}, MessageDetail: spread.DetailNodes}
 	want := engine.Config{DefaultAction: v1alpha1.ActionAudit, ExcludedNamespaces: []string{"kube-system", "tools"}, MessageDetail: spread.DetailNodes}
 	if diff := cmp.Diff(want, e.Config()); diff != "" {
 		t.Errorf("Config() (-want +got):\n%s", diff)
@@ -261,7 +261,7 @@ func TestEngineTemplates(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := engineWith(func(e *Engine) {
+			e := engineWith(func(e *Decisions) {
 				e.AutoscalerKarpenter, e.NodeGroupLabel, e.AutoscalerZones = tt.karpenter, "pool", tt.zones
 				if tt.noStatus {
 					e.ClusterAutoscalerStatus = ""
@@ -301,7 +301,7 @@ func TestEngineNamespaceSelector(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := NewEngine()
+			e := NewDecisions()
 			e.NamespaceSelector = tt.selector
 			errs := e.Validate()
 			if (len(errs) > 0) != tt.wantErr || (tt.wantErr && errs[0].Field != "namespaceSelector") {

@@ -48,7 +48,7 @@ func TestFromRelease(t *testing.T) {
 	config := releaseConfigMap("spreadguard-system", "sg-spreadguard-config", "sg", map[string]string{ConfigMapKey: releaseFile})
 	// The chart's dashboard carries the same labels, and no configuration.
 	dashboard := releaseConfigMap("spreadguard-system", "sg-spreadguard-dashboard", "sg", map[string]string{"spreadguard.json": "{}"})
-	wantEngine := Engine{DefaultAction: v1alpha1.ActionWarn, ExcludedNamespaces: []string{"kube-system", "spreadguard-system"},
+	wantEngine := Decisions{DefaultAction: v1alpha1.ActionWarn, ExcludedNamespaces: []string{"kube-system", "spreadguard-system"},
 		MessageDetail: spread.DetailDomains, AutoscalerKarpenter: ToggleFalse, ClusterAutoscalerStatus: "autoscaling/ca-status"}
 	tests := []struct {
 		name       string
@@ -56,7 +56,7 @@ func TestFromRelease(t *testing.T) {
 		failList   bool
 		namespace  string
 		release    string
-		want       *Engine
+		want       *Decisions
 		wantSource string
 		wantErr    string
 	}{
@@ -121,9 +121,9 @@ func TestFromRelease(t *testing.T) {
 			if gotErr := errString(err); gotErr != tt.wantErr {
 				t.Fatalf("FromRelease() error = %q, want %q", gotErr, tt.wantErr)
 			}
-			var got *Engine
+			var got *Decisions
 			if cfg != nil {
-				got = &cfg.Engine
+				got = &cfg.Decisions
 			}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("FromRelease() engine (-want +got):\n%s", diff)

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-logr/logr"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -63,9 +64,9 @@ type WebhookConfiguration struct {
 	// HealthProbeBindAddress serves /healthz and /readyz; "0" turns it off.
 	HealthProbeBindAddress string `json:"healthProbeBindAddress"`
 
-	// Engine holds the settings that change a decision, which
+	// Decisions holds the settings that change a decision, which
 	// kubectl-spread shares.
-	Engine `json:",inline"`
+	Decisions `json:",inline"`
 
 	// RefuseUntilSynced denies pods while the caches are still filling;
 	// otherwise they are allowed with a warning.
@@ -77,17 +78,20 @@ type WebhookConfiguration struct {
 	FailurePolicy admissionregistrationv1.FailurePolicyType `json:"failurePolicy"`
 	// LogLevel is error, info, debug or a logr verbosity number.
 	LogLevel string `json:"logLevel"`
-	// Audit runs the audit of spread health on the replica that holds the
-	// audit's Lease: policy status and reports.
-	Audit bool `json:"audit"`
+	// Health runs the controller of spread health on the replica that
+	// holds its Lease: policy status and reports. The key audit, its name
+	// before, is still read (Decode), with a warning.
+	Health bool `json:"health"`
 	// LeaderElectionNamespace holds the Leases; empty means the pod's own
 	// namespace (in a cluster).
 	LeaderElectionNamespace string `json:"leaderElectionNamespace,omitempty"`
-	// AuditCoalesceDelay is how long the audit gathers the changes that
+	// HealthCoalesceDelay is how long the controller of spread health gathers the changes that
 	// follow a first one before it runs a pass, so that a rollout of a
 	// hundred pods costs one pass. Shorter, the status and Reports follow
 	// the cluster more closely, at the cost of more passes.
-	AuditCoalesceDelay metav1.Duration `json:"auditCoalesceDelay"`
+	// The key auditCoalesceDelay, its name before, is still read, with a
+	// warning.
+	HealthCoalesceDelay metav1.Duration `json:"healthCoalesceDelay"`
 	// ShutdownDelay is how long a replica told to stop goes on answering
 	// admission requests after its readiness has failed, before it closes
 	// its listeners and drains the requests in flight: long enough for the
@@ -104,6 +108,37 @@ type WebhookConfiguration struct {
 	// DeletionCostQPS times a second.
 	DeletionCostQPS   float64 `json:"deletionCostQPS"`
 	DeletionCostBurst int     `json:"deletionCostBurst"`
+	// Deprecations names the keys Decode read under a name that is going
+	// away, each with the name that replaces it; WarnDeprecated logs them.
+	Deprecations []string `json:"-"`
+}
+
+// renamedKeys are the keys read under their old names for one minor
+// version after their rename: each old name with its new one.
+var renamedKeys = []struct{ old, new string }{
+	{"audit", "health"},
+	{"auditCoalesceDelay", "healthCoalesceDelay"},
+}
+
+// oldKeys holds the values of the renamed keys under their old names.
+type oldKeys struct {
+	Audit              *bool            `json:"audit,omitempty"`
+	AuditCoalesceDelay *metav1.Duration `json:"auditCoalesceDelay,omitempty"`
+}
+
+// withOldKeys is what Decode reads: the configuration and the old names,
+// so that a strict decoder accepts both.
+type withOldKeys struct {
+	WebhookConfiguration `json:",inline"`
+	oldKeys              `json:",inline"`
+}
+
+// WarnDeprecated logs one warning for each key the file set under its old
+// name.
+func (c *WebhookConfiguration) WarnDeprecated(log logr.Logger) {
+	for _, d := range c.Deprecations {
+		log.Info("deprecated configuration key: "+d, "deprecated", true)
+	}
 }
 
 // NewWebhookConfiguration returns the configuration with every default set.
@@ -116,11 +151,11 @@ func NewWebhookConfiguration() WebhookConfiguration {
 		MetricsBindAddress:     ":8080",
 		MetricsSecure:          true,
 		HealthProbeBindAddress: ":8081",
-		Engine:                 NewEngine(),
+		Decisions:              NewDecisions(),
 		FailurePolicy:          admissionregistrationv1.Ignore,
 		LogLevel:               LogLevelInfo,
-		Audit:                  true,
-		AuditCoalesceDelay:     metav1.Duration{Duration: 10 * time.Second},
+		Health:                 true,
+		HealthCoalesceDelay:    metav1.Duration{Duration: 10 * time.Second},
 		DeletionCost:           true,
 		DeletionCostQPS:        20,
 		DeletionCostBurst:      40,
@@ -134,14 +169,36 @@ func NewWebhookConfiguration() WebhookConfiguration {
 // file given by mistake is refused. source names where data came from
 // ("config file PATH"), at the start of every error.
 func Decode(source string, data []byte) (*WebhookConfiguration, error) {
-	cfg := NewWebhookConfiguration()
+	in := withOldKeys{WebhookConfiguration: NewWebhookConfiguration()}
 	// Absent fields keep their defaults.
-	cfg.TypeMeta = metav1.TypeMeta{}
+	in.TypeMeta = metav1.TypeMeta{}
 	if len(bytes.TrimSpace(data)) > 0 {
-		if err := yaml.UnmarshalStrict(data, &cfg); err != nil {
+		if err := yaml.UnmarshalStrict(data, &in); err != nil {
 			return nil, fmt.Errorf("%s: %w", source, err)
 		}
+		var keys map[string]any
+		if err := yaml.Unmarshal(data, &keys); err != nil {
+			return nil, fmt.Errorf("%s: %w", source, err)
+		}
+		for _, k := range renamedKeys {
+			if _, ok := keys[k.old]; !ok {
+				continue
+			}
+			_, both := keys[k.new]
+			switch {
+			case both:
+				in.Deprecations = append(in.Deprecations, fmt.Sprintf("%s is ignored: %s is set, its new name", k.old, k.new))
+			case k.old == "audit" && in.Audit != nil:
+				in.Health = *in.Audit
+			case k.old == "auditCoalesceDelay" && in.AuditCoalesceDelay != nil:
+				in.HealthCoalesceDelay = *in.AuditCoalesceDelay
+			}
+			if !both {
+				in.Deprecations = append(in.Deprecations, fmt.Sprintf("%s is renamed %s, and the old name is read for one minor version only", k.old, k.new))
+			}
+		}
 	}
+	cfg := in.WebhookConfiguration
 	if cfg.APIVersion != ConfigAPIVersion || cfg.Kind != ConfigKind {
 		return nil, fmt.Errorf("%s: apiVersion %q, kind %q: want apiVersion %q, kind %q",
 			source, cfg.APIVersion, cfg.Kind, ConfigAPIVersion, ConfigKind)
@@ -173,7 +230,7 @@ func (c *WebhookConfiguration) Validate() field.ErrorList {
 	}
 	errs = append(errs, validateBindAddress(field.NewPath("metricsBindAddress"), c.MetricsBindAddress)...)
 	errs = append(errs, validateBindAddress(field.NewPath("healthProbeBindAddress"), c.HealthProbeBindAddress)...)
-	errs = append(errs, c.Engine.Validate()...)
+	errs = append(errs, c.Decisions.Validate()...)
 	policies := []string{string(admissionregistrationv1.Ignore), string(admissionregistrationv1.Fail)}
 	if !slices.Contains(policies, string(c.FailurePolicy)) {
 		errs = append(errs, field.NotSupported(field.NewPath("failurePolicy"), c.FailurePolicy, policies))
@@ -181,8 +238,8 @@ func (c *WebhookConfiguration) Validate() field.ErrorList {
 	if _, err := ParseLogLevel(c.LogLevel); err != nil {
 		errs = append(errs, field.Invalid(field.NewPath("logLevel"), c.LogLevel, err.Error()))
 	}
-	if c.AuditCoalesceDelay.Duration <= 0 {
-		errs = append(errs, field.Invalid(field.NewPath("auditCoalesceDelay"), c.AuditCoalesceDelay.String(), "must be a positive duration"))
+	if c.HealthCoalesceDelay.Duration <= 0 {
+		errs = append(errs, field.Invalid(field.NewPath("healthCoalesceDelay"), c.HealthCoalesceDelay.String(), "must be a positive duration"))
 	}
 	if c.ShutdownDelay.Duration < 0 {
 		errs = append(errs, field.Invalid(field.NewPath("shutdownDelay"), c.ShutdownDelay.String(), "must not be negative"))

@@ -35,14 +35,33 @@ func TestDecode(t *testing.T) {
 			name: "server and engine fields -> each read into its field, the others defaulted",
 			data: header + "port: 10250\nfailurePolicy: Fail\ndefaultAction: Warn\nexcludedNamespaces: [tools]\n" +
 				"messageDetail: nodes\nautoscalerKarpenter: \"false\"\nnodeGroupLabel: pool\nautoscalerZones: [eu-west-1a, eu-west-1b]\nclusterAutoscalerStatus: \"\"\n" +
-				"auditCoalesceDelay: 2s\nshutdownDelay: 5s\n",
+				"healthCoalesceDelay: 2s\nshutdownDelay: 5s\n",
 			want: with(func(c *WebhookConfiguration) {
 				c.Port, c.FailurePolicy = 10250, admissionregistrationv1.Fail
-				c.AuditCoalesceDelay = metav1.Duration{Duration: 2 * time.Second}
+				c.HealthCoalesceDelay = metav1.Duration{Duration: 2 * time.Second}
 				c.ShutdownDelay = metav1.Duration{Duration: 5 * time.Second}
-				c.Engine = Engine{DefaultAction: v1alpha1.ActionWarn, ExcludedNamespaces: []string{"tools"},
+				c.Decisions = Decisions{DefaultAction: v1alpha1.ActionWarn, ExcludedNamespaces: []string{"tools"},
 					MessageDetail: spread.DetailNodes, AutoscalerKarpenter: ToggleFalse, NodeGroupLabel: "pool",
 					AutoscalerZones: []string{"eu-west-1a", "eu-west-1b"}, ClusterAutoscalerStatus: ""}
+			}),
+		},
+		{
+			name: "the old names audit and auditCoalesceDelay -> read into health and healthCoalesceDelay, each deprecation named",
+			data: header + "audit: false\nauditCoalesceDelay: 3s\n",
+			want: with(func(c *WebhookConfiguration) {
+				c.Health = false
+				c.HealthCoalesceDelay = metav1.Duration{Duration: 3 * time.Second}
+				c.Deprecations = []string{
+					"audit is renamed health, and the old name is read for one minor version only",
+					"auditCoalesceDelay is renamed healthCoalesceDelay, and the old name is read for one minor version only",
+				}
+			}),
+		},
+		{
+			name: "an old name beside its new one -> the new one wins, the old one named as ignored",
+			data: header + "audit: false\nhealth: true\n",
+			want: with(func(c *WebhookConfiguration) {
+				c.Deprecations = []string{"audit is ignored: health is set, its new name"}
 			}),
 		},
 		{
@@ -77,14 +96,14 @@ func TestDecode(t *testing.T) {
 func TestValidateNamesEachFieldAsTheFileDoes(t *testing.T) {
 	c := NewWebhookConfiguration()
 	c.Port, c.DefaultAction, c.FailurePolicy, c.LogLevel = 0, "Block", "ignore", "verbose"
-	c.AuditCoalesceDelay = metav1.Duration{Duration: -time.Second}
+	c.HealthCoalesceDelay = metav1.Duration{Duration: -time.Second}
 	c.ShutdownDelay = metav1.Duration{Duration: -time.Second}
 	want := field.ErrorList{
 		field.Invalid(field.NewPath("port"), nil, ""),
 		field.NotSupported[string](field.NewPath("defaultAction"), nil, nil),
 		field.NotSupported[string](field.NewPath("failurePolicy"), nil, nil),
 		field.Invalid(field.NewPath("logLevel"), nil, ""),
-		field.Invalid(field.NewPath("auditCoalesceDelay"), nil, ""),
+		field.Invalid(field.NewPath("healthCoalesceDelay"), nil, ""),
 		field.Invalid(field.NewPath("shutdownDelay"), nil, ""),
 	}
 	if diff := cmp.Diff(want, c.Validate(), ignoreDetail); diff != "" {

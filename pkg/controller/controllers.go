@@ -57,8 +57,8 @@ type Config struct {
 	// The controller of spread health's: called after every pass on this
 	// replica, and its periods (zero: its defaults and the configuration's
 	// auditCoalesceDelay).
-	AuditObserver                func(spreadhealth.Pass)
-	AuditFullPass, AuditCoalesce time.Duration
+	HealthObserver                 func(spreadhealth.Pass)
+	HealthFullPass, HealthCoalesce time.Duration
 }
 
 // Controllers is what the webhook keeps of the cluster, and the two halves
@@ -95,7 +95,7 @@ func Add(ctx context.Context, mgr manager.Manager, cfg Config) (*Controllers, er
 	if c.Sources, err = newSources(ctx, mgr, c, policyWatcher); err != nil {
 		return nil, err
 	}
-	engineCfg := cfg.Webhook.Engine.Config()
+	engineCfg := cfg.Webhook.Decisions.Config()
 	if err := addSpreadHealth(mgr, &cfg, cfg.Webhook, cluster, c.Sources, engineCfg, c.Informers.Synced, cfg.Log.WithName("spreadhealth")); err != nil {
 		return nil, err
 	}
@@ -192,11 +192,11 @@ func newSources(ctx context.Context, mgr manager.Manager, c *Controllers, verdic
 
 // watchedKinds returns the kinds to watch: every kind that is not optional,
 // and each optional one that the API server serves, Karpenter's NodePools
-// only when cfg asks for them (config.Engine.Templates); and where the
+// only when cfg asks for them (config.Decisions.Templates); and where the
 // templates of the nodes an autoscaler can add come from.
 func watchedKinds(cfg *config.WebhookConfiguration, mapper meta.RESTMapper) ([]client.Object, lookup.TemplateOptions, error) {
 	served := map[schema.GroupVersionKind]bool{}
-	for _, k := range cache.Kinds {
+	for _, k := range cache.InformedKinds {
 		if !k.Optional {
 			continue
 		}
@@ -210,11 +210,11 @@ func watchedKinds(cfg *config.WebhookConfiguration, mapper meta.RESTMapper) ([]c
 		}
 	}
 	nodePools := karpenterv1.GroupVersion.WithKind(karpenterv1.KindNodePool)
-	templateSources, err := cfg.Engine.Templates(served[v1alpha1.GroupVersion.WithKind(v1alpha1.KindNodeTemplate)], served[nodePools])
+	templateSources, err := cfg.Decisions.Templates(served[v1alpha1.GroupVersion.WithKind(v1alpha1.KindNodeTemplate)], served[nodePools])
 	if err != nil {
 		return nil, lookup.TemplateOptions{}, err
 	}
-	watched := cache.Watched(func(k cache.Kind) bool {
+	watched := cache.Watched(func(k cache.InformedKind) bool {
 		return served[k.GVK] && (k.GVK != nodePools || templateSources.Karpenter)
 	})
 	return watched, templateSources, nil
@@ -227,10 +227,10 @@ func watchedKinds(cfg *config.WebhookConfiguration, mapper meta.RESTMapper) ([]c
 // to the replicas in the cluster rather than compete for another Lease.
 func addSpreadHealth(mgr manager.Manager, o *Config, cfg *config.WebhookConfiguration, cluster *state.Cluster, src engine.Sources, engineCfg engine.Config,
 	synced func() bool, log logr.Logger) error {
-	if !cfg.Audit {
+	if !cfg.Health {
 		return nil
 	}
-	leaseNS, ok, err := leaseNamespace(cfg, "the audit", log)
+	leaseNS, ok, err := leaseNamespace(cfg, "spread health", log)
 	if !ok {
 		return err
 	}
@@ -238,7 +238,7 @@ func addSpreadHealth(mgr manager.Manager, o *Config, cfg *config.WebhookConfigur
 		Cache: mgr.GetCache(), Client: mgr.GetClient(), Mapper: mgr.GetRESTMapper(), RESTConfig: mgr.GetConfig(),
 		LeaseNamespace: leaseNS, Index: cluster.Index(), State: cluster, Sources: src, Engine: engineCfg, Synced: synced,
 		Registry: o.Registry, Log: log,
-		FullPass: o.AuditFullPass, Coalesce: cmp.Or(o.AuditCoalesce, cfg.AuditCoalesceDelay.Duration), Observe: o.AuditObserver,
+		FullPass: o.HealthFullPass, Coalesce: cmp.Or(o.HealthCoalesce, cfg.HealthCoalesceDelay.Duration), Observe: o.HealthObserver,
 	})
 	if err != nil {
 		return err
@@ -279,7 +279,7 @@ func addKeeper(mgr manager.Manager, o *Config, cfg *config.WebhookConfiguration,
 }
 
 // leaseNamespace returns the namespace of the Lease of the leader-only
-// controller what names ("the audit", "the deletion cost keeper"). ok is
+// controller what names ("spread health", "the deletion cost keeper"). ok is
 // false, and logged, for a server run outside a cluster without
 // --leader-election-namespace: it leaves that controller to the replicas
 // in the cluster rather than compete for another Lease.

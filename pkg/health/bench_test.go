@@ -35,10 +35,10 @@ func benchCluster(b *testing.B, workloads int) *healthtest.Cluster {
 	return c
 }
 
-// BenchmarkAuditPass is one full pass: finding the workloads and auditing
+// BenchmarkHealthPass is one full pass: finding the workloads and auditing
 // each. cpu-ms/op is the process's CPU time, garbage collection included;
 // alloc-MiB/op bounds the extra heap a pass needs.
-func BenchmarkAuditPass(b *testing.B) {
+func BenchmarkHealthPass(b *testing.B) {
 	for _, workloads := range []int{50, 5000} {
 		c := benchCluster(b, workloads)
 		src := c.Sources()
@@ -56,10 +56,10 @@ func BenchmarkAuditPass(b *testing.B) {
 	}
 }
 
-// BenchmarkAuditBaselineCheck is the baseline: one admission check
+// BenchmarkHealthBaselineCheck is the baseline: one admission check
 // (Index.Check) of a pod of each workload, the work the webhook does for
 // as many pod creations.
-func BenchmarkAuditBaselineCheck(b *testing.B) {
+func BenchmarkHealthBaselineCheck(b *testing.B) {
 	for _, workloads := range []int{50, 5000} {
 		c := benchCluster(b, workloads)
 		ws := health.Workloads(c.Owners, c.Index)

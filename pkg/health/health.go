@@ -102,7 +102,7 @@ func Run(c Counter, src engine.Sources, cfg engine.Config, ws []Workload) []Resu
 		if !served {
 			continue
 		}
-		r, ok, err := auditOne(c, src, cfg, w)
+		r, ok, err := checkOne(c, src, cfg, w)
 		if err != nil {
 			r, ok = failed(src, w, err)
 		}
@@ -134,7 +134,7 @@ func failed(src engine.Sources, w *Workload, err error) (Result, bool) {
 	return r, true
 }
 
-func auditOne(c Counter, src engine.Sources, cfg engine.Config, w *Workload) (Result, bool, error) {
+func checkOne(c Counter, src engine.Sources, cfg engine.Config, w *Workload) (Result, bool, error) {
 	r := Result{Kind: w.Kind, Namespace: w.Namespace, Name: w.Name}
 	if w.Err != nil {
 		return r, false, w.Err

@@ -13,7 +13,7 @@ import (
 
 // A kind added to workload.Kinds as one row, and nothing else, is
 // audited: its selector, pod and name come from the row.
-func TestAKindAddedAsOneRowIsAudited(t *testing.T) {
+func TestAKindAddedAsOneRowIsInSpreadHealth(t *testing.T) {
 	examplev1.Register(t)
 	tests := []struct {
 		name  string

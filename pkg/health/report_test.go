@@ -77,7 +77,7 @@ func TestReportsCountNodesUnderDomainDetail(t *testing.T) {
 	}
 }
 
-func TestReportsGiveAWorkloadThatCannotBeAuditedOneErrorResult(t *testing.T) {
+func TestReportsGiveAWorkloadThatCannotBeCheckedOneErrorResult(t *testing.T) {
 	results := []health.Result{
 		{Kind: "ReplicaSet", Namespace: ns, Name: "old", Policy: ns + "/zones", PolicyKind: "SpreadPolicy", State: health.StateError,
 			Error: `spec.selector: values[1][app]: Invalid value: "front end"`},

@@ -28,8 +28,8 @@ var listKind = v1.SchemeGroupVersion.WithKind("List")
 
 // wantKinds lists the kinds a cluster file may hold, for errors.
 var wantKinds = func() string {
-	names := make([]string, len(cache.Kinds))
-	for i, k := range cache.Kinds {
+	names := make([]string, len(cache.InformedKinds))
+	for i, k := range cache.InformedKinds {
 		names[i] = k.GVK.Kind
 	}
 	return strings.Join(names, ", ") + ", or a v1 List"
@@ -80,7 +80,7 @@ func Load(path string) (*Store, error) {
 }
 
 // Decode reads a cluster file from r: a multi-document YAML file, a stream of
-// JSON objects, or a v1 List, of the kinds in cache.Kinds.
+// JSON objects, or a v1 List, of the kinds in cache.InformedKinds.
 // Decoding is strict: an unknown or duplicate field, an unknown kind, a
 // missing apiVersion or kind, a missing name and two objects with the same
 // kind and name are errors. name labels the errors, e.g. the file name; the
@@ -282,7 +282,7 @@ func decodeDocument(js []byte) (runtime.Object, []json.RawMessage, error) {
 	}
 
 	var want *schema.GroupVersionKind
-	for _, k := range cache.Kinds {
+	for _, k := range cache.InformedKinds {
 		if k.GVK.Kind == tm.Kind {
 			want = &k.GVK
 		}

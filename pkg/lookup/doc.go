@@ -6,7 +6,7 @@
 //     what the cache has not seen yet;
 //   - kubectl-spread check, from a Store decoded from a cluster file
 //     (Decode, Load): multi-document YAML, a stream of JSON objects or a v1
-//     List of the kinds in cache.Kinds, as `kubectl get -o yaml` writes them
+//     List of the kinds in cache.InformedKinds, as `kubectl get -o yaml` writes them
 //     or as a person writes them by hand;
 //   - kubectl-spread explain, from a Store filled by listing a live cluster.
 //

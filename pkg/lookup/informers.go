@@ -34,7 +34,7 @@ type InformerStores struct {
 // inStores reports whether InformerStores holds kind k's store: every kind
 // the webhook always watches. (Optional and Named kinds may have no
 // informer, and asking for one would start it.)
-func inStores(k cache.Kind) bool { return !k.Optional && !k.Named }
+func inStores(k cache.InformedKind) bool { return !k.Optional && !k.Named }
 
 // indexed is what controller-runtime's informers are: client-go shared
 // index informers, whose store (with its namespace index) they read.
@@ -43,11 +43,11 @@ type indexed interface {
 }
 
 // NewInformerStores returns the stores of c's informers, one per kind of
-// cache.Kinds it always watches. The informers must be c's own (watched
+// cache.InformedKinds it always watches. The informers must be c's own (watched
 // from the start, as cache.Options sets): asking for them never starts one.
 func NewInformerStores(ctx context.Context, c crcache.Cache) (*InformerStores, error) {
 	s := &InformerStores{byType: map[reflect.Type]toolscache.Indexer{}}
-	for _, k := range cache.Kinds {
+	for _, k := range cache.InformedKinds {
 		if !inStores(k) {
 			continue
 		}

@@ -21,7 +21,7 @@ import (
 func storesOf(t *testing.T, objs ...client.Object) *InformerStores {
 	t.Helper()
 	s := &InformerStores{byType: map[reflect.Type]toolscache.Indexer{}}
-	for _, k := range cache.Kinds {
+	for _, k := range cache.InformedKinds {
 		if inStores(k) {
 			s.byType[reflect.TypeOf(k.New())] = toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc,
 				toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc})

@@ -16,7 +16,7 @@ import (
 )
 
 // Read lists from r what the webhook's informers hold that can matter for a
-// pod of namespace: every object of cache.Kinds, limited to the namespace
+// pod of namespace: every object of cache.InformedKinds, limited to the namespace
 // for the namespaced kinds (spread counts only the pods of the pod's own
 // namespace). A cluster without spreadguard's CRDs has no policies and no
 // NodeTemplates, and one without Karpenter no NodePools: answers, not
@@ -24,7 +24,7 @@ import (
 // (ReadStatusConfigMap reads the one object).
 func Read(ctx context.Context, r client.Reader, namespace string) ([]runtime.Object, error) {
 	var objs []runtime.Object
-	for _, k := range cache.Kinds {
+	for _, k := range cache.InformedKinds {
 		if k.Named {
 			continue
 		}

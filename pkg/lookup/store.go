@@ -22,7 +22,7 @@ import (
 var _ client.Reader = (*Store)(nil)
 
 // Store is an in-memory client.Reader over a fixed set of objects of the
-// kinds spreadguard reads (cache.Kinds): what `kubectl-spread check` decodes
+// kinds spreadguard reads (cache.InformedKinds): what `kubectl-spread check` decodes
 // from a cluster file, what `explain` lists from a live cluster, a test's
 // fixtures. Behind Sources it answers the engine's lookups with the same
 // code that answers them from the webhook's informer cache.
@@ -41,7 +41,7 @@ type Store struct {
 }
 
 // NewStore returns a Store holding objects, which must each be a pointer
-// to the Go type of one of cache.Kinds. Namespaced objects without a
+// to the Go type of one of cache.InformedKinds. Namespaced objects without a
 // namespace are put in "default", as kubectl does.
 func NewStore(objects ...runtime.Object) (*Store, error) {
 	s := newStore()

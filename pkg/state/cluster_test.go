@@ -120,10 +120,10 @@ func TestInformFollowsEveryKindTheWebhookWatches(t *testing.T) {
 		t.Fatal(err)
 	}
 	informers := &informertest.FakeInformers{Scheme: scheme}
-	watched := append(cache.Watched(func(cache.Kind) bool { return true }), &v1.ConfigMap{})
-	for _, k := range cache.Kinds {
+	watched := append(cache.Watched(func(cache.InformedKind) bool { return true }), &v1.ConfigMap{})
+	for _, k := range cache.InformedKinds {
 		if _, ok := KindOf(k.New()); !ok {
-			t.Errorf("cache.Kinds has %s, which the cluster state does not follow", k.GVK.Kind)
+			t.Errorf("cache.InformedKinds has %s, which the cluster state does not follow", k.GVK.Kind)
 		}
 	}
 	c := NewCluster(spread.NewIndex(), nil)

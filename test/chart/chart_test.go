@@ -598,9 +598,9 @@ func TestRBACReadsExactlyWhatTheServerReadsAndWritesOnlyEvents(t *testing.T) {
 			t.Errorf("ClusterRole rules (-want +got):\n%s", diff)
 		}
 	})
-	t.Run("audit.enabled false, deletionCost.enabled true -> the pods' patch and the Lease, none of the audit's writes", func(t *testing.T) {
+	t.Run("health.enabled false, deletionCost.enabled true -> the pods' patch and the Lease, none of spread health's writes", func(t *testing.T) {
 		want := append(cache.ReadRules(nil), events, keeper)
-		r := render(t, valuesYAML(t, "audit: {enabled: false}"))
+		r := render(t, valuesYAML(t, "health: {enabled: false}"))
 		if diff := cmp.Diff(want, find[*clusterRole](t, r.objects, fullname).Rules); diff != "" {
 			t.Errorf("ClusterRole rules (-want +got):\n%s", diff)
 		}
@@ -608,8 +608,8 @@ func TestRBACReadsExactlyWhatTheServerReadsAndWritesOnlyEvents(t *testing.T) {
 			t.Errorf("the Lease Role (-want +got):\n%s", diff)
 		}
 	})
-	t.Run("audit and deletionCost off -> no Lease Role", func(t *testing.T) {
-		r := render(t, valuesYAML(t, "audit: {enabled: false}\ndeletionCost: {enabled: false}"))
+	t.Run("health and deletionCost off -> no Lease Role", func(t *testing.T) {
+		r := render(t, valuesYAML(t, "health: {enabled: false}\ndeletionCost: {enabled: false}"))
 		// Only cluster-autoscaler's status Role stays, in its own namespace.
 		for _, role := range all[*rbacv1.Role](r.objects) {
 			if role.Namespace == releaseNamespace {
@@ -623,7 +623,7 @@ func TestRBACReadsExactlyWhatTheServerReadsAndWritesOnlyEvents(t *testing.T) {
 		}
 	})
 	t.Run("autoscaler.karpenter false -> no NodePools", func(t *testing.T) {
-		want := append(append(append(cache.ReadRules(func(k cache.Kind) bool { return k.GVK.Group != "karpenter.sh" }), events), audit...), keeper)
+		want := append(append(append(cache.ReadRules(func(k cache.InformedKind) bool { return k.GVK.Group != "karpenter.sh" }), events), audit...), keeper)
 		r := render(t, valuesYAML(t, "autoscaler: {karpenter: false}"))
 		if diff := cmp.Diff(want, find[*clusterRole](t, r.objects, fullname).Rules); diff != "" {
 			t.Errorf("ClusterRole rules (-want +got):\n%s", diff)
@@ -936,7 +936,7 @@ func TestServerConfigFile(t *testing.T) {
 			"refuseUntilSynced": refuse, "failurePolicy": "Ignore", "messageDetail": "domains", "logLevel": logLevel,
 			"autoscalerKarpenter":     "auto",
 			"clusterAutoscalerStatus": "kube-system/cluster-autoscaler-status",
-			"audit":                   true,
+			"health":                  true,
 			"shutdownDelay":           "5s",
 			"deletionCost":            true,
 			"deletionCostQPS":         float64(20),

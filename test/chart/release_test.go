@@ -24,13 +24,13 @@ func TestKubectlSpreadReadsTheRenderedConfiguration(t *testing.T) {
 		name    string
 		release string
 		vals    map[string]any
-		want    config.Engine
+		want    config.Decisions
 	}{
 		{
 			name:    "defaults -> the webhook's defaults, the release's namespace excluded",
 			release: releaseName,
 			vals:    ciValues(t, "default-values.yaml"),
-			want: config.Engine{DefaultAction: v1alpha1.ActionDeny, ExcludedNamespaces: []string{"kube-system", releaseNamespace},
+			want: config.Decisions{DefaultAction: v1alpha1.ActionDeny, ExcludedNamespaces: []string{"kube-system", releaseNamespace},
 				MessageDetail: spread.DetailDomains, AutoscalerKarpenter: config.ToggleAuto, ClusterAutoscalerStatus: caStatus},
 		},
 		{
@@ -38,7 +38,7 @@ func TestKubectlSpreadReadsTheRenderedConfiguration(t *testing.T) {
 			release: releaseName,
 			vals: valuesYAML(t, "config: {defaultAction: Warn, messageDetail: nodes}\n"+
 				"autoscaler: {karpenter: false, nodeGroupLabel: eks.amazonaws.com/nodegroup}\ndashboards: {enabled: true}"),
-			want: config.Engine{DefaultAction: v1alpha1.ActionWarn, ExcludedNamespaces: []string{"kube-system", releaseNamespace},
+			want: config.Decisions{DefaultAction: v1alpha1.ActionWarn, ExcludedNamespaces: []string{"kube-system", releaseNamespace},
 				MessageDetail: spread.DetailNodes, AutoscalerKarpenter: config.ToggleFalse, NodeGroupLabel: "eks.amazonaws.com/nodegroup",
 				ClusterAutoscalerStatus: caStatus},
 		},
@@ -46,7 +46,7 @@ func TestKubectlSpreadReadsTheRenderedConfiguration(t *testing.T) {
 			name:    "fullnameOverride -> found by its labels, whatever its name",
 			release: releaseName,
 			vals:    valuesYAML(t, "fullnameOverride: sg"),
-			want: config.Engine{DefaultAction: v1alpha1.ActionDeny, ExcludedNamespaces: []string{"kube-system", releaseNamespace},
+			want: config.Decisions{DefaultAction: v1alpha1.ActionDeny, ExcludedNamespaces: []string{"kube-system", releaseNamespace},
 				MessageDetail: spread.DetailDomains, AutoscalerKarpenter: config.ToggleAuto, ClusterAutoscalerStatus: caStatus},
 		},
 	}
@@ -62,7 +62,7 @@ func TestKubectlSpreadReadsTheRenderedConfiguration(t *testing.T) {
 			if err != nil {
 				t.Fatalf("kubectl-spread --from-release %s: %v", tt.release, err)
 			}
-			if diff := cmp.Diff(tt.want, cfg.Engine); diff != "" {
+			if diff := cmp.Diff(tt.want, cfg.Decisions); diff != "" {
 				t.Errorf("engine settings read from the release (-want +got):\n%s", diff)
 			}
 		})

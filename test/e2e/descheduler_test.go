@@ -149,7 +149,7 @@ func TestDeschedulerRebalance(t *testing.T) {
 	})
 
 	step("with zone c cordoned the audit counts zones a and b only (nodeTaintsPolicy Honor): spread at 3/3", func(t *testing.T) {
-		f.waitAudit(rebalanceAudit{Result: health.ResultPass, Domains: fmt.Sprintf("%s=3,%s=3", zoneA, zoneB), Skew: "0"},
+		f.waitHealth(rebalanceHealth{Result: health.ResultPass, Domains: fmt.Sprintf("%s=3,%s=3", zoneA, zoneB), Skew: "0"},
 			v1alpha1.PolicyStatus{Workloads: 1, Spread: 1})
 	})
 
@@ -159,7 +159,7 @@ func TestDeschedulerRebalance(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		f.waitAudit(rebalanceAudit{Result: health.ResultFail, Domains: fmt.Sprintf("%s=3,%s=3,%s=0", zoneA, zoneB, zoneC), Skew: "3"},
+		f.waitHealth(rebalanceHealth{Result: health.ResultFail, Domains: fmt.Sprintf("%s=3,%s=3,%s=0", zoneA, zoneB, zoneC), Skew: "3"},
 			v1alpha1.PolicyStatus{Workloads: 1, Skewed: 1})
 	})
 
@@ -208,7 +208,7 @@ func TestDeschedulerRebalance(t *testing.T) {
 	}
 
 	step("the audit reports the Deployment spread again: 2/2/2, skew 0", func(t *testing.T) {
-		f.waitAudit(rebalanceAudit{Result: health.ResultPass, Domains: fmt.Sprintf("%s=2,%s=2,%s=2", zoneA, zoneB, zoneC), Skew: "0"},
+		f.waitHealth(rebalanceHealth{Result: health.ResultPass, Domains: fmt.Sprintf("%s=2,%s=2,%s=2", zoneA, zoneB, zoneC), Skew: "0"},
 			v1alpha1.PolicyStatus{Workloads: 1, Spread: 1})
 	})
 }
@@ -367,26 +367,26 @@ func (a *availability) since(m availabilityMark) (fewest, deleted int) {
 	return a.fewest, deleted
 }
 
-// rebalanceAudit is the namespace's Report result for the Deployment.
-type rebalanceAudit struct{ Workload, Result, Domains, Skew string }
+// rebalanceHealth is the namespace's Report result for the Deployment.
+type rebalanceHealth struct{ Workload, Result, Domains, Skew string }
 
-// waitAudit waits until the namespace's Report holds one result, the
+// waitHealth waits until the namespace's Report holds one result, the
 // Deployment's with want's result, counts and skew, and policy "zones"
 // counts the workloads as status says.
-func (f *framework) waitAudit(want rebalanceAudit, status v1alpha1.PolicyStatus) {
+func (f *framework) waitHealth(want rebalanceHealth, status v1alpha1.PolicyStatus) {
 	f.t.Helper()
 	want.Workload = "Deployment/web"
-	f.eventually(auditTimeout, fmt.Sprintf("the namespace's Report reads %+v", want), func(ctx context.Context) error {
+	f.eventually(healthTimeout, fmt.Sprintf("the namespace's Report reads %+v", want), func(ctx context.Context) error {
 		got, err := reportResults(ctx, f.ns)
 		if err != nil {
 			return err
 		}
-		if diff := cmp.Diff([]rebalanceAudit{want}, got); diff != "" {
+		if diff := cmp.Diff([]rebalanceHealth{want}, got); diff != "" {
 			return fmt.Errorf("Report results (-want +got):\n%s", diff)
 		}
 		return nil
 	})
-	f.eventually(auditTimeout, fmt.Sprintf("policy zones counts %d workloads, %d spread, %d skewed", status.Workloads, status.Spread, status.Skewed), func(ctx context.Context) error {
+	f.eventually(healthTimeout, fmt.Sprintf("policy zones counts %d workloads, %d spread, %d skewed", status.Workloads, status.Spread, status.Skewed), func(ctx context.Context) error {
 		var p v1alpha1.SpreadPolicy
 		if err := k8s.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: "zones"}, &p); err != nil {
 			return err
@@ -404,7 +404,7 @@ func (f *framework) waitAudit(want rebalanceAudit, status v1alpha1.PolicyStatus)
 }
 
 // reportResults reads the results of the namespace's Report.
-func reportResults(ctx context.Context, ns string) ([]rebalanceAudit, error) {
+func reportResults(ctx context.Context, ns string) ([]rebalanceHealth, error) {
 	u := &unstructured.Unstructured{}
 	u.SetAPIVersion(health.ReportAPIVersion)
 	u.SetKind(health.ReportKind)
@@ -415,13 +415,13 @@ func reportResults(ctx context.Context, ns string) ([]rebalanceAudit, error) {
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &r); err != nil {
 		return nil, fmt.Errorf("decode Report %s: %w", health.ReportName, err)
 	}
-	var out []rebalanceAudit
+	var out []rebalanceHealth
 	for _, res := range r.Results {
 		var workload string
 		if len(res.Resources) > 0 {
 			workload = res.Resources[0].Kind + "/" + res.Resources[0].Name
 		}
-		out = append(out, rebalanceAudit{Workload: workload, Result: res.Result, Domains: res.Properties["domains"], Skew: res.Properties["skew"]})
+		out = append(out, rebalanceHealth{Workload: workload, Result: res.Result, Domains: res.Properties["domains"], Skew: res.Properties["skew"]})
 	}
 	return out, nil
 }

@@ -21,10 +21,10 @@ import (
 	"github.com/spreadguard/spreadguard/pkg/policy/policytest"
 )
 
-// auditTimeout bounds a change reaching the policy's status and the
+// healthTimeout bounds a change reaching the policy's status and the
 // namespace's Report: the controller and the scheduler place the pods, the
 // leader's next pass (10 s after the changes) writes.
-const auditTimeout = 2 * time.Minute
+const healthTimeout = 2 * time.Minute
 
 // TestSpreadHealth is the audit end to end: a Deployment the cluster skews
 // shows in `kubectl get spreadpolicies` and `kubectl get reports`, and both
@@ -50,10 +50,10 @@ func TestSpreadHealth(t *testing.T) {
 	f.waitRunning(labels.SelectorFromSet(labels.Set{"app": "web"}), replicas, placeTimeout)
 
 	t.Run("six pods pinned to one zone make the Deployment skewed", func(t *testing.T) {
-		eventually(t, auditTimeout, "kubectl get spreadpolicies shows the skewed Deployment", func(ctx context.Context) error {
+		eventually(t, healthTimeout, "kubectl get spreadpolicies shows the skewed Deployment", func(ctx context.Context) error {
 			return wantPolicyRow(ctx, f.ns, "True", "1", "1", "0")
 		})
-		eventually(t, auditTimeout, "kubectl get reports shows the Deployment's warning", func(ctx context.Context) error {
+		eventually(t, healthTimeout, "kubectl get reports shows the Deployment's warning", func(ctx context.Context) error {
 			return wantReportResults(ctx, f.ns, "Deployment/web warn")
 		})
 	})
@@ -66,10 +66,10 @@ func TestSpreadHealth(t *testing.T) {
 			d.Spec.Template.Spec.NodeSelector = nil
 			return k8s.Update(ctx, d)
 		})
-		eventually(t, auditTimeout, "kubectl get spreadpolicies shows the Deployment spread", func(ctx context.Context) error {
+		eventually(t, healthTimeout, "kubectl get spreadpolicies shows the Deployment spread", func(ctx context.Context) error {
 			return wantPolicyRow(ctx, f.ns, "True", "1", "0", "0")
 		})
-		eventually(t, auditTimeout, "kubectl get reports shows the Deployment passing", func(ctx context.Context) error {
+		eventually(t, healthTimeout, "kubectl get reports shows the Deployment passing", func(ctx context.Context) error {
 			return wantReportResults(ctx, f.ns, "Deployment/web pass")
 		})
 	})

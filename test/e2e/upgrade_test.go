@@ -298,10 +298,10 @@ func upgradeFrom(t *testing.T, prev previousRelease, adopt adoption) {
 	})
 
 	t.Run("after the upgrade the audit writes the policy's status and the namespace's Report", func(t *testing.T) {
-		eventually(t, auditTimeout, "kubectl get spreadpolicies shows the Deployment spread", func(ctx context.Context) error {
+		eventually(t, healthTimeout, "kubectl get spreadpolicies shows the Deployment spread", func(ctx context.Context) error {
 			return wantPolicyRow(ctx, f.ns, "True", "1", "0", "0")
 		})
-		eventually(t, auditTimeout, "kubectl get reports shows the Deployment passing", func(ctx context.Context) error {
+		eventually(t, healthTimeout, "kubectl get reports shows the Deployment passing", func(ctx context.Context) error {
 			return wantReportResults(ctx, f.ns, "Deployment/web pass")
 		})
 	})

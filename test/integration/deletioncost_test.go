@@ -99,7 +99,7 @@ func TestDeletionCostKeeper(t *testing.T) {
 	keptReplicaSet(t, off, 6)
 
 	_, _, reg := runServer(t, "keeper", func(c *app.Config) {
-		c.Audit = false
+		c.Health = false
 		c.LeaderElectionNamespace = leaseNS
 	})
 

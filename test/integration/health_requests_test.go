@@ -135,7 +135,7 @@ func (p *countedPasses) waitPasses(t *testing.T, n int) []map[string]int {
 	return p.record()
 }
 
-func TestAuditPassAtFiveHundredWorkloadsListsNothingAndWritesOnlyWhatChanged(t *testing.T) {
+func TestHealthPassAtFiveHundredWorkloadsListsNothingAndWritesOnlyWhatChanged(t *testing.T) {
 	const workloads = 500
 	ensureZoneNodes(t)
 	if _, err := envtest.InstallCRDs(suite.restConfig, envtest.CRDInstallOptions{
@@ -159,10 +159,10 @@ func TestAuditPassAtFiveHundredWorkloadsListsNothingAndWritesOnlyWhatChanged(t *
 	restConfig := rest.CopyConfig(suite.restConfig)
 	restConfig.Wrap(counter.wrap)
 	passes := &countedPasses{counter: counter}
-	startAuditorsWith(t, leases, 1, app.WithRESTConfig(restConfig),
+	startHealthControllersWith(t, leases, 1, app.WithRESTConfig(restConfig),
 		// A full pass every 2 s, so that the test sees several.
-		app.WithAuditPeriods(2*time.Second, 200*time.Millisecond),
-		app.WithAuditObserver(passes.observe))
+		app.WithHealthPeriods(2*time.Second, 200*time.Millisecond),
+		app.WithHealthObserver(passes.observe))
 
 	// The first pass's window holds the informers' own lists, made once
 	// when the replica starts: the passes after it are the audit's alone.

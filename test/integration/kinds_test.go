@@ -15,7 +15,7 @@ import (
 // scope, which the offline decoder and the live reads rely on.
 func TestKindsMatchTheAPIServer(t *testing.T) {
 	mapper := suite.client.RESTMapper()
-	for _, k := range cache.Kinds {
+	for _, k := range cache.InformedKinds {
 		t.Run(k.GVK.Kind, func(t *testing.T) {
 			m, err := mapper.RESTMapping(k.GVK.GroupKind(), k.GVK.Version)
 			if err != nil {

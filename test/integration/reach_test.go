@@ -21,19 +21,19 @@ import (
 	"github.com/spreadguard/spreadguard/pkg/spread/spreadtest"
 )
 
-// rackKey is a topology key only TestAuditReportsAMinDomainsNoNodeCanReach
+// rackKey is a topology key only TestHealthReportsAMinDomainsNoNodeCanReach
 // labels nodes with: what it reaches does not depend on the other tests'
 // nodes.
 const rackKey = "reach.integration.spreadguard.io/rack"
 
-// TestAuditReportsAMinDomainsNoNodeCanReach holds the audit to what it
+// TestHealthReportsAMinDomainsNoNodeCanReach holds the audit to what it
 // says of a policy whose hard constraint asks for minDomains 3 over a key
 // the nodes carry 2 values of, with no template adding a third: its pods
 // beyond the first per domain would stay Pending. The policy's Ready
 // condition is False, MinDomainsOutOfReach, naming spec.constraints[0],
 // and the namespace's Report holds a failed result for the policy; a node
 // with a third value puts both right.
-func TestAuditReportsAMinDomainsNoNodeCanReach(t *testing.T) {
+func TestHealthReportsAMinDomainsNoNodeCanReach(t *testing.T) {
 	ensureZoneNodes(t)
 	installReportCRD(t)
 	ns := newNamespace(t, "reach")
@@ -47,7 +47,7 @@ func TestAuditReportsAMinDomainsNoNodeCanReach(t *testing.T) {
 		Constraint(policytest.MakeConstraint().TopologyKey(rackKey).MaxSkew(1).DoNotSchedule().MinDomains(3).Obj()).Obj())
 	create(t, replicaSet(ns, "web", map[string]string{"app": "web"}))
 	create(t, boundPod(ns, "web-1", "a1"))
-	startAuditors(t, leases, 1)
+	startHealthControllers(t, leases, 1)
 
 	t.Run("racks r1 and r2 only, minDomains 3 -> Ready False, MinDomainsOutOfReach, and a failed result for the policy", func(t *testing.T) {
 		wantMsg := "spec.constraints[0]: minDomains 3 over " + rackKey + ", but the nodes and every node an autoscaler can add reach only 2 domains (" +
@@ -71,18 +71,18 @@ func TestAuditReportsAMinDomainsNoNodeCanReach(t *testing.T) {
 		n := spreadtest.MakeNode().Name(ns+"-r3").Label(rackKey, ns+"-r3").Obj()
 		createNode(t, n)
 		cleanup(t, n)
-		waitForAuditedAgain(t, ns)
+		waitForHealthPassAgain(t, ns)
 	})
 }
 
-// TestAuditReportsAZoneANodePoolRequiresButCannotServe holds the audit to
+// TestHealthReportsAZoneANodePoolRequiresButCannotServe holds the audit to
 // what it says of a policy spreading over zones while a NodePool requires
 // a zone its EC2NodeClass has no subnet in (kubernetes-sigs/karpenter#3272),
 // through the real NodePool and EC2NodeClass CRDs: the policy's Ready
 // condition is False, ZoneNotServed, naming the zone and not the NodePool
 // (the suite's messageDetail is domains), and the namespace's Report holds
 // a failed result for the policy; a subnet in that zone puts both right.
-func TestAuditReportsAZoneANodePoolRequiresButCannotServe(t *testing.T) {
+func TestHealthReportsAZoneANodePoolRequiresButCannotServe(t *testing.T) {
 	ensureZoneNodes(t)
 	installReportCRD(t)
 	ns := newNamespace(t, "unserved")
@@ -100,7 +100,7 @@ func TestAuditReportsAZoneANodePoolRequiresButCannotServe(t *testing.T) {
 		Constraint(policytest.MakeConstraint().TopologyKey(v1.LabelTopologyZone).MaxSkew(1).DoNotSchedule().Obj()).Obj())
 	create(t, replicaSet(ns, "web", map[string]string{"app": "web"}))
 	create(t, boundPod(ns, "web-1", "a1"))
-	startAuditors(t, leases, 1)
+	startHealthControllers(t, leases, 1)
 
 	t.Run("the NodePool requires zone-a and a zone its EC2NodeClass has no subnet in -> Ready False, ZoneNotServed, and a failed result for the policy", func(t *testing.T) {
 		want := "False " + v1alpha1.ReasonZoneNotServed + ": spec.constraints[0] spread over topology.kubernetes.io/zone. Zone " + unserved +
@@ -131,7 +131,7 @@ func TestAuditReportsAZoneANodePoolRequiresButCannotServe(t *testing.T) {
 			c, err := readyOf(ctx, ns)
 			return c != nil && c.Status == metav1.ConditionTrue, err
 		})
-		waitForAuditedAgain(t, ns)
+		waitForHealthPassAgain(t, ns)
 	})
 }
 
@@ -144,9 +144,9 @@ func readyOf(ctx context.Context, ns string) (*metav1.Condition, error) {
 	return meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionReady), nil
 }
 
-// waitForAuditedAgain waits until the namespace's policy "zones" is Ready,
+// waitForHealthPassAgain waits until the namespace's policy "zones" is Ready,
 // Audited, and its Report holds only workload web's pass.
-func waitForAuditedAgain(t *testing.T, ns string) {
+func waitForHealthPassAgain(t *testing.T, ns string) {
 	t.Helper()
 	var diff string
 	eventually(t, "the policy is Ready again", func(ctx context.Context) (bool, error) {

@@ -297,3 +297,15 @@ whose token Secret is not given.
 {{- define "spreadguard.metricsTokenSecretName" -}}
 {{- default (printf "%s-metrics-scraper-token" (include "spreadguard.fullname" .)) .Values.metrics.serviceMonitor.tokenSecret.name }}
 {{- end }}
+
+{{/*
+Whether spread health runs: health.enabled, and audit.enabled, its old name,
+read until the next minor version. The new name wins when it is set false;
+the old one, when set false, turns spread health off as it did before.
+*/}}
+{{- define "spreadguard.healthEnabled" -}}
+{{- $old := dig "enabled" nil (.Values.audit | default dict) -}}
+{{- if and .Values.health.enabled (or (kindIs "invalid" $old) $old) -}}
+true
+{{- end -}}
+{{- end }}

@@ -35,7 +35,7 @@ func NewConfig() *Config {
 }
 
 // settings lists the server's options in the order --help shows them, the
-// engine's (config.Engine.AddFlags) after them.
+// engine's (config.Decisions.AddFlags) after them.
 var settings = []config.Flag[Config]{
 	{Name: "config", Usage: "Path to a " + config.ConfigKind + " file (" + config.ConfigAPIVersion + "). Flags given on the command line win over it.",
 		Field: func(c *Config) any { return &c.ConfigFile }},
@@ -62,11 +62,11 @@ var settings = []config.Flag[Config]{
 	{Name: "log-level", Usage: "Log level: error, info, debug, or a verbosity number (4 and above log per-node detail).",
 		Field: func(c *Config) any { return &c.LogLevel }},
 	{Name: "audit", Usage: "Audit the spread of the workloads policies select on the replica holding the Lease " + spreadhealth.LeaseName + ", and write policy status.",
-		Field: func(c *Config) any { return &c.Audit }},
+		Field: func(c *Config) any { return &c.Health }},
 	{Name: "leader-election-namespace", Usage: "Namespace of the Leases of the audit and the deletion cost keeper; empty: the pod's own namespace.",
 		Field: func(c *Config) any { return &c.LeaderElectionNamespace }},
 	{Name: "audit-coalesce-delay", Usage: "How long the audit gathers the changes that follow a first one before it runs a pass, so that a rollout costs one pass.",
-		Field: func(c *Config) any { return &c.AuditCoalesceDelay }},
+		Field: func(c *Config) any { return &c.HealthCoalesceDelay }},
 	{Name: "shutdown-delay", Usage: "How long a replica told to stop (SIGTERM) answers requests after it stops being ready, before it closes its listeners and drains: long enough for the Service to drop it. 0 stops at once.",
 		Field: func(c *Config) any { return &c.ShutdownDelay }},
 	{Name: "deletion-cost", Usage: "Keep controller.kubernetes.io/pod-deletion-cost on the pods of ReplicaSets and ReplicationControllers whose pods carry spread constraints, on the replica holding the Lease " + deletioncost.LeaseName + ", so that scale-downs keep their spread.",
@@ -81,7 +81,7 @@ var settings = []config.Flag[Config]{
 // the defaults shown in --help.
 func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	config.AddFlags(fs, c, settings)
-	c.Engine.AddFlags(fs)
+	c.Decisions.AddFlags(fs)
 }
 
 // flagOfField names the flag of each config file field (by its JSON name),
@@ -89,7 +89,7 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 // derived from the flags, never written by hand.
 var flagOfField = func() map[string]string {
 	out := config.FlagNames(settings)
-	maps.Copy(out, config.EngineFlagNames())
+	maps.Copy(out, config.DecisionFlagNames())
 	return out
 }()
 

@@ -85,17 +85,17 @@ func WithSourcesWrapper(wrap func(engine.Sources) engine.Sources) Option {
 	return func(o *options) { o.wrapSources = wrap }
 }
 
-// WithAuditObserver calls observe after every pass of the controller of
+// WithHealthObserver calls observe after every pass of the controller of
 // spread health on this replica.
-func WithAuditObserver(observe func(spreadhealth.Pass)) Option {
+func WithHealthObserver(observe func(spreadhealth.Pass)) Option {
 	return func(o *options) { o.healthObserver = observe }
 }
 
-// WithAuditPeriods sets how often the controller of spread health runs a
+// WithHealthPeriods sets how often the controller of spread health runs a
 // full pass and how long it gathers changes before a pass (over the
-// configuration's auditCoalesceDelay), so that a test need not wait
+// configuration's healthCoalesceDelay), so that a test need not wait
 // minutes.
-func WithAuditPeriods(fullPass, coalesce time.Duration) Option {
+func WithHealthPeriods(fullPass, coalesce time.Duration) Option {
 	return func(o *options) { o.healthFullPass, o.healthCoalesce = fullPass, coalesce }
 }
 
@@ -117,6 +117,7 @@ func Run(ctx context.Context, cfg *Config, opts ...Option) error {
 	if err != nil {
 		return err
 	}
+	cfg.WarnDeprecated(log)
 	restConfig, err := o.restConfigFor(cfg)
 	if err != nil {
 		return err
@@ -142,11 +143,11 @@ func Run(ctx context.Context, cfg *Config, opts ...Option) error {
 	recorder := mgr.GetEventRecorder("spreadguard-webhook")
 	ctrls, err := controller.Add(ctx, mgr, controller.Config{Webhook: &cfg.WebhookConfiguration, Mapper: mapper,
 		Recorder: recorder, Registry: o.registry, Log: log, CacheSynced: func() { metrics.CacheSynced.Set(1) },
-		AuditObserver: o.healthObserver, AuditFullPass: o.healthFullPass, AuditCoalesce: o.healthCoalesce})
+		HealthObserver: o.healthObserver, HealthFullPass: o.healthFullPass, HealthCoalesce: o.healthCoalesce})
 	if err != nil {
 		return err
 	}
-	engineCfg := cfg.Engine.Config()
+	engineCfg := cfg.Decisions.Config()
 	endpoints := server.Endpoints(server.Deciders{Sources: o.sourcesFunc(ctrls.Sources), Engine: engineCfg, Cluster: ctrls.Cluster.Index(),
 		Synced: ctrls.Synced, RefuseUntilSynced: cfg.RefuseUntilSynced, FailurePolicy: cfg.FailurePolicy,
 		Recorder: recorder, Metrics: metrics, Workloads: mgr.GetCache(), Scheme: mgr.GetScheme()}, log)

@@ -324,7 +324,7 @@ func TestAStatusPatchThatFailsStopsNoOther(t *testing.T) {
 	}
 }
 
-func TestAWorkloadThatCannotBeAuditedIsCountedAndReported(t *testing.T) {
+func TestAWorkloadThatCannotBeCheckedIsCountedAndReported(t *testing.T) {
 	cluster := newTestCluster("shop")
 	old := st.MakeReplicaSet().Namespace("shop").Name("old").Obj()
 	old.Spec.Selector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{

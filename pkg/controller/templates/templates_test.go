@@ -146,7 +146,7 @@ func TestWatcherHearsOfTheKindsTheTemplatesAreDerivedFrom(t *testing.T) {
 	informers := &informertest.FakeInformers{Scheme: scheme}
 	l := &loads{got: make(chan []spread.Template, 10)}
 	w, c := newWatcher(l, nil)
-	watched := append(cache.Watched(func(cache.Kind) bool { return true }), &v1.ConfigMap{})
+	watched := append(cache.Watched(func(cache.InformedKind) bool { return true }), &v1.ConfigMap{})
 	fake := map[string]*controllertest.FakeInformer{}
 	for _, obj := range watched {
 		inf, err := informers.FakeInformerFor(t.Context(), obj)

@@ -32,9 +32,9 @@ import (
 	"github.com/spreadguard/spreadguard/pkg/spread/spreadtest"
 )
 
-// auditor is one replica of the webhook with the audit on, run in-process
+// healthController is one replica of the webhook with the audit on, run in-process
 // beside the suite's, recording its audit passes.
-type auditor struct {
+type healthController struct {
 	name   string
 	mu     sync.Mutex
 	passes []spreadhealth.Pass
@@ -43,37 +43,37 @@ type auditor struct {
 	stop func()
 }
 
-func (a *auditor) observe(p spreadhealth.Pass) {
+func (a *healthController) observe(p spreadhealth.Pass) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.passes = append(a.passes, p)
 }
 
 // record returns the passes so far.
-func (a *auditor) record() []spreadhealth.Pass {
+func (a *healthController) record() []spreadhealth.Pass {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return slices.Clone(a.passes)
 }
 
-// startAuditors runs n replicas competing for the Lease in leaseNS, with
+// startHealthControllers runs n replicas competing for the Lease in leaseNS, with
 // short audit periods, until the test ends.
-func startAuditors(t *testing.T, leaseNS string, n int) []*auditor {
+func startHealthControllers(t *testing.T, leaseNS string, n int) []*healthController {
 	t.Helper()
-	return startAuditorsWith(t, leaseNS, n)
+	return startHealthControllersWith(t, leaseNS, n)
 }
 
-// startAuditorsWith is startAuditors with opts after the replicas' own.
-func startAuditorsWith(t *testing.T, leaseNS string, n int, opts ...app.Option) []*auditor {
+// startHealthControllersWith is startHealthControllers with opts after the replicas' own.
+func startHealthControllersWith(t *testing.T, leaseNS string, n int, opts ...app.Option) []*healthController {
 	t.Helper()
-	var out []*auditor
+	var out []*healthController
 	for i := range n {
 		port := freePort()
 		if port == 0 {
 			t.Fatal("finding a free port")
 		}
 		ctx, cancel := context.WithCancel(context.Background())
-		a := &auditor{name: fmt.Sprintf("replica-%d", i), done: make(chan error, 1), stop: cancel}
+		a := &healthController{name: fmt.Sprintf("replica-%d", i), done: make(chan error, 1), stop: cancel}
 		cfg := app.NewConfig()
 		cfg.Port = port
 		cfg.CertDir = suite.certDir
@@ -89,8 +89,8 @@ func startAuditorsWith(t *testing.T, leaseNS string, n int, opts ...app.Option) 
 				app.WithHost("127.0.0.1"),
 				app.WithLogger(ctrl.Log.WithName(a.name)),
 				app.WithMetricsRegistry(prometheus.NewRegistry()),
-				app.WithAuditPeriods(time.Minute, 200*time.Millisecond),
-				app.WithAuditObserver(a.observe),
+				app.WithHealthPeriods(time.Minute, 200*time.Millisecond),
+				app.WithHealthObserver(a.observe),
 			}, opts...)...)
 		}()
 		out = append(out, a)
@@ -172,7 +172,7 @@ func readyStatus(spread, skewed int32) v1alpha1.PolicyStatus {
 	}
 }
 
-func TestAuditWritesPolicyStatusAndReportsOnTheLeaderOnly(t *testing.T) {
+func TestHealthWritesPolicyStatusAndReportsOnTheLeaderOnly(t *testing.T) {
 	ensureZoneNodes(t)
 	ns := newNamespace(t, "audit")
 	leases := newNamespace(t, "audit-leases")
@@ -185,7 +185,7 @@ func TestAuditWritesPolicyStatusAndReportsOnTheLeaderOnly(t *testing.T) {
 	create(t, api)
 	create(t, boundPodOf(ns, "api", "api-1", "a1"))
 	create(t, boundPodOf(ns, "api", "api-2", "b1"))
-	auditors := startAuditors(t, leases, 2)
+	healthControllers := startHealthControllers(t, leases, 2)
 
 	t.Run("two pods piled in zone-a while zone-b is empty make the workload skewed", func(t *testing.T) {
 		waitForStatus(t, ns, readyStatus(1, 1))
@@ -209,7 +209,7 @@ func TestAuditWritesPolicyStatusAndReportsOnTheLeaderOnly(t *testing.T) {
 			t.Fatalf("the Lease has no holder")
 		}
 		var leaders, writers []string
-		for _, a := range auditors {
+		for _, a := range healthControllers {
 			passes := a.record()
 			if len(passes) > 0 {
 				leaders = append(leaders, a.name)
@@ -228,7 +228,7 @@ func TestAuditWritesPolicyStatusAndReportsOnTheLeaderOnly(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		leader := leaderOf(t, auditors)
+		leader := leaderOf(t, healthControllers)
 		seen := len(leader.record())
 		// A pod change the counts do not see still starts a pass.
 		touchPod(t, ns, "web-1")
@@ -249,7 +249,7 @@ func TestAuditWritesPolicyStatusAndReportsOnTheLeaderOnly(t *testing.T) {
 		}
 	})
 
-	leader := leaderOf(t, auditors)
+	leader := leaderOf(t, healthControllers)
 	t.Run("without the openreports CRD no Report is written", func(t *testing.T) {
 		for _, p := range leader.record() {
 			if len(p.Reports) > 0 {
@@ -289,8 +289,8 @@ func TestAuditWritesPolicyStatusAndReportsOnTheLeaderOnly(t *testing.T) {
 
 	t.Run("when the leader stops, the other replica takes the Lease and keeps status and Report current", func(t *testing.T) {
 		leader.stop()
-		var next *auditor
-		for _, a := range auditors {
+		var next *healthController
+		for _, a := range healthControllers {
 			if a != leader {
 				next = a
 			}
@@ -312,10 +312,10 @@ func TestAuditWritesPolicyStatusAndReportsOnTheLeaderOnly(t *testing.T) {
 	})
 }
 
-// leaderOf returns the one auditor that audits.
-func leaderOf(t *testing.T, auditors []*auditor) *auditor {
+// leaderOf returns the one healthController that audits.
+func leaderOf(t *testing.T, healthControllers []*healthController) *healthController {
 	t.Helper()
-	for _, a := range auditors {
+	for _, a := range healthControllers {
 		if len(a.record()) > 0 {
 			return a
 		}

@@ -7,7 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 )
 
-// This file is the index's read-only side for the audit (pkg/health): how
+// This file is the index's read-only side for spread health (pkg/health): how
 // the pods a constraint selects are spread now, with the counting rules of
 // Check, so that "skewed" in a report means what the scheduler would see.
 
