@@ -172,6 +172,10 @@ func readyStatus(spread, skewed int32) v1alpha1.PolicyStatus {
 	}
 }
 
+// TestHealthWritesPolicyStatusAndReportsOnTheLeaderOnly starts without the
+// openreports CRD and installs it itself, on the package's one API server:
+// it must run before health_requests_test.go, which installs the CRD too
+// (go test runs the files in the order of their names).
 func TestHealthWritesPolicyStatusAndReportsOnTheLeaderOnly(t *testing.T) {
 	ensureZoneNodes(t)
 	ns := newNamespace(t, "audit")
