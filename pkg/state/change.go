@@ -273,15 +273,10 @@ func changed(k Kind, old, cur any) Aspect {
 			return Spec
 		}
 		return 0
-	case *nodeclassv1.EC2NodeClass:
-		n, ok := cur.(*nodeclassv1.EC2NodeClass)
-		if !ok || !slices.Equal(o.Status.Placements(), n.Status.Placements()) {
-			return Spec
-		}
-		return 0
-	case *nodeclassv1.NodeClass:
-		n, ok := cur.(*nodeclassv1.NodeClass)
-		if !ok || !slices.Equal(o.Status.Placements(), n.Status.Placements()) {
+	case *nodeclassv1.EC2NodeClass, *nodeclassv1.NodeClass:
+		// Templates read only a node class's zones and zone IDs.
+		os, nst := nodeClassStatus(old), nodeClassStatus(cur)
+		if os == nil || nst == nil || !slices.Equal(os.Placements(), nst.Placements()) {
 			return Spec
 		}
 		return 0
@@ -306,6 +301,18 @@ func workloadChanged[S any](o, n *metav1.ObjectMeta, os, ns S, selection bool) A
 		what |= Spec
 	}
 	return what
+}
+
+// nodeClassStatus is the status of either kind of node class, nil for
+// another object.
+func nodeClassStatus(obj any) *nodeclassv1.NodeClassStatus {
+	switch c := obj.(type) {
+	case *nodeclassv1.EC2NodeClass:
+		return &c.Status
+	case *nodeclassv1.NodeClass:
+		return &c.Status
+	}
+	return nil
 }
 
 func labelsChanged(a, b *metav1.ObjectMeta) Aspect {
